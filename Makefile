@@ -1,0 +1,47 @@
+# Tortoise Lab. `make experiment` and `make test` do everything on a fresh
+# Debian 12 machine: system packages, the Python venv, the lab kernel.
+SHELL := /bin/bash
+VENV  := .venv
+PY    := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# the lab kernel is cached outside the clone, keyed by a hash of its inputs
+KERNEL_OUT = $(shell bash kernel/build-uml.sh --path)
+
+.PHONY: setup setup-system kernel experiment probe test test-unit test-lab bench clean distclean
+
+setup: setup-system $(STAMP)
+
+setup-system:
+	@bash scripts/setup-system.sh
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || /usr/bin/python3 -m venv --system-site-packages $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $@
+
+kernel: setup
+	@bash kernel/build-uml.sh >/dev/null
+
+# the default experiment at this stage: the lab's fidelity probe of the
+# default path (200 ms RTT, 10 Mbit/s, 1 % loss) on the auto backend
+experiment: setup kernel
+	$(VENV)/bin/tortoise probe
+
+probe: experiment
+
+test: setup kernel
+	$(PY) -m pytest -q -ra tests
+
+test-unit: setup
+	$(PY) -m pytest -q -ra tests/unit
+
+test-lab: setup kernel
+	$(PY) -m pytest -q -ra tests/integration
+
+clean:
+	rm -rf build *.egg-info src/*.egg-info .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Installs the lab's system packages from Debian (bookworm + bookworm-security).
+# Idempotent: only packages that are missing are installed, and apt's lists are
+# refreshed only when something has to be installed.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")/.." && pwd)"
+kernel_pkg="linux-source-6.12"
+kernel_ver="$(cat "$here/kernel/DEBIAN_VERSION")"
+
+packages=(
+  # lab kernel build (UML)
+  build-essential bc bison flex xz-utils "${kernel_pkg}"
+  # emulation and the lab's hosts
+  mininet openvswitch-switch openvswitch-common iproute2 ethtool iputils-ping
+  procps tcpdump socat dnsmasq-base
+  # web tier and clients
+  apache2 nghttp2-client curl openssl ca-certificates
+  # the lab's interpreter: Debian's python3 (for python3-mininet) + a venv
+  python3 python3-venv python3-pip
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+# the pinned kernel source version
+if dpkg-query -W -f='${Version}' "$kernel_pkg" 2>/dev/null | grep -qvx "$kernel_ver"; then
+  missing+=("${kernel_pkg}")
+fi
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "setup-system: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then SUDO="sudo"; else
+    echo "setup-system: missing packages: ${missing[*]}" >&2
+    echo "setup-system: run 'make setup' once as root (or install them), then rerun as this user" >&2
+    exit 1
+  fi
+fi
+
+install=()
+for p in "${missing[@]}"; do
+  if [ "$p" = "$kernel_pkg" ]; then install+=("$p=$kernel_ver"); else install+=("$p"); fi
+done
+echo "setup-system: installing ${install[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${install[@]}"

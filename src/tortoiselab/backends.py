@@ -1,0 +1,227 @@
+"""Where a lab task executes: `native` (the host kernel, needs root) or `uml`
+(the lab kernel as an ordinary process, no root), on a real or a virtual
+clock. `auto` picks native only where the host can emulate.
+
+Both take a request (a dict) and a work folder, and return the guest's
+result.json as a dict. The uml backend records the UML process group it
+started and kills exactly that group on timeout or interrupt.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .pathspec import STOCK_ALGORITHMS
+
+PKG_DIR = Path(__file__).resolve().parent
+REPO_DIR = PKG_DIR.parent.parent
+GUEST_INIT = PKG_DIR / "guest" / "init.sh"
+
+# kernel config symbol -> registered name (net/ipv4/Kconfig)
+CONFIG_TO_ALGO = {
+    "BIC": "bic", "CUBIC": "cubic", "WESTWOOD": "westwood", "HTCP": "htcp", "HSTCP": "highspeed",
+    "HYBLA": "hybla", "VEGAS": "vegas", "NV": "nv", "SCALABLE": "scalable", "LP": "lp",
+    "VENO": "veno", "YEAH": "yeah", "ILLINOIS": "illinois", "DCTCP": "dctcp", "CDG": "cdg",
+    "BBR": "bbr",
+}
+
+
+class LabError(RuntimeError):
+    """The lab could not run a task; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    backend: str  # native | uml
+    clock: str  # real | virtual
+    kernel: str | None = None  # path of the UML kernel binary
+
+
+def kernel_path() -> Path:
+    """The UML lab kernel: $TORTOISE_KERNEL, else the cache kernel/build-uml.sh fills."""
+    env = os.environ.get("TORTOISE_KERNEL")
+    if env:
+        return Path(env)
+    out = subprocess.run(["bash", str(REPO_DIR / "kernel" / "build-uml.sh"), "--path"],
+                         capture_output=True, text=True, check=True)
+    return Path(out.stdout.strip())
+
+
+def kernel_algorithms(kernel: Path) -> list[str]:
+    """Algorithms a built lab kernel has, read from the config saved beside it."""
+    cfg = kernel.parent / "config"
+    algos = ["reno"]
+    if cfg.exists():
+        for line in cfg.read_text().splitlines():
+            if line.startswith("CONFIG_TCP_CONG_") and line.endswith(("=y", "=m")):
+                sym = line[len("CONFIG_TCP_CONG_"):].split("=")[0]
+                if sym in CONFIG_TO_ALGO:
+                    algos.append(CONFIG_TO_ALGO[sym])
+    else:
+        algos = list(STOCK_ALGORITHMS)
+    return algos
+
+
+def host_kernel_config() -> str | None:
+    for p in (Path("/proc/config.gz"), Path(f"/boot/config-{os.uname().release}")):
+        try:
+            return gzip.decompress(p.read_bytes()).decode() if p.suffix == ".gz" else p.read_text()
+        except OSError:
+            continue
+    return None
+
+
+def host_can_emulate(algorithms: list[str]) -> tuple[bool, str]:
+    """Native needs root, netem in the host kernel and every requested
+    algorithm available (built in, or a module present to load)."""
+    if os.geteuid() != 0:
+        return False, "not root"
+    cfg = host_kernel_config()
+    if cfg is None:
+        return False, "host kernel config not readable (no /proc/config.gz or /boot/config-*)"
+    netem = [ln for ln in cfg.splitlines() if ln.startswith("CONFIG_NET_SCH_NETEM=")]
+    if not netem:
+        return False, "host kernel has no netem (CONFIG_NET_SCH_NETEM)"
+    if netem[0].endswith("=m") and not Path(f"/lib/modules/{os.uname().release}").is_dir():
+        return False, "netem is a module but the host has no modules for its kernel"
+    have = set(Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split())
+    for line in cfg.splitlines():
+        if line.startswith("CONFIG_TCP_CONG_") and line.endswith("=m"):
+            sym = line[len("CONFIG_TCP_CONG_"):].split("=")[0]
+            if sym in CONFIG_TO_ALGO and Path(f"/lib/modules/{os.uname().release}").is_dir():
+                have.add(CONFIG_TO_ALGO[sym])
+    missing = [a for a in algorithms if a not in have]
+    if missing:
+        return False, f"host kernel lacks {', '.join(missing)}"
+    return True, "host kernel has netem and the algorithms"
+
+
+def choose(backend: str, clock: str, algorithms: list[str]) -> BackendInfo:
+    """Resolve `auto`; refuse combinations that cannot work, before anything starts."""
+    if backend not in ("auto", "native", "uml"):
+        raise LabError(f"backend: unknown backend {backend!r}; use auto, native or uml")
+    if clock not in ("auto", "real", "virtual"):
+        raise LabError(f"clock: unknown clock {clock!r}; use real or virtual")
+    if backend == "auto":
+        ok, _why = host_can_emulate(algorithms)
+        backend = "native" if ok and clock in ("auto", "real") else "uml"
+    if backend == "native":
+        if clock == "virtual":
+            raise LabError("clock: the virtual clock needs the uml backend (use --backend uml or auto)")
+        ok, why = host_can_emulate(algorithms)
+        if not ok:
+            raise LabError(f"backend: native cannot run here ({why}); use --backend uml")
+        return BackendInfo("native", "real")
+    kernel = kernel_path()
+    if not kernel.exists():
+        raise LabError(f"the UML lab kernel is not built ({kernel}); run 'make kernel'")
+    return BackendInfo("uml", "virtual" if clock in ("auto", "virtual") else "real", str(kernel))
+
+
+def run_task(info: BackendInfo, request: dict, work: Path, timeout_s: float = 900) -> dict:
+    work.mkdir(parents=True, exist_ok=True)
+    req = {**request, "backend": info.backend, "clock": info.clock,
+           "private_ovs": info.backend == "uml"}
+    (work / "request.json").write_text(json.dumps(req, indent=1, sort_keys=True))
+    if info.backend == "native":
+        return _run_native(work, timeout_s)
+    return _run_uml(info, work, timeout_s)
+
+
+def _read_result(work: Path, log_hint: Path | None) -> dict:
+    res = work / "result.json"
+    if not res.exists():
+        tail = ""
+        if log_hint is not None and log_hint.exists():
+            tail = "\n".join(log_hint.read_text(errors="replace").splitlines()[-25:])
+        raise LabError(f"the lab wrote no result (see {log_hint}):\n{tail}")
+    result = json.loads(res.read_text())
+    if not result.get("ok"):
+        raise LabError(f"lab task failed: {result.get('error')}\n{result.get('traceback', '')}")
+    return result
+
+
+def _run_native(work: Path, timeout_s: float) -> dict:
+    log = work / "native.log"
+    with open(log, "w") as fh:
+        p = subprocess.Popen([sys.executable, "-m", "tortoiselab.guest", str(work / "request.json")],
+                             stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        _wait_or_kill(p, timeout_s)
+    return _read_result(work, log)
+
+
+def uml_argv(kernel: str, work: Path, clock: str, umid: str, mem_mb: int = 1024) -> list[str]:
+    """The UML command line: host tree as read-only root through hostfs, our
+    init, the console on stdout, the UML control dir inside the work folder."""
+    argv = [kernel, f"mem={mem_mb}M", f"umid={umid}", f"uml_dir={work / 'uml'}",
+            "root=/dev/root", "rootfstype=hostfs", "rootflags=/", "ro",
+            f"init={GUEST_INIT}", "con=null", "con0=null,fd:1", "quiet",
+            f"TL_WORK={work}", f"TL_PYTHON={sys.executable}"]
+    if clock == "virtual":
+        argv.append("time-travel=inf-cpu")
+    return argv
+
+
+def _run_uml(info: BackendInfo, work: Path, timeout_s: float) -> dict:
+    assert info.kernel is not None
+    umid = f"tl-{os.getpid()}-{int(time.time() * 1000) % 10**8}"
+    (work / "uml").mkdir(exist_ok=True)
+    argv = uml_argv(info.kernel, work, info.clock, umid)
+    log = work / "console.log"
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(work), "TMPDIR": "/dev/shm"}
+    with open(log, "w") as fh:
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                             start_new_session=True, env=env, cwd=work)
+        (work / "uml.pgid").write_text(str(p.pid))
+        try:
+            _wait_or_kill(p, timeout_s)
+        finally:
+            shutil.rmtree(work / "uml", ignore_errors=True)
+    return _read_result(work, log)
+
+
+def _wait_or_kill(p: subprocess.Popen, timeout_s: float) -> None:
+    """Wait for the lab process; on timeout or interrupt kill its process
+    group (the one this call started, by its recorded id) and re-raise."""
+    try:
+        p.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        kill_group(p)
+        raise LabError(f"the lab did not finish within {timeout_s:.0f} s of wall time (watchdog); killed it")
+    except BaseException:
+        kill_group(p)
+        raise
+    # UML helper processes can outlive the main one for a moment
+    kill_group(p, quiet=True)
+
+
+def kill_group(p: subprocess.Popen, quiet: bool = False) -> None:
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(p.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        p.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass

@@ -1,0 +1,97 @@
+"""The `tortoise` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from .backends import LabError
+from .pathspec import PathError, parse_path
+
+
+def _sigterm_as_interrupt(signum, frame):  # so the lab's finally-blocks run
+    raise KeyboardInterrupt
+
+
+def cmd_probe(a: argparse.Namespace) -> int:
+    from .probe import run_probe
+
+    fields = {"rtt_ms": a.rtt_ms, "loss_pct": a.loss_pct, "rate_mbit": a.rate_mbit,
+              "jitter_ms": a.jitter_ms}
+    if a.queue_pkts is not None:
+        fields["queue_pkts"] = a.queue_pkts
+    path = parse_path(fields)
+    measure = {"bulk_seconds": a.bulk_seconds, "loss_probes": a.loss_probes}
+    rep = run_probe(path, cc=a.cc, backend=a.backend, clock=a.clock,
+                    work=Path(a.work) if a.work else None, measure=measure, switch=a.switch)
+    print(json.dumps(rep.as_dict(), indent=1) if a.json else rep.text())
+    print(f"\n(work folder: {rep.work})", file=sys.stderr)
+    return 0 if rep.ok else 3
+
+
+def cmd_cc_check(a: argparse.Namespace) -> int:
+    from .probe import run_cc_check
+
+    res = run_cc_check(a.algorithms or None, backend=a.backend, clock=a.clock)
+    bad = 0
+    print(f"backend {res['backend']}, clock {res['clock']}")
+    print(f"{'selected':<12} {'socket says':<12} {'ss -ti says':<14} ok")
+    for cc, r in res["algorithms"].items():
+        ok = r["sockopt"] == cc and any(s is not None and s.split("-")[0] == cc for s in r["ss"])
+        bad += not ok
+        print(f"{cc:<12} {r['sockopt']:<12} {','.join(map(str, r['ss'])):<14} {'yes' if ok else 'NO'}")
+    return 0 if bad == 0 else 3
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="tortoise", description="Tortoise Lab: TCP and HTTP/2 on long, lossy paths")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    def lab_opts(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--backend", default="auto", choices=["auto", "native", "uml"])
+        p.add_argument("--clock", default="auto", choices=["auto", "real", "virtual"],
+                       help="uml only: virtual = time-travel (CPU costs no simulated time); auto = virtual on uml")
+
+    p = sub.add_parser("probe", help="boot the lab and measure one path against its configuration")
+    lab_opts(p)
+    p.add_argument("--rtt-ms", type=float, default=200.0)
+    p.add_argument("--loss-pct", type=float, default=1.0)
+    p.add_argument("--rate-mbit", type=float, default=10.0)
+    p.add_argument("--jitter-ms", type=float, default=0.0)
+    p.add_argument("--queue-pkts", type=int, default=None)
+    p.add_argument("--cc", default="cubic", help="server's congestion control algorithm")
+    p.add_argument("--switch", default="ovs", choices=["ovs", "bridge"])
+    p.add_argument("--bulk-seconds", type=float, default=10.0)
+    p.add_argument("--loss-probes", type=int, default=4000, help="UDP probes per direction")
+    p.add_argument("--work", help="folder for the run's files (default: a new temporary folder)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_probe)
+
+    p = sub.add_parser("cc-check", help="select each algorithm on the server and confirm it with ss -ti")
+    lab_opts(p)
+    p.add_argument("algorithms", nargs="*")
+    p.set_defaults(func=cmd_cc_check)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if a.verbose else logging.INFO, format="%(message)s")
+    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    try:
+        return a.func(a)
+    except (PathError, LabError) as exc:
+        print(f"tortoise: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tortoise: interrupted; the lab was stopped", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

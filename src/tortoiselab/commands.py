@@ -1,0 +1,68 @@
+"""Pure functions that return the argv of every command the lab runs.
+
+Nothing here runs anything: tests compare these lists exactly, and one
+executor (tortoiselab.executor) runs and logs them.
+"""
+
+from __future__ import annotations
+
+from .pathspec import PathSpec
+
+
+def _num(x: float) -> str:
+    """Format a number for tc without float noise: 100.0 -> '100', 0.5 -> '0.5'."""
+    s = f"{x:.6f}".rstrip("0").rstrip(".")
+    return s if s else "0"
+
+
+def netem(dev: str, path: PathSpec, loss_pct: float, seed_note: str | None = None) -> list[str]:
+    """The WAN hop in one direction: netem as the root qdisc of `dev` with
+    half the RTT as delay, the direction's random loss, the bottleneck rate
+    (netem's rate serializes packets FIFO behind the delay) and a limit that
+    holds the delay line plus the queue."""
+    argv = ["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "netem",
+            "limit", str(path.netem_limit_pkts()),
+            "delay", f"{_num(path.one_way_ms)}ms"]
+    if path.jitter_ms > 0:
+        argv += [f"{_num(path.jitter_ms)}ms", "distribution", "normal"]
+    if loss_pct > 0:
+        argv += ["loss", "random", f"{_num(loss_pct)}%"]
+    argv += ["rate", f"{_num(path.rate_mbit)}mbit"]
+    return argv
+
+
+def qdisc_show(dev: str) -> list[str]:
+    return ["tc", "-s", "qdisc", "show", "dev", dev]
+
+
+def offloads_off(dev: str) -> list[str]:
+    """TSO/GSO/GRO off: netem must see wire-size packets, not 64 KB ones."""
+    return ["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"]
+
+
+def sysctl_set(key: str, value: str | int) -> list[str]:
+    return ["sysctl", "-q", "-w", f"{key}={value}"]
+
+
+def sysctl_get(key: str) -> list[str]:
+    return ["sysctl", "-n", key]
+
+
+def route_window(prefix: str, dev: str, initcwnd: int | None, initrwnd: int | None) -> list[str]:
+    """Per-host initial windows live on the route (napkin article: `ip route
+    change ... initcwnd N initrwnd N`)."""
+    argv = ["ip", "route", "replace", prefix, "dev", dev]
+    if initcwnd is not None:
+        argv += ["initcwnd", str(initcwnd)]
+    if initrwnd is not None:
+        argv += ["initrwnd", str(initrwnd)]
+    return argv
+
+
+def ping(dst: str, count: int, interval_s: float, timeout_s: float = 3.0) -> list[str]:
+    return ["ping", "-n", "-c", str(count), "-i", _num(interval_s), "-W", _num(timeout_s), dst]
+
+
+def ss_tcp_info(port: int) -> list[str]:
+    """TCP sockets with internal info (algorithm, cwnd) whose source port is `port`."""
+    return ["ss", "-t", "-i", "-n", "state", "established", f"( sport = :{port} )"]

@@ -1,0 +1,61 @@
+"""One place where lab commands run: every argv is logged with its time,
+exit code and where it ran (the guest's root namespace or a Mininet host)."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class CommandError(RuntimeError):
+    pass
+
+
+@dataclass
+class Executor:
+    log_path: Path | None = None
+    records: list[dict] = field(default_factory=list)
+
+    def _log(self, where: str, argv: list[str], rc: int, out: str, err: str, t0: float) -> None:
+        rec = {"t": round(t0, 6), "where": where, "argv": argv, "rc": rc,
+               "seconds": round(time.monotonic() - t0, 6)}
+        if rc != 0:
+            rec["stderr"] = err[-2000:]
+        self.records.append(rec)
+        if self.log_path is not None:
+            with open(self.log_path, "a") as fh:
+                fh.write(f"[{where}] rc={rc} {shlex.join(argv)}\n")
+                if rc != 0 and err:
+                    fh.write("    " + err.strip().replace("\n", "\n    ") + "\n")
+
+    def run(self, argv: list[str], host: Any = None, check: bool = True, timeout: float = 120) -> str:
+        """Run argv in the guest's root namespace (host=None) or in a Mininet
+        host's namespaces; return stdout."""
+        t0 = time.monotonic()
+        if host is None:
+            where = "root"
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+            out, err, rc = p.stdout, p.stderr, p.returncode
+        else:
+            where = host.name
+            proc = host.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
+                err += f"\n(timed out after {timeout} s)"
+            rc = proc.returncode
+        self._log(where, argv, rc, out, err, t0)
+        if check and rc != 0:
+            raise CommandError(f"[{where}] {shlex.join(argv)} exited {rc}: {err.strip()[-500:]}")
+        return out
+
+    def start(self, argv: list[str], host: Any) -> subprocess.Popen:
+        """Start a long-running argv in a Mininet host; the caller waits."""
+        self._log(host.name, argv, 0, "", "", time.monotonic())
+        return host.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

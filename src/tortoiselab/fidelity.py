@@ -1,0 +1,114 @@
+"""Configured against measured: does the emulated path do what it was told?
+
+Pure functions over raw measurements (ping RTTs, byte counters at the
+bottleneck, probe packets sent and received), so they are tested without a
+lab and the guest only has to measure.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass
+
+from scipy.stats import binomtest
+
+from .pathspec import PathSpec
+
+PING_FRAME_BYTES = 98  # 56 data + 8 ICMP + 20 IP + 14 Ethernet
+
+
+@dataclass(frozen=True)
+class Check:
+    """One row of the fidelity table."""
+
+    quantity: str
+    configured: float
+    expected: float
+    measured: float
+    low: float  # accepted (or confidence) interval
+    high: float
+    unit: str
+    ok: bool
+    note: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def rtt_check(path: PathSpec, min_ms: float | None, replies: int, sent: int) -> Check:
+    """Base RTT = the smallest RTT ping saw (its summary line, microsecond
+    resolution). Expected = configured RTT plus the serialization of one ping
+    frame at the bottleneck in each direction. Tolerance: max(0.5 ms, 1 %)."""
+    ser_ms = 2 * PING_FRAME_BYTES * 8 / (path.rate_mbit * 1e6) * 1e3
+    expected = path.rtt_ms + ser_ms
+    tol = max(0.5, 0.01 * path.rtt_ms)
+    if min_ms is None or replies == 0:
+        return Check("base RTT", path.rtt_ms, round(expected, 3), float("nan"), expected - tol, expected + tol,
+                     "ms", False, f"no ping reply of {sent}")
+    return Check("base RTT", path.rtt_ms, round(expected, 3), min_ms, round(expected - tol, 3),
+                 round(expected + tol, 3), "ms", abs(min_ms - expected) <= tol,
+                 f"min of {replies}/{sent} pings; expected includes {ser_ms:.3f} ms serialization")
+
+
+def window_rates(samples: list[tuple[float, int]], window_s: float) -> list[float]:
+    """Rates (bit/s) over consecutive, non-overlapping windows of about
+    `window_s` from (time s, cumulative bytes) samples."""
+    rates = []
+    if len(samples) < 2:
+        return rates
+    t0, b0 = samples[0]
+    for t, b in samples[1:]:
+        if t - t0 >= window_s - 1e-9:
+            rates.append((b - b0) * 8 / (t - t0))
+            t0, b0 = t, b
+    return rates
+
+
+def rate_check(path: PathSpec, samples: list[tuple[float, int]], warmup_s: float,
+               goodput_bps: float | None = None, tol: float = 0.03) -> Check:
+    """Bottleneck rate = Ethernet bytes leaving the bottleneck queue per second
+    while a bulk TCP transfer keeps it backlogged: the median of 1-second
+    windows after `warmup_s` (slow start and its overshoot excluded)."""
+    if not samples:
+        return Check("bottleneck rate", path.rate_mbit, path.rate_mbit, float("nan"), 0, 0, "Mbit/s", False,
+                     "no samples")
+    start = samples[0][0] + warmup_s
+    steady = [s for s in samples if s[0] >= start]
+    rates = window_rates(steady, 1.0)
+    if not rates:
+        return Check("bottleneck rate", path.rate_mbit, path.rate_mbit, float("nan"), 0, 0, "Mbit/s", False,
+                     "transfer shorter than the warm-up")
+    measured = statistics.median(rates) / 1e6
+    note = f"median of {len(rates)} 1-s windows of link bytes"
+    if goodput_bps is not None:
+        note += f"; TCP goodput {goodput_bps / 1e6:.3f} Mbit/s"
+    lo, hi = path.rate_mbit * (1 - tol), path.rate_mbit * (1 + tol)
+    return Check("bottleneck rate", path.rate_mbit, path.rate_mbit, round(measured, 4), lo, hi, "Mbit/s",
+                 lo <= measured <= hi, note)
+
+
+def loss_check(direction: str, configured_pct: float, sent: int, received: int,
+               confidence: float = 0.95) -> Check:
+    """Loss of one direction with its exact (Clopper-Pearson) binomial
+    interval; the check passes when the configured rate lies inside it."""
+    if sent <= 0:
+        return Check(f"loss {direction}", configured_pct, configured_pct, float("nan"), 0, 0, "%", False,
+                     "no probe sent")
+    lost = sent - received
+    ci = binomtest(lost, sent).proportion_ci(confidence_level=confidence, method="exact")
+    lo, hi = ci.low * 100, ci.high * 100
+    measured = lost / sent * 100
+    return Check(f"loss {direction}", configured_pct, configured_pct, round(measured, 4), round(lo, 4),
+                 round(hi, 4), "%", lo <= configured_pct <= hi,
+                 f"{lost} of {sent} probes lost; {int(confidence * 100)} % exact binomial interval")
+
+
+def format_table(checks: list[Check]) -> str:
+    head = f"{'quantity':<16} {'configured':>11} {'expected':>10} {'measured':>10} {'accepted':>21}  ok"
+    rows = [head, "-" * len(head)]
+    for c in checks:
+        rows.append(f"{c.quantity:<16} {c.configured:>11.3f} {c.expected:>10.3f} {c.measured:>10.3f} "
+                    f"{'[' + f'{c.low:.3f}, {c.high:.3f}' + ']':>21}  {'yes' if c.ok else 'NO'}  {c.unit}")
+        if c.note:
+            rows.append(f"{'':<16} {c.note}")
+    return "\n".join(rows)

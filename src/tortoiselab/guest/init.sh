@@ -1,0 +1,34 @@
+#!/bin/sh
+# PID 1 of the UML lab guest. The host tree is the guest's root, read-only
+# (hostfs, `ro`); this script gives the guest private writable scratch space
+# (tmpfs over /tmp, /run, /var/log, /var/lib, /var/tmp), mounts the run's work
+# folder read-write, runs the lab task with the project's Python, and powers
+# the guest off. It never writes to the host outside TL_WORK.
+#
+# The kernel passes TL_WORK, TL_PYTHON and TL_UID from its command line.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/tmp PYTHONDONTWRITEBYTECODE=1 LANG=C.UTF-8
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mkdir -p /dev/pts /dev/shm 2>/dev/null
+mount -t devpts devpts /dev/pts
+mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+for d in /tmp /var/tmp; do mount -t tmpfs -o mode=1777 tmpfs "$d"; done
+for d in /run /var/log /var/lib; do mount -t tmpfs -o mode=755 tmpfs "$d"; done
+mkdir -p /run/lock && chmod 1777 /run/lock
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+# the work folder at the same path as on the host (mkdir only succeeds
+# inside the tmpfs mounts above; elsewhere the folder already exists)
+mkdir -p "$TL_WORK" 2>/dev/null
+mount -t hostfs -o "$TL_WORK" hostfs "$TL_WORK"
+hostname tortoise-lab
+ip link set lo up
+
+echo "tortoise-guest: kernel $(uname -r), uptime $(cut -d' ' -f1 /proc/uptime) s"
+"$TL_PYTHON" -m tortoiselab.guest "$TL_WORK/request.json"
+echo "tortoise-guest: task exited with $?"
+sync
+# power off (LINUX_REBOOT_CMD_POWER_OFF): the UML process exits
+exec "$TL_PYTHON" -c 'import ctypes, os; os.sync(); ctypes.CDLL(None).reboot(0x4321FEDC)'

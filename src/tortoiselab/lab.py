@@ -1,0 +1,281 @@
+"""The lab itself: what runs as root next to the emulated network, i.e. inside
+the UML guest or, on the native backend, on the host.
+
+One path: client -- s1 -- WAN -- s2 -- server. The emulation sits on the
+WAN link only (DESIGN.md §5): netem on s1's WAN port shapes client-to-server
+traffic, netem on s2's WAN port shapes server-to-client traffic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from . import commands as C
+from .executor import Executor
+from .parsers import parse_ping, parse_ss_ti
+from .pathspec import PathSpec
+from .topology import ONE_PATH, Graph
+
+OVS_RUN = Path("/run/openvswitch")
+# ovs-vswitchd sizes its handler threads from a CPU count that it caches only
+# once the monotonic clock has passed 10 s; started earlier (as on the virtual
+# clock, where boot takes no time) it gets 0 handlers and passes no traffic
+# (DESIGN.md §2). Waiting costs nothing on the virtual clock.
+OVS_MIN_UPTIME_S = 10.5
+
+
+def available_algorithms() -> list[str]:
+    return Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+
+
+def kernel_release() -> str:
+    return os.uname().release
+
+
+def uptime_s() -> float:
+    return float(Path("/proc/uptime").read_text().split()[0])
+
+
+@dataclass
+class LabContext:
+    """What a task needs: the executor, where to write, and how the lab runs."""
+
+    ex: Executor
+    work: Path
+    private_ovs: bool  # start our own ovsdb/vswitchd (uml) or use the host's (native)
+    switch: str = "ovs"
+
+
+@contextmanager
+def private_ovs(ex: Executor) -> Iterator[None]:
+    """ovsdb-server + ovs-vswitchd with their files under /run (a tmpfs in
+    the guest); stopped by the pids they recorded."""
+    OVS_RUN.mkdir(parents=True, exist_ok=True)
+    db = OVS_RUN / "conf.db"
+    ex.run(["ovsdb-tool", "create", str(db), "/usr/share/openvswitch/vswitch.ovsschema"])
+    ex.run(["ovsdb-server", str(db), f"--remote=punix:{OVS_RUN}/db.sock",
+            f"--pidfile={OVS_RUN}/ovsdb-server.pid", "--detach", "--no-chdir",
+            f"--log-file={OVS_RUN}/ovsdb-server.log"])
+    ex.run(["ovs-vsctl", "--no-wait", "init"])
+    wait = OVS_MIN_UPTIME_S - uptime_s()
+    if wait > 0:
+        time.sleep(wait)
+    ex.run(["ovs-vswitchd", f"unix:{OVS_RUN}/db.sock", f"--pidfile={OVS_RUN}/ovs-vswitchd.pid",
+            "--detach", "--no-chdir", f"--log-file={OVS_RUN}/ovs-vswitchd.log"])
+    try:
+        yield
+    finally:
+        for name in ("ovs-vswitchd", "ovsdb-server"):
+            pidfile = OVS_RUN / f"{name}.pid"
+            if pidfile.exists():
+                try:
+                    os.kill(int(pidfile.read_text().strip()), 15)
+                except (ProcessLookupError, ValueError):
+                    pass
+
+
+@contextmanager
+def mininet_path(ctx: LabContext, graph: Graph = ONE_PATH) -> Iterator["PathLab"]:
+    """Build the graph in Mininet and stop it again, also on error."""
+    from mininet.log import setLogLevel
+    from mininet.net import Mininet
+    from mininet.node import OVSSwitch
+    from mininet.nodelib import LinuxBridge
+
+    setLogLevel("warning")
+    switch_cls = OVSSwitch if ctx.switch == "ovs" else LinuxBridge
+    net = Mininet(topo=None, build=False, controller=None, autoSetMacs=True,
+                  autoStaticArp=True, waitConnected=False)
+    nodes = {}
+    for h in graph.hosts:
+        nodes[h.name] = net.addHost(h.name, ip=h.ip)
+    for s in graph.switches:
+        opts = {"failMode": "standalone"} if ctx.switch == "ovs" else {}
+        nodes[s] = net.addSwitch(s, cls=switch_cls, **opts)
+    wan = None
+    for a, b in graph.links:
+        link = net.addLink(nodes[a], nodes[b])
+        if (a, b) == graph.wan:
+            wan = link
+    try:
+        net.build()
+        net.start()
+        yield PathLab(ctx, net, nodes, wan)
+    finally:
+        net.stop()
+
+
+class PathLab:
+    """A running one-path lab: configure it, then measure over it."""
+
+    def __init__(self, ctx: LabContext, net, nodes: dict, wan) -> None:
+        self.ctx, self.net, self.nodes = ctx, net, nodes
+        self.client, self.server = nodes["client"], nodes["server"]
+        # the WAN link's two ports: egress of s1's shapes the uplink,
+        # egress of s2's shapes the downlink (server -> client)
+        self.up_dev, self.down_dev = wan.intf1.name, wan.intf2.name
+
+    @property
+    def ex(self) -> Executor:
+        return self.ctx.ex
+
+    def all_intfs(self) -> list[tuple[object, str]]:
+        out = []
+        for node in self.nodes.values():
+            for intf in node.intfList():
+                if intf.name != "lo":
+                    out.append((node, intf.name))
+        return out
+
+    def configure(self, path: PathSpec, server_cc: str, client_cc: str = "cubic",
+                  initcwnd: int | None = None, initrwnd: int | None = None,
+                  loss_on: bool = True) -> None:
+        ex = self.ex
+        # a non-initial netns may only pick allowed algorithms (EPERM otherwise)
+        ex.run(C.sysctl_set("net.ipv4.tcp_allowed_congestion_control", " ".join(available_algorithms())))
+        for node, dev in self.all_intfs():
+            host = node if node in (self.client, self.server) else None
+            ex.run(C.offloads_off(dev), host=host)
+        for host, cc in ((self.client, client_cc), (self.server, server_cc)):
+            ex.run(C.sysctl_set("net.ipv4.tcp_no_metrics_save", 1), host=host)
+            ex.run(C.sysctl_set("net.ipv4.tcp_congestion_control", cc), host=host)
+        if initcwnd is not None or initrwnd is not None:
+            for host in (self.client, self.server):
+                ex.run(C.route_window("10.0.0.0/8", host.defaultIntf().name, initcwnd, initrwnd), host=host)
+        self.set_netem(path, loss_on)
+
+    def set_netem(self, path: PathSpec, loss_on: bool = True) -> None:
+        self.ex.run(C.netem(self.up_dev, path, path.loss_up if loss_on else 0.0))
+        self.ex.run(C.netem(self.down_dev, path, path.loss_down_pct if loss_on else 0.0))
+
+    # --- measurements ---------------------------------------------------
+
+    def ping(self, count: int, interval_s: float) -> dict:
+        out = self.ex.run(C.ping(self.server.IP(), count, interval_s), host=self.client, check=False,
+                          timeout=count * interval_s + 60)
+        r = parse_ping(out)
+        return {"transmitted": r.transmitted, "received": r.received, "rtts_ms": list(r.rtts_ms),
+                "min_ms": r.min_ms, "avg_ms": r.avg_ms, "max_ms": r.max_ms, "raw": out}
+
+    def _tool(self, host, module: str, *args: str) -> subprocess.Popen:
+        import sys
+        return self.ex.start([sys.executable, "-m", f"tortoiselab.tools.{module}", *args], host)
+
+    def bulk(self, seconds: float, port: int = 5001, sample_s: float = 0.1,
+             ss_at_s: float | None = None) -> dict:
+        """Server-to-client bulk transfer; samples the downlink bottleneck's
+        byte counter (the frames that left the queue) every `sample_s`."""
+        srv = self._tool(self.server, "bulk", "serve", "--port", str(port), "--seconds", str(seconds))
+        if srv.stdout.readline().strip() != "listening":
+            raise RuntimeError(f"bulk server did not start: {srv.stderr.read()}")
+        counter = Path(f"/sys/class/net/{self.down_dev}/statistics/tx_bytes")
+        samples: list[tuple[float, int]] = []
+        ss_text: list[str] = []
+        stop = threading.Event()
+
+        def sample() -> None:
+            t0 = time.monotonic()
+            while not stop.is_set():
+                samples.append((round(time.monotonic() - t0, 6), int(counter.read_text())))
+                stop.wait(sample_s)
+
+        th = threading.Thread(target=sample, daemon=True)
+        cli = self._tool(self.client, "bulk", "fetch", "--host", self.server.IP(), "--port", str(port))
+        th.start()
+        if ss_at_s is not None:
+            time.sleep(ss_at_s)
+            ss_text.append(self.ex.run(C.ss_tcp_info(port), host=self.server))
+        cout, cerr = cli.communicate(timeout=seconds + 120)
+        sout, serr = srv.communicate(timeout=60)
+        stop.set()
+        th.join()
+        if cli.returncode != 0 or srv.returncode != 0:
+            raise RuntimeError(f"bulk transfer failed: client {cerr.strip()} server {serr.strip()}")
+        result = {"client": json.loads(cout.strip().splitlines()[-1]),
+                  "server": json.loads(sout.strip().splitlines()[-1]),
+                  "samples": samples}
+        if ss_text:
+            socks = parse_ss_ti(ss_text[0])
+            result["ss"] = [s.__dict__ for s in socks]
+            result["ss_raw"] = ss_text[0]
+        return result
+
+    def udp_loss(self, sender, receiver, count: int, interval_ms: float, port: int = 5002) -> dict:
+        rcv = self._tool(receiver, "udpprobe", "recv", "--port", str(port), "--idle", "3")
+        if rcv.stdout.readline().strip() != "listening":
+            raise RuntimeError(f"udp receiver did not start: {rcv.stderr.read()}")
+        snd = self._tool(sender, "udpprobe", "send", "--host", receiver.IP(), "--port", str(port),
+                         "--count", str(count), "--interval-ms", str(interval_ms))
+        sout, serr = snd.communicate(timeout=count * interval_ms / 1e3 + 120)
+        rout, rerr = rcv.communicate(timeout=120)
+        if snd.returncode != 0 or rcv.returncode != 0:
+            raise RuntimeError(f"udp probe failed: {serr.strip()} {rerr.strip()}")
+        return {"sent": json.loads(sout.strip().splitlines()[-1])["sent"],
+                "received": json.loads(rout.strip().splitlines()[-1])["received"]}
+
+    def qdisc_stats(self) -> dict:
+        return {dev: self.ex.run(C.qdisc_show(dev)) for dev in (self.up_dev, self.down_dev)}
+
+
+# --- tasks: what a request.json asks the lab to do ------------------------
+
+def task_probe(ctx: LabContext, req: dict) -> dict:
+    """Fidelity probe of one path: base RTT (ping), bottleneck rate (bulk
+    TCP transfer with loss switched off, so the sender can fill the link),
+    one-way loss each direction (paced UDP probes, loss on)."""
+    path = PathSpec(**req["path"])
+    cc = req.get("cc", "cubic")
+    m = req.get("measure", {})
+    with mininet_path(ctx) as lab:
+        lab.configure(path, server_cc=cc, loss_on=False)
+        out: dict = {"devices": {"uplink": lab.up_dev, "downlink": lab.down_dev}}
+        # RTT: loss off so every ping answers; the delay line is the same
+        out["ping"] = lab.ping(m.get("ping_count", 20), m.get("ping_interval_s", 0.2))
+        out["bulk"] = lab.bulk(m.get("bulk_seconds", 10.0), ss_at_s=1.0)
+        lab.set_netem(path, loss_on=True)
+        n, gap = m.get("loss_probes", 4000), m.get("loss_interval_ms", 2.0)
+        out["loss_down"] = lab.udp_loss(lab.server, lab.client, n, gap, port=5002)
+        out["loss_up"] = lab.udp_loss(lab.client, lab.server, n, gap, port=5003)
+        out["qdisc"] = lab.qdisc_stats()
+    return out
+
+
+def task_cc_check(ctx: LabContext, req: dict) -> dict:
+    """Select each algorithm for the server host in turn and confirm from
+    `ss -ti` on the server that a live connection uses it."""
+    path = PathSpec(**req["path"])
+    algos = req.get("algorithms") or available_algorithms()
+    seen = {}
+    with mininet_path(ctx) as lab:
+        lab.configure(path, server_cc="cubic", loss_on=True)
+        for i, cc in enumerate(algos):
+            ctx.ex.run(C.sysctl_set("net.ipv4.tcp_congestion_control", cc), host=lab.server)
+            r = lab.bulk(req.get("seconds", 1.5), port=6000 + i, ss_at_s=0.8)
+            seen[cc] = {"sockopt": r["server"]["cc"],
+                        "ss": [s["algorithm"] for s in r.get("ss", [])],
+                        "bytes": r["client"]["bytes"]}
+    return {"algorithms": seen}
+
+
+TASKS = {"probe": task_probe, "cc_check": task_cc_check}
+
+
+def run_task(ctx: LabContext, req: dict) -> dict:
+    task = TASKS[req["task"]]
+    result = {"kernel_release": kernel_release(), "available_cc": available_algorithms(),
+              "switch": ctx.switch, "uptime_start_s": uptime_s()}
+    if ctx.switch == "ovs" and ctx.private_ovs:
+        with private_ovs(ctx.ex):
+            result["task"] = task(ctx, req)
+    else:
+        result["task"] = task(ctx, req)
+    result["uptime_end_s"] = uptime_s()
+    return result

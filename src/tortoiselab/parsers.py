@@ -1,0 +1,82 @@
+"""Parsers for tool output: pure functions, tested on captured output in tests/data/."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_PING_RTT = re.compile(r"icmp_seq=(\d+) ttl=\d+ time=([0-9.]+) ms")
+_PING_SUMMARY = re.compile(r"(\d+) packets transmitted, (\d+) received")
+# the summary has microsecond resolution; per-reply lines drop decimals >= 100 ms
+_PING_STATS = re.compile(r"rtt min/avg/max/mdev = ([0-9.]+)/([0-9.]+)/([0-9.]+)/([0-9.]+) ms")
+
+
+@dataclass(frozen=True)
+class PingResult:
+    transmitted: int
+    received: int
+    rtts_ms: tuple[float, ...]
+    min_ms: float | None = None
+    avg_ms: float | None = None
+    max_ms: float | None = None
+
+
+def parse_ping(text: str) -> PingResult:
+    """Parse iputils ping output (without -q): per-reply RTTs and the totals."""
+    rtts = tuple(float(m.group(2)) for m in _PING_RTT.finditer(text))
+    m = _PING_SUMMARY.search(text)
+    if not m:
+        raise ValueError("ping output has no summary line ('N packets transmitted, M received')")
+    st = _PING_STATS.search(text)
+    stats = tuple(float(x) for x in st.groups()[:3]) if st else (None, None, None)
+    return PingResult(int(m.group(1)), int(m.group(2)), rtts, *stats)
+
+
+@dataclass(frozen=True)
+class SsSocket:
+    local: str
+    peer: str
+    algorithm: str | None
+    cwnd: int | None
+    mss: int | None
+    rtt_ms: float | None
+
+
+_SS_ALGO = re.compile(r"^\s*([a-z][a-z0-9_\-]*)\s+(?:wscale|rto|ts|sack|ecn|ecnseen|fastopen|cwnd)\b")
+_SS_KV = {
+    "cwnd": re.compile(r"\bcwnd:(\d+)"),
+    "mss": re.compile(r"\bmss:(\d+)"),
+    "rtt": re.compile(r"\brtt:([0-9.]+)/"),
+}
+
+
+def parse_ss_ti(text: str) -> list[SsSocket]:
+    """Parse `ss -t -i -n` output: one socket line (addresses) followed by an
+    indented info line that starts with the congestion control algorithm's
+    name (e.g. ``cubic wscale:7,7 rto:404 ...``)."""
+    out: list[SsSocket] = []
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    i = 0
+    while i < len(lines):
+        ln = lines[i]
+        if ln.startswith(("Recv-Q", "State", "Netid")):
+            i += 1
+            continue
+        fields = ln.split()
+        # socket line: [State] Recv-Q Send-Q Local Peer
+        addrs = [f for f in fields if ":" in f]
+        if len(addrs) >= 2 and not ln.startswith((" ", "\t")):
+            info = lines[i + 1] if i + 1 < len(lines) and lines[i + 1].startswith((" ", "\t")) else ""
+            algo_m = _SS_ALGO.match(info)
+            vals = {k: r.search(info) for k, r in _SS_KV.items()}
+            out.append(SsSocket(
+                local=addrs[-2], peer=addrs[-1],
+                algorithm=algo_m.group(1) if algo_m else None,
+                cwnd=int(vals["cwnd"].group(1)) if vals["cwnd"] else None,
+                mss=int(vals["mss"].group(1)) if vals["mss"] else None,
+                rtt_ms=float(vals["rtt"].group(1)) if vals["rtt"] else None,
+            ))
+            i += 2 if info else 1
+        else:
+            i += 1
+    return out

@@ -1,0 +1,119 @@
+"""The emulated path: what the WAN hop between client and server does.
+
+A path is data, checked before anything starts: a negative RTT, a loss
+rate above 100 %, a zero rate or an unknown algorithm is refused with the
+name of the field and what to write instead (DESIGN.md §7).
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+# Ethernet frame of a full-size segment: 1500-byte IP packet + 14-byte header.
+FRAME_BYTES = 1514
+
+# The stock algorithms of Linux 6.12 (net/ipv4/Kconfig, TCP_CONG_*), by the
+# name they register; `reno` is always built in.
+STOCK_ALGORITHMS = (
+    "reno", "cubic", "bic", "westwood", "htcp", "highspeed", "hybla",
+    "vegas", "nv", "scalable", "lp", "veno", "yeah", "illinois", "dctcp",
+    "cdg", "bbr",
+)
+
+
+class PathError(ValueError):
+    """A path specification that cannot be emulated; the message says why."""
+
+
+class PathSpec(BaseModel):
+    """One emulated path: symmetric delay (RTT/2 each way), loss per direction,
+    a bottleneck rate and the queue in front of it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rtt_ms: float = Field(200.0, ge=0, le=10_000, description="base round-trip time, split evenly over both directions")
+    loss_pct: float = Field(1.0, ge=0, le=100, description="random loss per direction, percent")
+    loss_up_pct: float | None = Field(None, ge=0, le=100, description="client-to-server loss if it differs from loss_pct")
+    rate_mbit: float = Field(10.0, gt=0, le=100_000, description="bottleneck rate, Mbit/s, both directions")
+    jitter_ms: float = Field(0.0, ge=0, le=10_000, description="delay variation per direction (netem jitter)")
+    queue_pkts: int | None = Field(
+        None, ge=1, le=1_000_000,
+        description="bottleneck queue in packets; default one bandwidth-delay product",
+    )
+
+    @field_validator("rtt_ms", "loss_pct", "rate_mbit", "jitter_ms")
+    @classmethod
+    def _finite(cls, v: float) -> float:
+        if not math.isfinite(v):
+            raise ValueError("must be a finite number")
+        return v
+
+    @property
+    def one_way_ms(self) -> float:
+        return self.rtt_ms / 2.0
+
+    @property
+    def loss_down_pct(self) -> float:
+        return self.loss_pct
+
+    @property
+    def loss_up(self) -> float:
+        return self.loss_pct if self.loss_up_pct is None else self.loss_up_pct
+
+    def bdp_pkts(self) -> int:
+        """Bandwidth-delay product of the full RTT in full-size frames (>= 2)."""
+        bdp_bytes = self.rate_mbit * 1e6 / 8 * self.rtt_ms / 1e3
+        return max(2, math.ceil(bdp_bytes / FRAME_BYTES))
+
+    def queue(self) -> int:
+        """Packets that may wait at the bottleneck: as given, else one BDP."""
+        return self.queue_pkts if self.queue_pkts is not None else self.bdp_pkts()
+
+    def netem_limit_pkts(self) -> int:
+        """netem counts every packet it holds, the ones in flight on the delay
+        line as well as the queue: limit = one-way delay line + queue.
+        (netem's default of 1000 packets would cap a long fat path.)"""
+        line_bytes = self.rate_mbit * 1e6 / 8 * (self.one_way_ms + 4 * self.jitter_ms) / 1e3
+        return math.ceil(line_bytes / FRAME_BYTES) + self.queue() + 8
+
+
+def parse_path(fields: dict) -> PathSpec:
+    """Build a PathSpec, turning pydantic's errors into one PathError whose
+    message names each bad field and its allowed range."""
+    try:
+        return PathSpec(**fields)
+    except ValidationError as exc:
+        raise PathError(describe_errors(exc, prefix="path")) from None
+
+
+def describe_errors(exc: ValidationError, prefix: str = "") -> str:
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        where = f"{prefix}.{loc}" if prefix and loc else (prefix or loc)
+        got = err.get("input")
+        hint = _HINTS.get(str(err["loc"][-1]) if err["loc"] else "", "")
+        lines.append(f"{where}: {err['msg']} (got {got!r}){'; ' + hint if hint else ''}")
+    return "\n".join(lines)
+
+
+_HINTS = {
+    "rtt_ms": "give the round-trip time in milliseconds, 0 to 10000, e.g. rtt_ms: 200",
+    "loss_pct": "give loss in percent, 0 to 100, e.g. loss_pct: 1 for 1 %",
+    "loss_up_pct": "give loss in percent, 0 to 100",
+    "rate_mbit": "give the bottleneck rate in Mbit/s, greater than 0, e.g. rate_mbit: 10",
+    "jitter_ms": "give jitter in milliseconds, 0 or more",
+    "queue_pkts": "give the queue in packets (1 or more), or leave it out for one BDP",
+}
+
+
+def check_algorithm(name: str, available: tuple[str, ...] | list[str], field: str = "cc") -> str:
+    """Refuse an algorithm the lab kernel does not have, listing what it has."""
+    if name not in available:
+        raise PathError(
+            f"{field}: unknown congestion control algorithm {name!r}; "
+            f"this lab kernel has: {', '.join(sorted(available))}"
+        )
+    return name

@@ -1,0 +1,112 @@
+"""`tortoise probe`: boot the lab, report what it is, and measure one path
+against its configuration."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import backends
+from .fidelity import Check, format_table, loss_check, rate_check, rtt_check
+from .pathspec import PathSpec, check_algorithm
+
+# slow start and the loss-recovery it ends in take a few RTTs; the rate is
+# read after this much of the bulk transfer (scaled up for long RTTs)
+RATE_WARMUP_RTTS = 12
+
+
+@dataclass
+class ProbeReport:
+    backend: str
+    clock: str
+    kernel_release: str
+    algorithms: list[str]
+    switch: str
+    path: dict
+    cc: str
+    checks: list[Check] = field(default_factory=list)
+    wall_s: float = 0.0
+    sim_s: float = 0.0
+    work: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def as_dict(self) -> dict:
+        d = {k: v for k, v in self.__dict__.items() if k != "checks"}
+        d["checks"] = [c.as_dict() for c in self.checks]
+        d["ok"] = self.ok
+        return d
+
+    def text(self) -> str:
+        p = self.path
+        head = [
+            f"backend          {self.backend}",
+            f"clock            {self.clock}",
+            f"kernel release   {self.kernel_release}",
+            f"switch           {self.switch}",
+            f"algorithms       {' '.join(sorted(self.algorithms))} ({len(self.algorithms)})",
+            f"path             rtt {p['rtt_ms']} ms, rate {p['rate_mbit']} Mbit/s, loss {p['loss_pct']} % "
+            f"per direction, queue {PathSpec(**p).queue()} pkts; server cc {self.cc}",
+            f"time             {self.sim_s:.3f} s in the lab, {self.wall_s:.1f} s wall",
+            "",
+        ]
+        return "\n".join(head) + format_table(self.checks) + (
+            "\n\nfidelity: all within tolerance" if self.ok else "\n\nfidelity: OUT OF TOLERANCE")
+
+
+def evaluate(path: PathSpec, task: dict) -> list[Check]:
+    """Turn the lab's raw measurements into the fidelity table."""
+    ping = task["ping"]
+    bulk = task["bulk"]
+    checks = [rtt_check(path, ping.get("min_ms"), ping["received"], ping["transmitted"])]
+    goodput = bulk["client"]["bytes"] * 8 / bulk["client"]["seconds"] if bulk["client"]["seconds"] else None
+    warm = max(2.0, RATE_WARMUP_RTTS * path.rtt_ms / 1e3)
+    checks.append(rate_check(path, [tuple(s) for s in bulk["samples"]], warm, goodput))
+    checks.append(loss_check("down", path.loss_down_pct, task["loss_down"]["sent"], task["loss_down"]["received"]))
+    checks.append(loss_check("up", path.loss_up, task["loss_up"]["sent"], task["loss_up"]["received"]))
+    return checks
+
+
+def run_probe(path: PathSpec, cc: str = "cubic", backend: str = "auto", clock: str = "auto",
+              work: Path | None = None, measure: dict | None = None, switch: str = "ovs",
+              timeout_s: float = 900) -> ProbeReport:
+    info = backends.choose(backend, clock, [cc])
+    algos = backends.kernel_algorithms(Path(info.kernel)) if info.kernel else \
+        Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    check_algorithm(cc, algos, field="cc")
+    if work is None:
+        work = Path(tempfile.mkdtemp(prefix="tortoise-probe-"))
+    req = {"task": "probe", "path": path.model_dump(), "cc": cc, "switch": switch,
+           "measure": measure or {}}
+    t0 = time.monotonic()
+    result = backends.run_task(info, req, work, timeout_s=timeout_s)
+    wall = time.monotonic() - t0
+    rep = ProbeReport(backend=info.backend, clock=info.clock, kernel_release=result["kernel_release"],
+                      algorithms=result["available_cc"], switch=result["switch"], path=path.model_dump(),
+                      cc=cc, checks=evaluate(path, result["task"]), wall_s=wall,
+                      sim_s=result["uptime_end_s"] - result["uptime_start_s"], work=str(work))
+    (work / "probe.json").write_text(json.dumps(rep.as_dict(), indent=1))
+    return rep
+
+
+def run_cc_check(algorithms: list[str] | None = None, backend: str = "auto", clock: str = "auto",
+                 work: Path | None = None, path: PathSpec | None = None, timeout_s: float = 900) -> dict:
+    """Select each algorithm for the server and read back what ss reports."""
+    info = backends.choose(backend, clock, algorithms or ["cubic"])
+    if work is None:
+        work = Path(tempfile.mkdtemp(prefix="tortoise-cc-"))
+    path = path or PathSpec(rtt_ms=40, loss_pct=0, rate_mbit=20)
+    req = {"task": "cc_check", "path": path.model_dump(), "algorithms": algorithms}
+    result = backends.run_task(info, req, work, timeout_s=timeout_s)
+    return {"backend": info.backend, "clock": info.clock, "available_cc": result["available_cc"],
+            **result["task"]}
+
+
+def uid_can_run() -> bool:
+    return os.geteuid() != 0
