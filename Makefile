@@ -4,8 +4,6 @@ SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# the lab kernel is cached outside the clone, keyed by a hash of its inputs
-KERNEL_OUT = $(shell bash kernel/build-uml.sh --path)
 
 .PHONY: setup setup-system kernel experiment probe test test-unit test-lab bench clean distclean
 
@@ -39,9 +37,19 @@ test-unit: setup
 test-lab: setup kernel
 	$(PY) -m pytest -q -ra tests/integration
 
+# figures, not assertions: the probe on both clocks of the uml backend
+bench: setup kernel
+	@echo "== virtual clock =="; $(VENV)/bin/tortoise probe --backend uml --clock virtual || true
+	@echo "== real clock ==";    $(VENV)/bin/tortoise probe --backend uml --clock real || true
+
 clean:
 	rm -rf build *.egg-info src/*.egg-info .pytest_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
-distclean: clean
+dist# figures, not assertions: the probe on both clocks of the uml backend
+bench: setup kernel
+	@echo "== virtual clock =="; $(VENV)/bin/tortoise probe --backend uml --clock virtual || true
+	@echo "== real clock ==";    $(VENV)/bin/tortoise probe --backend uml --clock real || true
+
+clean: clean
 	rm -rf $(VENV)

@@ -27,7 +27,7 @@ def cmd_probe(a: argparse.Namespace) -> int:
     path = parse_path(fields)
     measure = {"bulk_seconds": a.bulk_seconds, "loss_probes": a.loss_probes}
     rep = run_probe(path, cc=a.cc, backend=a.backend, clock=a.clock,
-                    work=Path(a.work) if a.work else None, measure=measure, switch=a.switch)
+                    work=Path(a.work) if a.work else None, measure=measure, switch=a.switch, seed=a.seed)
     print(json.dumps(rep.as_dict(), indent=1) if a.json else rep.text())
     print(f"\n(work folder: {rep.work})", file=sys.stderr)
     return 0 if rep.ok else 3
@@ -68,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--switch", default="ovs", choices=["ovs", "bridge"])
     p.add_argument("--bulk-seconds", type=float, default=10.0)
     p.add_argument("--loss-probes", type=int, default=4000, help="UDP probes per direction")
+    p.add_argument("--seed", type=int, default=1, help="seed of netem's loss draws (per direction, derived)")
     p.add_argument("--work", help="folder for the run's files (default: a new temporary folder)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_probe)

@@ -66,3 +66,27 @@ def ping(dst: str, count: int, interval_s: float, timeout_s: float = 3.0) -> lis
 def ss_tcp_info(port: int) -> list[str]:
     """TCP sockets with internal info (algorithm, cwnd) whose source port is `port`."""
     return ["ss", "-t", "-i", "-n", "state", "established", f"( sport = :{port} )"]
+
+
+def netem_seed(dev: str, path: PathSpec, loss_pct: float, seed: int, python: str) -> list[str]:
+    """Re-issue the netem parameters of `netem()` with the PRNG seed set, over
+    rtnetlink (tortoiselab.tools.netem_seed): the same seed, the same losses."""
+    argv = [python, "-m", "tortoiselab.tools.netem_seed", "--dev", dev,
+            "--limit", str(path.netem_limit_pkts()),
+            "--latency-ns", str(round(path.one_way_ms * 1e6)),
+            "--seed", str(seed)]
+    if path.jitter_ms > 0:
+        argv += ["--jitter-ns", str(round(path.jitter_ms * 1e6))]
+    if loss_pct > 0:
+        argv += ["--loss-pct", _num(loss_pct)]
+    argv += ["--rate-bps", str(round(path.rate_mbit * 1e6))]
+    return argv
+
+
+def derive_seed(seed: int, *labels: str) -> int:
+    """A 64-bit seed for one random stream of a run (e.g. the downlink's
+    netem), derived from the run's seed and the stream's name."""
+    import hashlib
+
+    h = hashlib.sha256(f"{seed}:{':'.join(labels)}".encode()).digest()
+    return int.from_bytes(h[:8], "big")

@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
     req = json.loads(req_path.read_text())
     ex = Executor(log_path=work / "commands.log")
     ctx = LabContext(ex=ex, work=work, private_ovs=req.get("private_ovs", True),
-                     switch=req.get("switch", "ovs"))
+                     switch=req.get("switch", "ovs"), seed=int(req.get("seed", 1)))
     try:
         result = {"ok": True, **run_task(ctx, req)}
         rc = 0

@@ -52,6 +52,7 @@ class LabContext:
     work: Path
     private_ovs: bool  # start our own ovsdb/vswitchd (uml) or use the host's (native)
     switch: str = "ovs"
+    seed: int = 1  # the run's seed; every random stream is derived from it
 
 
 @contextmanager
@@ -122,6 +123,8 @@ class PathLab:
         # the WAN link's two ports: egress of s1's shapes the uplink,
         # egress of s2's shapes the downlink (server -> client)
         self.up_dev, self.down_dev = wan.intf1.name, wan.intf2.name
+        self.seed = ctx.seed
+        self.seeds: dict[str, int] = {}
 
     @property
     def ex(self) -> Executor:
@@ -139,6 +142,7 @@ class PathLab:
                   initcwnd: int | None = None, initrwnd: int | None = None,
                   loss_on: bool = True) -> None:
         ex = self.ex
+        self.quiet_ipv6()
         # a non-initial netns may only pick allowed algorithms (EPERM otherwise)
         ex.run(C.sysctl_set("net.ipv4.tcp_allowed_congestion_control", " ".join(available_algorithms())))
         for node, dev in self.all_intfs():
@@ -152,9 +156,30 @@ class PathLab:
                 ex.run(C.route_window("10.0.0.0/8", host.defaultIntf().name, initcwnd, initrwnd), host=host)
         self.set_netem(path, loss_on)
 
+    def quiet_ipv6(self) -> None:
+        """IPv6 off on every lab interface. The lab's traffic is IPv4; IPv6
+        router solicitations, DAD and MLD reports go out on random timers for
+        seconds after a link comes up, and each one that crosses netem takes
+        a draw from its PRNG, so two runs with one seed would lose different
+        packets (seen here: the uplink's losses shifted by one)."""
+        for host in (self.client, self.server):
+            for key in ("all", "default"):
+                self.ex.run(C.sysctl_set(f"net.ipv6.conf.{key}.disable_ipv6", 1), host=host)
+        for node, dev in self.all_intfs():
+            if node not in (self.client, self.server):
+                self.ex.run(C.sysctl_set(f"net.ipv6.conf.{dev}.disable_ipv6", 1))
+
     def set_netem(self, path: PathSpec, loss_on: bool = True) -> None:
-        self.ex.run(C.netem(self.up_dev, path, path.loss_up if loss_on else 0.0))
-        self.ex.run(C.netem(self.down_dev, path, path.loss_down_pct if loss_on else 0.0))
+        """netem on both WAN ports, each with its own seeded PRNG (derived from
+        the run's seed), so that a rerun draws the same losses."""
+        import sys
+
+        for dev, direction, loss in ((self.up_dev, "up", path.loss_up), (self.down_dev, "down", path.loss_down_pct)):
+            loss = loss if loss_on else 0.0
+            self.ex.run(C.netem(dev, path, loss))
+            seed = C.derive_seed(self.seed, "netem", direction)
+            self.ex.run(C.netem_seed(dev, path, loss, seed, sys.executable))
+            self.seeds[f"netem_{direction}"] = seed
 
     # --- measurements ---------------------------------------------------
 
@@ -209,7 +234,8 @@ class PathLab:
         return result
 
     def udp_loss(self, sender, receiver, count: int, interval_ms: float, port: int = 5002) -> dict:
-        rcv = self._tool(receiver, "udpprobe", "recv", "--port", str(port), "--idle", "3")
+        rcv = self._tool(receiver, "udpprobe", "recv", "--port", str(port), "--idle", "3",
+                         "--count", str(count))
         if rcv.stdout.readline().strip() != "listening":
             raise RuntimeError(f"udp receiver did not start: {rcv.stderr.read()}")
         snd = self._tool(sender, "udpprobe", "send", "--host", receiver.IP(), "--port", str(port),
@@ -218,8 +244,9 @@ class PathLab:
         rout, rerr = rcv.communicate(timeout=120)
         if snd.returncode != 0 or rcv.returncode != 0:
             raise RuntimeError(f"udp probe failed: {serr.strip()} {rerr.strip()}")
+        r = json.loads(rout.strip().splitlines()[-1])
         return {"sent": json.loads(sout.strip().splitlines()[-1])["sent"],
-                "received": json.loads(rout.strip().splitlines()[-1])["received"]}
+                "received": r["received"], "lost_seqs": r.get("lost_seqs", [])}
 
     def qdisc_stats(self) -> dict:
         return {dev: self.ex.run(C.qdisc_show(dev)) for dev in (self.up_dev, self.down_dev)}
@@ -245,6 +272,7 @@ def task_probe(ctx: LabContext, req: dict) -> dict:
         out["loss_down"] = lab.udp_loss(lab.server, lab.client, n, gap, port=5002)
         out["loss_up"] = lab.udp_loss(lab.client, lab.server, n, gap, port=5003)
         out["qdisc"] = lab.qdisc_stats()
+        out["seeds"] = lab.seeds
     return out
 
 
@@ -257,6 +285,9 @@ def task_cc_check(ctx: LabContext, req: dict) -> dict:
     with mininet_path(ctx) as lab:
         lab.configure(path, server_cc="cubic", loss_on=True)
         for i, cc in enumerate(algos):
+            # DCTCP runs only on connections that negotiated ECN (RFC 8257 §3);
+            # without it the kernel falls back to "dctcp-reno"
+            ctx.ex.run(C.sysctl_set("net.ipv4.tcp_ecn", 1 if cc == "dctcp" else 2), host=lab.client)
             ctx.ex.run(C.sysctl_set("net.ipv4.tcp_congestion_control", cc), host=lab.server)
             r = lab.bulk(req.get("seconds", 1.5), port=6000 + i, ss_at_s=0.8)
             seen[cc] = {"sockopt": r["server"]["cc"],

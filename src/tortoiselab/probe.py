@@ -75,7 +75,7 @@ def evaluate(path: PathSpec, task: dict) -> list[Check]:
 
 def run_probe(path: PathSpec, cc: str = "cubic", backend: str = "auto", clock: str = "auto",
               work: Path | None = None, measure: dict | None = None, switch: str = "ovs",
-              timeout_s: float = 900) -> ProbeReport:
+              timeout_s: float = 900, seed: int = 1) -> ProbeReport:
     info = backends.choose(backend, clock, [cc])
     algos = backends.kernel_algorithms(Path(info.kernel)) if info.kernel else \
         Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
@@ -83,7 +83,7 @@ def run_probe(path: PathSpec, cc: str = "cubic", backend: str = "auto", clock: s
     if work is None:
         work = Path(tempfile.mkdtemp(prefix="tortoise-probe-"))
     req = {"task": "probe", "path": path.model_dump(), "cc": cc, "switch": switch,
-           "measure": measure or {}}
+           "measure": measure or {}, "seed": seed}
     t0 = time.monotonic()
     result = backends.run_task(info, req, work, timeout_s=timeout_s)
     wall = time.monotonic() - t0

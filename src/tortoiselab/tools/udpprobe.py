@@ -21,7 +21,7 @@ import time
 MAGIC = b"TLP1"
 
 
-def recv(port: int, idle_s: float, first_wait_s: float = 60.0) -> dict:
+def recv(port: int, idle_s: float, count: int | None = None, first_wait_s: float = 60.0) -> dict:
     seen: set[int] = set()
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 * 1024 * 1024)
@@ -36,7 +36,10 @@ def recv(port: int, idle_s: float, first_wait_s: float = 60.0) -> dict:
             if data[:4] == MAGIC:
                 seen.add(struct.unpack("!I", data[4:8])[0])
                 s.settimeout(idle_s)
-    return {"received": len(seen), "max_seq": max(seen) if seen else -1}
+    out = {"received": len(seen), "max_seq": max(seen) if seen else -1}
+    if count is not None:
+        out["lost_seqs"] = [i for i in range(count) if i not in seen]
+    return out
 
 
 def send(host: str, port: int, count: int, interval_ms: float, size: int = 100) -> dict:
@@ -59,13 +62,14 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("recv")
     r.add_argument("--port", type=int, required=True)
     r.add_argument("--idle", type=float, default=2.0)
+    r.add_argument("--count", type=int, default=None, help="expected count: report which were lost")
     t = sub.add_parser("send")
     t.add_argument("--host", required=True)
     t.add_argument("--port", type=int, required=True)
     t.add_argument("--count", type=int, required=True)
     t.add_argument("--interval-ms", type=float, default=2.0)
     a = ap.parse_args(argv)
-    out = recv(a.port, a.idle) if a.cmd == "recv" else send(a.host, a.port, a.count, a.interval_ms)
+    out = recv(a.port, a.idle, a.count) if a.cmd == "recv" else send(a.host, a.port, a.count, a.interval_ms)
     print(json.dumps(out), flush=True)
     return 0
 

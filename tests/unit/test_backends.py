@@ -1,0 +1,58 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from tortoiselab import backends as B
+
+
+def test_uml_argv_virtual(tmp_path):
+    argv = B.uml_argv("/k/linux", tmp_path, "virtual", "tl-1")
+    assert argv[0] == "/k/linux"
+    assert "root=/dev/root" in argv and "rootfstype=hostfs" in argv and "rootflags=/" in argv
+    assert "ro" in argv  # the host tree is read-only in the guest
+    assert f"uml_dir={tmp_path / 'uml'}" in argv  # control files stay in the work folder
+    assert f"TL_WORK={tmp_path}" in argv and f"init={B.GUEST_INIT}" in argv
+    assert argv[-1] == "time-travel=inf-cpu"
+    assert "time-travel=inf-cpu" not in B.uml_argv("/k/linux", tmp_path, "real", "tl-1")
+
+
+def test_kernel_algorithms_from_config(tmp_path):
+    (tmp_path / "config").write_text("CONFIG_TCP_CONG_CUBIC=y\nCONFIG_TCP_CONG_HSTCP=y\n"
+                                     "# CONFIG_TCP_CONG_BBR is not set\nCONFIG_TCP_CONG_ADVANCED=y\n")
+    assert B.kernel_algorithms(tmp_path / "linux") == ["reno", "cubic", "highspeed"]
+
+
+def test_choose_refuses_bad_combinations(monkeypatch):
+    with pytest.raises(B.LabError, match="backend: unknown backend 'vm'"):
+        B.choose("vm", "auto", ["cubic"])
+    with pytest.raises(B.LabError, match="clock: unknown clock"):
+        B.choose("uml", "fast", ["cubic"])
+    with pytest.raises(B.LabError, match="virtual clock needs the uml backend"):
+        B.choose("native", "virtual", ["cubic"])
+
+
+def test_auto_falls_back_to_uml_where_the_host_cannot_emulate(monkeypatch, tmp_path):
+    kernel = tmp_path / "linux"
+    kernel.write_text("")
+    monkeypatch.setenv("TORTOISE_KERNEL", str(kernel))
+    monkeypatch.setattr(B, "host_can_emulate", lambda algos: (False, "no netem"))
+    info = B.choose("auto", "auto", ["hybla"])
+    assert (info.backend, info.clock, info.kernel) == ("uml", "virtual", str(kernel))
+    assert B.choose("auto", "real", ["hybla"]).clock == "real"
+    monkeypatch.setattr(B, "host_can_emulate", lambda algos: (True, "ok"))
+    assert B.choose("auto", "auto", ["hybla"]).backend == "native"
+    # the virtual clock exists only in the lab kernel
+    assert B.choose("auto", "virtual", ["hybla"]).backend == "uml"
+
+
+def test_missing_kernel_says_make_kernel(monkeypatch, tmp_path):
+    monkeypatch.setenv("TORTOISE_KERNEL", str(tmp_path / "nope"))
+    monkeypatch.setattr(B, "host_can_emulate", lambda algos: (False, "x"))
+    with pytest.raises(B.LabError, match="make kernel"):
+        B.choose("auto", "auto", ["cubic"])
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="checks the unprivileged case")
+def test_native_needs_root():
+    assert B.host_can_emulate(["cubic"]) == (False, "not root")

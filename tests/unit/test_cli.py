@@ -1,0 +1,22 @@
+"""Bad input is refused with the field's name before anything starts."""
+
+import subprocess
+
+import pytest
+
+from tests.conftest import TORTOISE
+
+
+@pytest.mark.parametrize("args,field", [
+    (["--rtt-ms", "-5"], "path.rtt_ms"),
+    (["--loss-pct", "101"], "path.loss_pct"),
+    (["--rate-mbit", "0"], "path.rate_mbit"),
+    (["--cc", "tortoise"], "cc: unknown congestion control algorithm 'tortoise'"),
+])
+def test_bad_path_refused_before_anything_starts(tmp_path, args, field):
+    work = tmp_path / "work"
+    p = subprocess.run([*TORTOISE, "probe", "--backend", "uml", "--work", str(work), *args],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, p.stderr
+    assert field in p.stderr
+    assert not work.exists()  # nothing was created

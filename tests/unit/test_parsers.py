@@ -1,0 +1,34 @@
+from pathlib import Path
+
+import pytest
+
+from tortoiselab.parsers import parse_ping, parse_ss_ti
+
+DATA = Path(__file__).parent.parent / "data"
+
+
+def test_ping_summary_has_microseconds():
+    r = parse_ping((DATA / "ping_200ms.txt").read_text())
+    assert (r.transmitted, r.received) == (20, 20)
+    assert len(r.rtts_ms) == 20
+    assert r.min_ms == 200.157 and r.avg_ms == 200.158 and r.max_ms == 200.172
+
+
+def test_ping_without_summary_is_an_error():
+    with pytest.raises(ValueError, match="summary"):
+        parse_ping("ping: connect: Network is unreachable\n")
+
+
+def test_ss_ti_reads_algorithm_and_cwnd():
+    socks = parse_ss_ti((DATA / "ss_ti_cubic.txt").read_text())
+    assert len(socks) == 1
+    s = socks[0]
+    assert (s.local, s.peer, s.algorithm, s.cwnd, s.mss) == ("10.0.0.2:5001", "10.0.0.1:48144", "cubic", 76, 1448)
+    assert s.rtt_ms == 216.729
+
+
+def test_ss_ti_dctcp_fallback_name():
+    text = ("Recv-Q Send-Q Local Address:Port Peer Address:Port Process\n"
+            "0      0      10.0.0.2:6000     10.0.0.1:40000\n"
+            "\t dctcp-reno wscale:9,9 rto:240 rtt:40.1/1 mss:1448 cwnd:10\n")
+    assert parse_ss_ti(text)[0].algorithm == "dctcp-reno"
