@@ -46,10 +46,5 @@ clean:
 	rm -rf build *.egg-info src/*.egg-info .pytest_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
-dist# figures, not assertions: the probe on both clocks of the uml backend
-bench: setup kernel
-	@echo "== virtual clock =="; $(VENV)/bin/tortoise probe --backend uml --clock virtual || true
-	@echo "== real clock ==";    $(VENV)/bin/tortoise probe --backend uml --clock real || true
-
-clean: clean
+distclean: clean
 	rm -rf $(VENV)
