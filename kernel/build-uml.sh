@@ -3,9 +3,14 @@
 # fragment and our modules, into a cache outside the clone keyed by a hash of
 # those inputs. Prints the path of the kernel binary on its last line.
 #
-#   kernel/build-uml.sh            build if the cache has no kernel for these inputs
-#   kernel/build-uml.sh --hash     print the input hash only
-#   kernel/build-uml.sh --path     print where the kernel is/would be
+#   kernel/build-uml.sh                 build kernel + our modules where the cache lacks them
+#   kernel/build-uml.sh --hash          print the input hash only
+#   kernel/build-uml.sh --path          print where the kernel is/would be
+#   kernel/build-uml.sh --modules-path  print where our modules are/would be
+#
+# Two levels: the kernel (source version + config + this script) and our
+# modules (kernel hash + kernel/modules/*), built out of tree against the
+# kernel's kept build tree, so editing a module rebuilds it in seconds.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -13,26 +18,55 @@ cache="${TORTOISE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tortoiselab}"
 src_tar="/usr/src/linux-source-6.12.tar.xz"
 jobs="${JOBS:-$(nproc)}"
 
-inputs_hash() {
+kernel_hash() {
   {
     echo "debian-version $(cat "$here/DEBIAN_VERSION")"
     sha256sum "$here/lab.config" "$here/build-uml.sh" | awk '{print $1}'
+  } | sha256sum | cut -c1-16
+}
+
+modules_hash() {
+  {
+    echo "kernel $1"
     if [ -d "$here/modules" ]; then
-      (cd "$here/modules" && find . -type f \( -name '*.c' -o -name '*.h' -o -name 'Kbuild' -o -name 'Kconfig' \) -print0 \
+      (cd "$here/modules" && find . -type f \( -name '*.c' -o -name '*.h' -o -name 'Kbuild' \) -print0 \
         | sort -z | xargs -0 -r sha256sum)
     fi
   } | sha256sum | cut -c1-16
 }
 
-hash="$(inputs_hash)"
+hash="$(kernel_hash)"
 out="$cache/kernel/uml-$hash"
+mhash="$(modules_hash "$hash")"
+mods="$out/modules-$mhash"
 case "${1:-}" in
-  --hash) echo "$hash"; exit 0 ;;
+  --hash) echo "$hash-$mhash"; exit 0 ;;
   --path) echo "$out/linux"; exit 0 ;;
+  --modules-path) echo "$mods"; exit 0 ;;
 esac
+
+build_modules() {
+  # our congestion control modules, out of tree against the kept build tree
+  if ! compgen -G "$here/modules/tcp_*.c" >/dev/null; then return 0; fi
+  if [ -f "$mods/BUILD_OK" ]; then echo "lab modules: cached ($mhash)" >&2; return 0; fi
+  local mwork
+  mwork="$(mktemp -d "$out/mbuild.XXXXXX")"
+  cp "$here"/modules/tcp_*.c "$here/modules/Kbuild" "$mwork/"
+  echo "lab modules: building $(cd "$mwork" && ls tcp_*.c | tr '\n' ' ')" >&2
+  if ! make -C "$out/tree" -s ARCH=um SUBARCH=x86_64 M="$mwork" -j"$jobs" modules >&2; then
+    rm -rf "$mwork"; echo "lab modules: build failed" >&2; return 1
+  fi
+  rm -rf "$mods"; mkdir -p "$mods"
+  cp "$mwork"/*.ko "$mods/"
+  rm -rf "$mwork"
+  echo "built $(date -u +%FT%TZ)" > "$mods/BUILD_OK"
+  chmod -R a+rX "$mods"
+  echo "lab modules: built -> $mods" >&2
+}
 
 if [ -x "$out/linux" ] && [ -f "$out/BUILD_OK" ]; then
   echo "lab kernel: cached ($hash)" >&2
+  build_modules
   echo "$out/linux"
   exit 0
 fi
@@ -52,14 +86,6 @@ echo "lab kernel: extracting $src_tar ($want)" >&2
 tar -C "$work" -xf "$src_tar"
 tree="$work/linux-source-6.12"
 
-# our congestion control modules, in tree under net/ipv4/tortoise
-if compgen -G "$here/modules/tcp_*.c" >/dev/null; then
-  mkdir -p "$tree/net/ipv4/tortoise"
-  cp "$here"/modules/tcp_*.c "$tree/net/ipv4/tortoise/"
-  printf 'obj-y += %s\n' $(cd "$here/modules" && ls tcp_*.c | sed 's/\.c$/.o/') > "$tree/net/ipv4/tortoise/Makefile"
-  echo 'obj-y += tortoise/' >> "$tree/net/ipv4/Makefile"
-fi
-
 echo "lab kernel: configuring (ARCH=um)" >&2
 make -C "$tree" -s ARCH=um SUBARCH=x86_64 defconfig >&2
 (cd "$tree" && ARCH=um SUBARCH=x86_64 ./scripts/kconfig/merge_config.sh -m .config "$here/lab.config" >&2)
@@ -68,23 +94,31 @@ make -C "$tree" -s ARCH=um SUBARCH=x86_64 olddefconfig >&2
 # every option in the fragment must have survived olddefconfig
 bad=0
 while IFS= read -r line; do
-  case "$line" in CONFIG_*=*) ;; *) continue ;; esac
+  case "$line" in CONFIG_*=*|"# CONFIG_"*" is not set") ;; *) continue ;; esac
+  sym="${line#\# }"; sym="${sym%%=*}"; sym="${sym%% *}"
+  if [ "${line:0:1}" = "#" ] && ! grep -q "^$sym=" "$tree/.config"; then continue; fi
   if ! grep -qx "$line" "$tree/.config"; then
-    echo "lab kernel: option did not take effect: $line (have: $(grep "^${line%%=*}=" "$tree/.config" || echo unset))" >&2
+    echo "lab kernel: option did not take effect: $line (have: $(grep "^$sym=" "$tree/.config" || echo unset))" >&2
     bad=1
   fi
 done < "$here/lab.config"
 [ "$bad" -eq 0 ] || exit 1
 
 echo "lab kernel: building with $jobs jobs" >&2
-make -C "$tree" -s ARCH=um SUBARCH=x86_64 -j"$jobs" linux >&2
+# `all` = the kernel, the few stock modules and Module.symvers, which
+# building our modules out of tree needs
+make -C "$tree" -s ARCH=um SUBARCH=x86_64 -j"$jobs" all >&2
 
 rm -rf "$out"
 mkdir -p "$out"
 cp "$tree/linux" "$out/linux"
 cp "$tree/.config" "$out/config"
 make -C "$tree" -s ARCH=um SUBARCH=x86_64 kernelrelease > "$out/release"
+# keep what building external modules needs ("clean" keeps exactly that)
+make -C "$tree" -s ARCH=um SUBARCH=x86_64 clean >&2
+mv "$tree" "$out/tree"
 echo "built $(date -u +%FT%TZ) in $(( $(date +%s) - start )) s from linux-source-6.12=$want" > "$out/BUILD_OK"
 chmod -R a+rX "$out"
 echo "lab kernel: built in $(( $(date +%s) - start )) s -> $out/linux" >&2
+build_modules
 echo "$out/linux"

@@ -159,13 +159,26 @@ def _run_native(work: Path, timeout_s: float) -> dict:
     return _read_result(work, log)
 
 
-def uml_argv(kernel: str, work: Path, clock: str, umid: str, mem_mb: int = 1024) -> list[str]:
+def guest_ro_paths(extra: list[str] | None = None) -> list[str]:
+    """Host folders the guest reads: the project (editable install) and the
+    venv, plus e.g. our modules' folder. The guest re-mounts any of them that
+    its own tmpfs mounts hide (a clone under /tmp, say)."""
+    paths = [str(REPO_DIR), sys.prefix, *(extra or [])]
+    for p in paths:
+        if ":" in p or " " in p:
+            raise LabError(f"the path {p!r} contains ':' or a space, which the UML command line cannot carry; "
+                           "move the project or cache to a plain path")
+    return paths
+
+
+def uml_argv(kernel: str, work: Path, clock: str, umid: str, mem_mb: int = 1024,
+             extra_ro: list[str] | None = None) -> list[str]:
     """The UML command line: host tree as read-only root through hostfs, our
     init, the console on stdout, the UML control dir inside the work folder."""
     argv = [kernel, f"mem={mem_mb}M", f"umid={umid}", f"uml_dir={work / 'uml'}",
             "root=/dev/root", "rootfstype=hostfs", "rootflags=/", "ro",
             f"init={GUEST_INIT}", "con=null", "con0=null,fd:1", "quiet",
-            f"TL_WORK={work}", f"TL_PYTHON={sys.executable}"]
+            f"TL_WORK={work}", f"TL_PYTHON={sys.executable}", f"TL_RO={':'.join(guest_ro_paths(extra_ro))}"]
     if clock == "virtual":
         argv.append("time-travel=inf-cpu")
     return argv

@@ -5,7 +5,7 @@
 # folder read-write, runs the lab task with the project's Python, and powers
 # the guest off. It never writes to the host outside TL_WORK.
 #
-# The kernel passes TL_WORK, TL_PYTHON and TL_UID from its command line.
+# The kernel passes TL_WORK, TL_PYTHON and TL_RO from its command line.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/tmp PYTHONDONTWRITEBYTECODE=1 LANG=C.UTF-8
 
@@ -19,6 +19,15 @@ for d in /tmp /var/tmp; do mount -t tmpfs -o mode=1777 tmpfs "$d"; done
 for d in /run /var/log /var/lib; do mount -t tmpfs -o mode=755 tmpfs "$d"; done
 mkdir -p /run/lock && chmod 1777 /run/lock
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+# host folders the guest must read (the project, its venv, our modules)
+# that the tmpfs mounts above hid, e.g. a clone under /tmp: read-only again
+IFS_SAVE="$IFS"; IFS=:
+for p in $TL_RO; do
+  if [ -n "$p" ] && [ ! -e "$p" ]; then
+    mkdir -p "$p" && mount -t hostfs -r -o "$p" hostfs "$p"
+  fi
+done
+IFS="$IFS_SAVE"
 # the work folder at the same path as on the host (mkdir only succeeds
 # inside the tmpfs mounts above; elsewhere the folder already exists)
 mkdir -p "$TL_WORK" 2>/dev/null
