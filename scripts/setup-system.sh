@@ -10,9 +10,9 @@ kernel_ver="$(cat "$here/kernel/DEBIAN_VERSION")"
 
 packages=(
   # lab kernel build (UML)
-  build-essential bc bison flex xz-utils "${kernel_pkg}"
+  build-essential bc bison flex xz-utils libelf-dev "${kernel_pkg}"
   # emulation and the lab's hosts
-  mininet openvswitch-switch openvswitch-common iproute2 ethtool iputils-ping
+  mininet openvswitch-switch openvswitch-common bridge-utils iproute2 ethtool iputils-ping
   procps tcpdump socat dnsmasq-base
   # web tier and clients
   apache2 nghttp2-client curl openssl ca-certificates

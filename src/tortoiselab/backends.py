@@ -56,6 +56,21 @@ def kernel_path() -> Path:
     return Path(out.stdout.strip())
 
 
+def modules_path(kernel: Path | None = None) -> Path | None:
+    """Our modules built for the lab kernel: $TORTOISE_MODULES, else beside the
+    kernel in the cache (kernel/build-uml.sh). None if not built."""
+    env = os.environ.get("TORTOISE_MODULES")
+    if env:
+        return Path(env)
+    if os.environ.get("TORTOISE_KERNEL"):
+        cands = sorted(Path(os.environ["TORTOISE_KERNEL"]).parent.glob("modules-*"))
+        return cands[-1] if cands else None
+    out = subprocess.run(["bash", str(REPO_DIR / "kernel" / "build-uml.sh"), "--modules-path"],
+                         capture_output=True, text=True, check=True)
+    p = Path(out.stdout.strip())
+    return p if (p / "BUILD_OK").exists() else None
+
+
 def kernel_algorithms(kernel: Path) -> list[str]:
     """Algorithms a built lab kernel has, read from the config saved beside it."""
     cfg = kernel.parent / "config"
@@ -68,6 +83,9 @@ def kernel_algorithms(kernel: Path) -> list[str]:
                     algos.append(CONFIG_TO_ALGO[sym])
     else:
         algos = list(STOCK_ALGORITHMS)
+    mods = modules_path(kernel)
+    if mods is not None:
+        algos += [ko.stem[len("tcp_"):] for ko in sorted(mods.glob("tcp_*.ko"))]
     return algos
 
 
@@ -131,6 +149,10 @@ def run_task(info: BackendInfo, request: dict, work: Path, timeout_s: float = 90
     work.mkdir(parents=True, exist_ok=True)
     req = {**request, "backend": info.backend, "clock": info.clock,
            "private_ovs": info.backend == "uml"}
+    if info.backend == "uml":
+        mods = modules_path(Path(info.kernel) if info.kernel else None)
+        if mods is not None:
+            req["modules_dir"] = str(mods)
     (work / "request.json").write_text(json.dumps(req, indent=1, sort_keys=True))
     if info.backend == "native":
         return _run_native(work, timeout_s)
@@ -188,7 +210,9 @@ def _run_uml(info: BackendInfo, work: Path, timeout_s: float) -> dict:
     assert info.kernel is not None
     umid = f"tl-{os.getpid()}-{int(time.time() * 1000) % 10**8}"
     (work / "uml").mkdir(exist_ok=True)
-    argv = uml_argv(info.kernel, work, info.clock, umid)
+    req = json.loads((work / "request.json").read_text())
+    argv = uml_argv(info.kernel, work, info.clock, umid,
+                    extra_ro=[req["modules_dir"]] if req.get("modules_dir") else None)
     log = work / "console.log"
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(work), "TMPDIR": "/dev/shm"}
     with open(log, "w") as fh:

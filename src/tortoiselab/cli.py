@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from .backends import LabError
+from .ccparams import ParamError, parse_assignments
 from .pathspec import PathError, parse_path
 
 
@@ -26,8 +27,10 @@ def cmd_probe(a: argparse.Namespace) -> int:
         fields["queue_pkts"] = a.queue_pkts
     path = parse_path(fields)
     measure = {"bulk_seconds": a.bulk_seconds, "loss_probes": a.loss_probes}
+    module_params = parse_assignments(a.module_param)
     rep = run_probe(path, cc=a.cc, backend=a.backend, clock=a.clock,
-                    work=Path(a.work) if a.work else None, measure=measure, switch=a.switch, seed=a.seed)
+                    work=Path(a.work) if a.work else None, measure=measure, switch=a.switch, seed=a.seed,
+                    module_params=module_params)
     print(json.dumps(rep.as_dict(), indent=1) if a.json else rep.text())
     print(f"\n(work folder: {rep.work})", file=sys.stderr)
     return 0 if rep.ok else 3
@@ -45,6 +48,23 @@ def cmd_cc_check(a: argparse.Namespace) -> int:
         bad += not ok
         print(f"{cc:<12} {r['sockopt']:<12} {','.join(map(str, r['ss'])):<14} {'yes' if ok else 'NO'}")
     return 0 if bad == 0 else 3
+
+
+def cmd_loss_response(a: argparse.Namespace) -> int:
+    from . import lossresponse
+
+    rows, meta = lossresponse.run(backend=a.backend, clock=a.clock, work=Path(a.work) if a.work else None)
+    if a.json:
+        print(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    else:
+        print(f"backend {meta['backend']}, clock {meta['clock']}, kernel {meta['kernel_release']}")
+        for alg, ps in sorted(meta["modules"].items()):
+            print(f"module tcp_{alg}: " + " ".join(f"{k}={v}" for k, v in ps.items()))
+        print(f"path: {lossresponse.PATH.rtt_ms:g} ms, {lossresponse.PATH.rate_mbit:g} Mbit/s, no random loss; "
+              f"initial ssthresh {lossresponse.SSTHRESH}; data segment #{lossresponse.DROP_NTH} dropped\n")
+        print(lossresponse.format_rows(rows))
+    print(f"\n(work folder: {meta['work']})", file=sys.stderr)
+    return 0 if all(r["ok"] for r in rows) else 3
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,10 +88,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--switch", default="ovs", choices=["ovs", "bridge"])
     p.add_argument("--bulk-seconds", type=float, default=10.0)
     p.add_argument("--loss-probes", type=int, default=4000, help="UDP probes per direction")
+    p.add_argument("--module-param", action="append", default=[], metavar="ALG.PARAM=VALUE",
+                   help="a parameter of our modules for this run, e.g. reno_beta.beta=0.8 (repeatable)")
     p.add_argument("--seed", type=int, default=1, help="seed of netem's loss draws (per direction, derived)")
     p.add_argument("--work", help="folder for the run's files (default: a new temporary folder)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_probe)
+
+    p = sub.add_parser("loss-response", help="each algorithm's cwnd reduction after exactly one loss")
+    lab_opts(p)
+    p.add_argument("--work")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_loss_response)
 
     p = sub.add_parser("cc-check", help="select each algorithm on the server and confirm it with ss -ti")
     lab_opts(p)
@@ -86,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         return a.func(a)
-    except (PathError, LabError) as exc:
+    except (PathError, LabError, ParamError) as exc:
         print(f"tortoise: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -48,10 +48,13 @@ def sysctl_get(key: str) -> list[str]:
     return ["sysctl", "-n", key]
 
 
-def route_window(prefix: str, dev: str, initcwnd: int | None, initrwnd: int | None) -> list[str]:
+def route_window(prefix: str, dev: str, initcwnd: int | None, initrwnd: int | None,
+                 ssthresh: int | None = None) -> list[str]:
     """Per-host initial windows live on the route (napkin article: `ip route
-    change ... initcwnd N initrwnd N`)."""
+    change ... initcwnd N initrwnd N`); so does an initial ssthresh."""
     argv = ["ip", "route", "replace", prefix, "dev", dev]
+    if ssthresh is not None:
+        argv += ["ssthresh", str(ssthresh)]
     if initcwnd is not None:
         argv += ["initcwnd", str(initcwnd)]
     if initrwnd is not None:
@@ -90,3 +93,28 @@ def derive_seed(seed: int, *labels: str) -> int:
 
     h = hashlib.sha256(f"{seed}:{':'.join(labels)}".encode()).digest()
     return int.from_bytes(h[:8], "big")
+
+
+def drop_every_nth_data_segment(dev: str, src_ip: str, n: int, frame_ip_len: int = 1500) -> list[list[str]]:
+    """A deterministic loss: on ingress of switch port `dev`, every n-th
+    full-size IPv4 TCP segment from `src_ip` (IP total length = frame_ip_len)
+    is dropped by a gact action with a deterministic counter; the first drop
+    is the n-th data segment. The switch port, not the sender's own
+    interface, so the sender sees a loss in the network (DESIGN.md §5)."""
+    if not 1 <= n <= 10000:
+        raise ValueError("n: tc's gact takes 1 to 10000")
+    return [
+        ["tc", "qdisc", "replace", "dev", dev, "ingress"],
+        ["tc", "filter", "add", "dev", dev, "parent", "ffff:", "protocol", "ip", "prio", "1", "u32",
+         "match", "ip", "src", f"{src_ip}/32", "match", "ip", "protocol", "6", "0xff",
+         "match", "u16", str(frame_ip_len), "0xffff", "at", "2",
+         "action", "gact", "pass", "random", "determ", "drop", str(n)],
+    ]
+
+
+def insmod(path: str, params: dict[str, str]) -> list[str]:
+    return ["insmod", path, *[f"{k}={v}" for k, v in sorted(params.items())]]
+
+
+def rmmod(module: str) -> list[str]:
+    return ["rmmod", module]

@@ -101,15 +101,13 @@ def mininet_path(ctx: LabContext, graph: Graph = ONE_PATH) -> Iterator["PathLab"
     for s in graph.switches:
         opts = {"failMode": "standalone"} if ctx.switch == "ovs" else {}
         nodes[s] = net.addSwitch(s, cls=switch_cls, **opts)
-    wan = None
+    links = {}
     for a, b in graph.links:
-        link = net.addLink(nodes[a], nodes[b])
-        if (a, b) == graph.wan:
-            wan = link
+        links[(a, b)] = net.addLink(nodes[a], nodes[b])
     try:
         net.build()
         net.start()
-        yield PathLab(ctx, net, nodes, wan)
+        yield PathLab(ctx, net, nodes, links, graph.wan)
     finally:
         net.stop()
 
@@ -117,9 +115,13 @@ def mininet_path(ctx: LabContext, graph: Graph = ONE_PATH) -> Iterator["PathLab"
 class PathLab:
     """A running one-path lab: configure it, then measure over it."""
 
-    def __init__(self, ctx: LabContext, net, nodes: dict, wan) -> None:
+    def __init__(self, ctx: LabContext, net, nodes: dict, links: dict, wan_key: tuple[str, str]) -> None:
         self.ctx, self.net, self.nodes = ctx, net, nodes
         self.client, self.server = nodes["client"], nodes["server"]
+        wan = links[wan_key]
+        # the switch port the server's packets enter the network through
+        self.server_port = next(l.intf1.name if l.intf2.node is self.server else l.intf2.name
+                                for l in links.values() if self.server in (l.intf1.node, l.intf2.node))
         # the WAN link's two ports: egress of s1's shapes the uplink,
         # egress of s2's shapes the downlink (server -> client)
         self.up_dev, self.down_dev = wan.intf1.name, wan.intf2.name
@@ -140,7 +142,7 @@ class PathLab:
 
     def configure(self, path: PathSpec, server_cc: str, client_cc: str = "cubic",
                   initcwnd: int | None = None, initrwnd: int | None = None,
-                  loss_on: bool = True) -> None:
+                  loss_on: bool = True, ssthresh: int | None = None) -> None:
         ex = self.ex
         self.quiet_ipv6()
         # a non-initial netns may only pick allowed algorithms (EPERM otherwise)
@@ -151,9 +153,10 @@ class PathLab:
         for host, cc in ((self.client, client_cc), (self.server, server_cc)):
             ex.run(C.sysctl_set("net.ipv4.tcp_no_metrics_save", 1), host=host)
             ex.run(C.sysctl_set("net.ipv4.tcp_congestion_control", cc), host=host)
-        if initcwnd is not None or initrwnd is not None:
+        if initcwnd is not None or initrwnd is not None or ssthresh is not None:
             for host in (self.client, self.server):
-                ex.run(C.route_window("10.0.0.0/8", host.defaultIntf().name, initcwnd, initrwnd), host=host)
+                ex.run(C.route_window("10.0.0.0/8", host.defaultIntf().name, initcwnd, initrwnd,
+                                      ssthresh if host is self.server else None), host=host)
         self.set_netem(path, loss_on)
 
     def quiet_ipv6(self) -> None:
@@ -195,10 +198,11 @@ class PathLab:
         return self.ex.start([sys.executable, "-m", f"tortoiselab.tools.{module}", *args], host)
 
     def bulk(self, seconds: float, port: int = 5001, sample_s: float = 0.1,
-             ss_at_s: float | None = None) -> dict:
+             ss_at_s: float | None = None, nbytes: int | None = None) -> dict:
         """Server-to-client bulk transfer; samples the downlink bottleneck's
         byte counter (the frames that left the queue) every `sample_s`."""
-        srv = self._tool(self.server, "bulk", "serve", "--port", str(port), "--seconds", str(seconds))
+        size = ["--bytes", str(nbytes)] if nbytes is not None else []
+        srv = self._tool(self.server, "bulk", "serve", "--port", str(port), "--seconds", str(seconds), *size)
         if srv.stdout.readline().strip() != "listening":
             raise RuntimeError(f"bulk server did not start: {srv.stderr.read()}")
         counter = Path(f"/sys/class/net/{self.down_dev}/statistics/tx_bytes")
@@ -296,13 +300,86 @@ def task_cc_check(ctx: LabContext, req: dict) -> dict:
     return {"algorithms": seen}
 
 
-TASKS = {"probe": task_probe, "cc_check": task_cc_check}
+def module_params_now(algorithm: str) -> dict[str, str]:
+    d = Path(f"/sys/module/tcp_{algorithm}/parameters")
+    return {p.name: p.read_text().strip() for p in sorted(d.iterdir())} if d.is_dir() else {}
+
+
+def set_module_params(ex: Executor, algorithm: str, params: dict[str, str]) -> dict[str, str]:
+    """Write our module's parameters through sysfs (new connections take
+    them; live ones keep the snapshot they took at start) and read them back."""
+    for k, v in params.items():
+        f = Path(f"/sys/module/tcp_{algorithm}/parameters/{k}")
+        t0 = time.monotonic()
+        try:
+            f.write_text(str(v))
+            rc, err = 0, ""
+        except OSError as exc:
+            rc, err = exc.errno or 1, str(exc)
+        ex._log("root", ["write", str(f), str(v)], rc, "", err, t0)
+        if rc:
+            raise RuntimeError(f"module parameter {algorithm}.{k}={v} refused by the module: {err}")
+    return module_params_now(algorithm)
+
+
+def load_modules(ex: Executor, modules_dir: str, params: dict[str, dict[str, str]]) -> dict:
+    """insmod our congestion control modules (tcp_*.ko) with this run's
+    parameters; return {algorithm: parameters as the module reports them}."""
+    loaded = {}
+    for ko in sorted(Path(modules_dir).glob("tcp_*.ko")):
+        alg = ko.stem[len("tcp_"):]
+        if alg not in available_algorithms():
+            ex.run(C.insmod(str(ko), params.get(alg, {})))
+        elif params.get(alg):
+            set_module_params(ex, alg, params[alg])
+        loaded[alg] = module_params_now(alg)
+    return loaded
+
+
+def task_loss_response(ctx: LabContext, req: dict) -> dict:
+    """One bulk transfer per arm (algorithm + module parameters) over a
+    loss-free path where exactly one data segment is dropped, by a
+    deterministic filter, once the window has grown; the kernel's cwnd and
+    ssthresh at every ACK come from the tcp:tcp_probe tracepoint."""
+    from . import trace
+
+    path = PathSpec(**req["path"])
+    nth, segments = int(req["drop_nth"]), int(req["segments"])
+    mss = 1448
+    out: dict = {"arms": []}
+    with mininet_path(ctx) as lab:
+        lab.configure(path, server_cc="cubic", loss_on=False, ssthresh=req.get("ssthresh"))
+        dev = lab.server_port
+        for i, arm in enumerate(req["arms"]):
+            cc = arm["cc"]
+            params = set_module_params(ctx.ex, cc, arm["params"]) if arm.get("params") else module_params_now(cc)
+            ctx.ex.run(C.sysctl_set("net.ipv4.tcp_congestion_control", cc), host=lab.server)
+            ctx.ex.run(["tc", "qdisc", "del", "dev", dev, "ingress"], check=False)  # a fresh counter
+            for argv in C.drop_every_nth_data_segment(dev, lab.server.IP(), nth):
+                ctx.ex.run(argv)
+            port = 7000 + i
+            with trace.tcp_probe(port) as tr:
+                r = lab.bulk(0, port=port, nbytes=segments * mss, sample_s=1.0)
+            stats = ctx.ex.run(["tc", "-s", "filter", "show", "dev", dev, "ingress"])
+            smp = tr.samples()
+            out["arms"].append({
+                "label": arm.get("label", cc), "cc": cc, "params": params,
+                "server_cc": r["server"]["cc"], "bytes": r["client"]["bytes"], "seconds": r["client"]["seconds"],
+                "filter_stats": stats,
+                "samples": [[s.t, s.snd_cwnd, s.ssthresh, s.srtt_us, s.snd_una, s.snd_nxt] for s in smp],
+            })
+    return out
+
+
+TASKS = {"probe": task_probe, "cc_check": task_cc_check, "loss_response": task_loss_response}
 
 
 def run_task(ctx: LabContext, req: dict) -> dict:
     task = TASKS[req["task"]]
-    result = {"kernel_release": kernel_release(), "available_cc": available_algorithms(),
-              "switch": ctx.switch, "uptime_start_s": uptime_s()}
+    result = {"kernel_release": kernel_release(), "uptime_start_s": uptime_s()}
+    if req.get("modules_dir"):
+        result["modules"] = load_modules(ctx.ex, req["modules_dir"], req.get("module_params", {}))
+    result.update({"available_cc": available_algorithms(), "switch": ctx.switch})
     if ctx.switch == "ovs" and ctx.private_ovs:
         with private_ovs(ctx.ex):
             result["task"] = task(ctx, req)

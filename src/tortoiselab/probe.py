@@ -12,7 +12,12 @@ from pathlib import Path
 
 from . import backends
 from .fidelity import Check, format_table, loss_check, rate_check, rtt_check
-from .pathspec import PathSpec, check_algorithm
+from .ccparams import OUR_MODULES
+from .pathspec import STOCK_ALGORITHMS, PathSpec, check_algorithm
+
+
+def known_algorithms() -> list[str]:
+    return [*STOCK_ALGORITHMS, *OUR_MODULES]
 
 # slow start and the loss-recovery it ends in take a few RTTs; the rate is
 # read after this much of the bulk transfer (scaled up for long RTTs)
@@ -29,6 +34,7 @@ class ProbeReport:
     path: dict
     cc: str
     checks: list[Check] = field(default_factory=list)
+    modules: dict = field(default_factory=dict)  # our modules' parameters as the kernel reports them
     wall_s: float = 0.0
     sim_s: float = 0.0
     work: str = ""
@@ -54,6 +60,8 @@ class ProbeReport:
             f"path             rtt {p['rtt_ms']} ms, rate {p['rate_mbit']} Mbit/s, loss {p['loss_pct']} % "
             f"per direction, queue {PathSpec(**p).queue()} pkts; server cc {self.cc}",
             f"time             {self.sim_s:.3f} s in the lab, {self.wall_s:.1f} s wall",
+            *[f"module           tcp_{alg}: " + " ".join(f"{k}={v}" for k, v in ps.items())
+              for alg, ps in sorted(self.modules.items())],
             "",
         ]
         return "\n".join(head) + format_table(self.checks) + (
@@ -75,7 +83,10 @@ def evaluate(path: PathSpec, task: dict) -> list[Check]:
 
 def run_probe(path: PathSpec, cc: str = "cubic", backend: str = "auto", clock: str = "auto",
               work: Path | None = None, measure: dict | None = None, switch: str = "ovs",
-              timeout_s: float = 900, seed: int = 1) -> ProbeReport:
+              timeout_s: float = 900, seed: int = 1,
+              module_params: dict[str, dict[str, str]] | None = None) -> ProbeReport:
+    # names no lab kernel has are refused before even looking for a kernel
+    check_algorithm(cc, known_algorithms(), field="cc")
     info = backends.choose(backend, clock, [cc])
     algos = backends.kernel_algorithms(Path(info.kernel)) if info.kernel else \
         Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
@@ -83,14 +94,16 @@ def run_probe(path: PathSpec, cc: str = "cubic", backend: str = "auto", clock: s
     if work is None:
         work = Path(tempfile.mkdtemp(prefix="tortoise-probe-"))
     req = {"task": "probe", "path": path.model_dump(), "cc": cc, "switch": switch,
-           "measure": measure or {}, "seed": seed}
+           "measure": measure or {}, "seed": seed,
+           "module_params": module_params or {}}
     t0 = time.monotonic()
     result = backends.run_task(info, req, work, timeout_s=timeout_s)
     wall = time.monotonic() - t0
     rep = ProbeReport(backend=info.backend, clock=info.clock, kernel_release=result["kernel_release"],
                       algorithms=result["available_cc"], switch=result["switch"], path=path.model_dump(),
                       cc=cc, checks=evaluate(path, result["task"]), wall_s=wall,
-                      sim_s=result["uptime_end_s"] - result["uptime_start_s"], work=str(work))
+                      sim_s=result["uptime_end_s"] - result["uptime_start_s"], work=str(work),
+                      modules=result.get("modules", {}))
     (work / "probe.json").write_text(json.dumps(rep.as_dict(), indent=1))
     return rep
 

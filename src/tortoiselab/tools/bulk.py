@@ -4,6 +4,7 @@ Blocking matters on the virtual clock: simulated time moves only while the
 guest is idle, so a busy-polling tool (iperf3 was seen to) freezes it.
 
     python -m tortoiselab.tools.bulk serve --port P --seconds S
+    python -m tortoiselab.tools.bulk serve --port P --bytes B
     python -m tortoiselab.tools.bulk fetch --host H --port P
 
 `serve` prints "listening" once ready, accepts one connection, sends for
@@ -22,7 +23,7 @@ import time
 CHUNK = 64 * 1024
 
 
-def serve(port: int, seconds: float) -> dict:
+def serve(port: int, seconds: float, nbytes: int | None = None) -> dict:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as ls:
         ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         ls.bind(("0.0.0.0", port))
@@ -34,9 +35,15 @@ def serve(port: int, seconds: float) -> dict:
             buf = b"\xa5" * CHUNK
             sent = 0
             start = time.monotonic()
-            while time.monotonic() - start < seconds:
-                conn.sendall(buf)
-                sent += len(buf)
+            if nbytes is not None:  # exactly nbytes, however long it takes
+                while sent < nbytes:
+                    chunk = buf[:min(CHUNK, nbytes - sent)]
+                    conn.sendall(chunk)
+                    sent += len(chunk)
+            else:
+                while time.monotonic() - start < seconds:
+                    conn.sendall(buf)
+                    sent += len(buf)
             conn.shutdown(socket.SHUT_WR)
             conn.recv(1)  # wait for the client's close
     return {"bytes_sent": sent, "seconds": time.monotonic() - start, "cc": cc, "peer": peer[0]}
@@ -64,12 +71,13 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("serve")
     s.add_argument("--port", type=int, required=True)
-    s.add_argument("--seconds", type=float, required=True)
+    s.add_argument("--seconds", type=float, default=10.0)
+    s.add_argument("--bytes", type=int, default=None, help="send exactly this many bytes instead")
     f = sub.add_parser("fetch")
     f.add_argument("--host", required=True)
     f.add_argument("--port", type=int, required=True)
     a = ap.parse_args(argv)
-    out = serve(a.port, a.seconds) if a.cmd == "serve" else fetch(a.host, a.port)
+    out = serve(a.port, a.seconds, a.bytes) if a.cmd == "serve" else fetch(a.host, a.port)
     print(json.dumps(out), flush=True)
     return 0
 

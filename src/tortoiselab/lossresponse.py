@@ -1,0 +1,120 @@
+"""`tortoise loss-response`: each algorithm's reaction to exactly one loss,
+measured from the kernel's cwnd, against what its formula says."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import backends
+from .ccanalysis import cubic_k, find_loss_event, fit_k, rtt_aware_factor
+from .ccparams import beta_effective, check_params
+from .pathspec import PathSpec
+
+# A loss-free path far from full: 100 ms, 100 Mbit/s (BDP 826 frames), so
+# the one deterministic drop is the only loss. The server starts with
+# ssthresh 64 (route metric), so the drop hits congestion avoidance.
+PATH = PathSpec(rtt_ms=100, rate_mbit=100, loss_pct=0)
+SSTHRESH = 64
+DROP_NTH = 4000
+SEGMENTS = 7900  # < 2 * DROP_NTH: exactly one drop
+
+LINUX_CUBIC_BETA = 717 / 1024  # the stock module's fixed point for 0.7
+
+
+@dataclass(frozen=True)
+class Arm:
+    label: str
+    cc: str
+    params: dict
+    expected: float  # ssthresh / cwnd after the loss
+    tol: float = 0.02
+
+
+def default_arms() -> list[Arm]:
+    cp = {"beta": "0.700", "rtt_aware": "0", "rtt_ref_ms": "100", "fast_convergence": "1"}
+    return [
+        Arm("reno", "reno", {}, 0.5),
+        Arm("reno_beta 0.5", "reno_beta", {"beta": "0.500"}, 0.5),
+        Arm("reno_beta 0.7", "reno_beta", {"beta": "0.700"}, 0.7),
+        Arm("reno_beta 0.9", "reno_beta", {"beta": "0.900"}, 0.9),
+        Arm("cubic", "cubic", {}, LINUX_CUBIC_BETA),
+        Arm("cubic_plus n=6", "cubic_plus", {**cp, "n": "6"}, beta_effective(0.7, 6)),
+        Arm("cubic_plus n=2", "cubic_plus", {**cp, "n": "2"}, beta_effective(0.7, 2)),
+        Arm("cubic_plus n=6 rtt-aware", "cubic_plus", {**cp, "n": "6", "rtt_aware": "1", "rtt_ref_ms": "50"},
+            beta_effective(0.7, 6)),
+        Arm("scalable", "scalable", {}, 0.875),
+    ]
+
+
+def predicted_k(arm: Arm, w_max: float, srtt_ms: float) -> float | None:
+    if arm.cc != "cubic_plus":
+        return None
+    beta = beta_effective(float(arm.params["beta"]), int(arm.params["n"]))
+    k = cubic_k(w_max, beta)
+    if arm.params.get("rtt_aware") == "1":
+        k *= rtt_aware_factor(srtt_ms, float(arm.params["rtt_ref_ms"]))
+    return k
+
+
+def analyze(arms: list[Arm], task: dict) -> list[dict]:
+    rows = []
+    for arm, rec in zip(arms, task["arms"]):
+        ev = find_loss_event(rec["samples"])
+        drops = _dropped(rec["filter_stats"])
+        row = {"label": arm.label, "cc": arm.cc, "params": rec["params"], "expected": round(arm.expected, 4),
+               "tol": arm.tol, "drops": drops, "samples": len(rec["samples"]), "in_use": rec["server_cc"]}
+        if ev is None:
+            row.update(ratio=None, ok=False, note="no multiplicative decrease found")
+        else:
+            row.update(ev.as_dict())
+            row["ok"] = abs(ev.ratio - arm.expected) <= arm.tol and drops == 1 and rec["server_cc"] == arm.cc
+            kp = predicted_k(arm, ev.cwnd_before, ev.srtt_ms)
+            if kp is not None:
+                row["k_predicted_s"] = round(kp, 3)
+                row.update(fit_k(rec["samples"], ev, ev.cwnd_before))
+        rows.append(row)
+    return rows
+
+
+def _dropped(stats: str) -> int | None:
+    import re
+
+    m = re.search(r"\(dropped (\d+),", stats)
+    return int(m.group(1)) if m else None
+
+
+def run(backend: str = "uml", clock: str = "virtual", work: Path | None = None,
+        arms: list[Arm] | None = None, timeout_s: float = 1800) -> tuple[list[dict], dict]:
+    arms = arms or default_arms()
+    for a in arms:
+        check_params(a.cc, a.params, field=f"arm {a.label!r}")
+    info = backends.choose(backend, clock, sorted({a.cc for a in arms}))
+    work = work or Path(tempfile.mkdtemp(prefix="tortoise-lossresp-"))
+    req = {"task": "loss_response", "path": PATH.model_dump(), "ssthresh": SSTHRESH,
+           "drop_nth": DROP_NTH, "segments": SEGMENTS,
+           "arms": [{"label": a.label, "cc": a.cc, "params": a.params} for a in arms]}
+    result = backends.run_task(info, req, work, timeout_s=timeout_s)
+    rows = analyze(arms, result["task"])
+    meta = {"backend": info.backend, "clock": info.clock, "kernel_release": result["kernel_release"],
+            "modules": result.get("modules", {}), "work": str(work)}
+    (work / "loss_response.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    return rows, meta
+
+
+def format_rows(rows: list[dict]) -> str:
+    head = f"{'arm':<26} {'cwnd before':>11} {'after':>6} {'after/before':>12} {'expected':>9}  {'drops':>5}  ok"
+    out = [head, "-" * len(head)]
+    for r in rows:
+        ratio = f"{r['ratio']:.4f}" if r.get("ratio") is not None else "-"
+        out.append(f"{r['label']:<26} {r.get('cwnd_before', '-')!s:>11} {r.get('ssthresh_after', '-')!s:>6} "
+                   f"{ratio:>12} {r['expected']:>9.4f}  {r['drops']!s:>5}  {'yes' if r['ok'] else 'NO'}")
+    ks = [r for r in rows if "k_predicted_s" in r]
+    if ks:
+        out += ["", f"{'CUBIC+ regrowth':<26} {'K predicted':>11} {'K fitted':>9} {'fit RMS (segs)':>15} {'points':>7}"]
+        for r in ks:
+            out.append(f"{r['label']:<26} {r['k_predicted_s']:>11.3f} {r['k_fit_s']:>9.3f} "
+                       f"{r['rms_segments']:>15.3f} {r['points']:>7}")
+    return "\n".join(out)

@@ -1,0 +1,97 @@
+"""The kernel's own view of a connection: the `tcp:tcp_probe` tracepoint
+(snd_cwnd, ssthresh, srtt at every ACK the sender receives), read through
+tracefs inside the lab.
+
+The trace clock is `mono`: the default (`local`) advanced in 10 ms steps in
+the UML guest (DESIGN.md §2); `mono` follows the guest's clock, which on the
+virtual clock is the simulated time.
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+TRACEFS = Path("/sys/kernel/tracing")
+EVENT = TRACEFS / "events" / "tcp" / "tcp_probe"
+
+_LINE = re.compile(r"\s(\d+\.\d+): tcp_probe: (.*)$")
+_KV = re.compile(r"(\w+)=(\S+)")
+
+
+@dataclass(frozen=True)
+class ProbeSample:
+    t: float  # seconds, trace clock
+    sport: int
+    dport: int
+    data_len: int
+    snd_nxt: int
+    snd_una: int
+    snd_cwnd: int
+    ssthresh: int
+    srtt_us: int
+
+
+def _port(addr: str) -> int:
+    return int(addr.rsplit(":", 1)[1])
+
+
+def parse_tcp_probe(text: str) -> list[ProbeSample]:
+    """Parse tracefs `trace` lines of the tcp:tcp_probe event (6.12 format:
+    ``src=10.0.0.2:5001 dest=10.0.0.1:40000 mark=0x0 data_len=0
+    snd_nxt=0x... snd_una=0x... snd_cwnd=10 ssthresh=2147483647 snd_wnd=...
+    srtt=... rcv_wnd=... sock_cookie=...``)."""
+    out = []
+    for line in text.splitlines():
+        m = _LINE.search(line)
+        if not m:
+            continue
+        kv = dict(_KV.findall(m.group(2)))
+        try:
+            out.append(ProbeSample(
+                t=float(m.group(1)), sport=_port(kv["src"]), dport=_port(kv["dest"]),
+                data_len=int(kv.get("data_len", "0")),
+                snd_nxt=int(kv["snd_nxt"], 16), snd_una=int(kv["snd_una"], 16),
+                snd_cwnd=int(kv["snd_cwnd"]), ssthresh=int(kv["ssthresh"]), srtt_us=int(kv["srtt"]),
+            ))
+        except (KeyError, ValueError):
+            continue
+    return out
+
+
+def _write(path: Path, value: str) -> None:
+    path.write_text(value)
+
+
+@contextmanager
+def tcp_probe(sport: int, buffer_kb: int = 16384) -> Iterator["TraceReader"]:
+    """Record tcp_probe events of connections whose source port is `sport`
+    (the sender's side), and switch the event off again afterwards."""
+    if not EVENT.exists():
+        raise RuntimeError(f"{EVENT} is missing: the kernel lacks the tcp_probe tracepoint or tracefs "
+                           "is not mounted")
+    _write(TRACEFS / "tracing_on", "0")
+    _write(TRACEFS / "trace_clock", "mono")
+    _write(TRACEFS / "buffer_size_kb", str(buffer_kb))
+    _write(TRACEFS / "trace", "")  # clear
+    _write(EVENT / "filter", f"sport == {sport}")
+    _write(EVENT / "enable", "1")
+    _write(TRACEFS / "tracing_on", "1")
+    reader = TraceReader()
+    try:
+        yield reader
+    finally:
+        _write(TRACEFS / "tracing_on", "0")
+        reader.text = (TRACEFS / "trace").read_text()
+        _write(EVENT / "enable", "0")
+        _write(EVENT / "filter", "0")
+
+
+class TraceReader:
+    text: str = ""
+
+    def samples(self) -> list[ProbeSample]:
+        return parse_tcp_probe(self.text)
