@@ -57,18 +57,20 @@ def kernel_path() -> Path:
 
 
 def modules_path(kernel: Path | None = None) -> Path | None:
-    """Our modules built for the lab kernel: $TORTOISE_MODULES, else beside the
-    kernel in the cache (kernel/build-uml.sh). None if not built."""
+    """Our modules built for the lab kernel: $TORTOISE_MODULES; else, for the
+    cache's kernel, the folder kernel/build-uml.sh names for the current
+    module sources; for a kernel elsewhere ($TORTOISE_KERNEL), a modules-*
+    folder beside it. None if there is none."""
     env = os.environ.get("TORTOISE_MODULES")
     if env:
         return Path(env)
-    if os.environ.get("TORTOISE_KERNEL"):
-        cands = sorted(Path(os.environ["TORTOISE_KERNEL"]).parent.glob("modules-*"))
-        return cands[-1] if cands else None
     out = subprocess.run(["bash", str(REPO_DIR / "kernel" / "build-uml.sh"), "--modules-path"],
                          capture_output=True, text=True, check=True)
     p = Path(out.stdout.strip())
-    return p if (p / "BUILD_OK").exists() else None
+    if kernel is None or kernel.parent == p.parent:
+        return p if (p / "BUILD_OK").exists() else None
+    cands = sorted(kernel.parent.glob("modules-*/BUILD_OK"), key=lambda f: f.stat().st_mtime)
+    return cands[-1].parent if cands else None
 
 
 def kernel_algorithms(kernel: Path) -> list[str]:

@@ -61,7 +61,7 @@ def cmd_loss_response(a: argparse.Namespace) -> int:
         for alg, ps in sorted(meta["modules"].items()):
             print(f"module tcp_{alg}: " + " ".join(f"{k}={v}" for k, v in ps.items()))
         print(f"path: {lossresponse.PATH.rtt_ms:g} ms, {lossresponse.PATH.rate_mbit:g} Mbit/s, no random loss; "
-              f"initial ssthresh {lossresponse.SSTHRESH}; data segment #{lossresponse.DROP_NTH} dropped\n")
+              f"data segment #{lossresponse.DROP_NTH} dropped\n")
         print(lossresponse.format_rows(rows))
     print(f"\n(work folder: {meta['work']})", file=sys.stderr)
     return 0 if all(r["ok"] for r in rows) else 3

@@ -95,20 +95,24 @@ def derive_seed(seed: int, *labels: str) -> int:
     return int.from_bytes(h[:8], "big")
 
 
-def drop_every_nth_data_segment(dev: str, src_ip: str, n: int, frame_ip_len: int = 1500) -> list[list[str]]:
-    """A deterministic loss: on ingress of switch port `dev`, every n-th
-    full-size IPv4 TCP segment from `src_ip` (IP total length = frame_ip_len)
-    is dropped by a gact action with a deterministic counter; the first drop
-    is the n-th data segment. The switch port, not the sender's own
-    interface, so the sender sees a loss in the network (DESIGN.md §5)."""
+def drop_nth_data_segment(dev: str, src_ip: str, n: int, frame_ip_len: int = 1500) -> list[list[str]]:
+    """A deterministic, single loss: on ingress of switch port `dev`, the n-th
+    full-size IPv4 TCP segment from `src_ip` (IP total length frame_ip_len)
+    is dropped, and no other. A gact action with a deterministic counter
+    passes every segment but hands each n-th one on (pipe) to a policer whose
+    bucket holds one packet and refills over ~64 s: it drops the first one it
+    sees and passes the later ones, retransmissions included. The switch
+    port, not the sender's interface, so the sender sees a loss in the
+    network (DESIGN.md §5)."""
     if not 1 <= n <= 10000:
-        raise ValueError("n: tc's gact takes 1 to 10000")
+        raise ValueError("n: tc's gact counts 1 to 10000")
     return [
         ["tc", "qdisc", "replace", "dev", dev, "ingress"],
         ["tc", "filter", "add", "dev", dev, "parent", "ffff:", "protocol", "ip", "prio", "1", "u32",
          "match", "ip", "src", f"{src_ip}/32", "match", "ip", "protocol", "6", "0xff",
          "match", "u16", str(frame_ip_len), "0xffff", "at", "2",
-         "action", "gact", "pass", "random", "determ", "drop", str(n)],
+         "action", "gact", "ok", "random", "determ", "pipe", str(n),
+         "action", "police", "rate", "200bit", "burst", "1600", "mtu", "2000", "conform-exceed", "ok/drop"],
     ]
 
 

@@ -217,7 +217,7 @@ class PathLab:
                 stop.wait(sample_s)
 
         th = threading.Thread(target=sample, daemon=True)
-        cli = self._tool(self.client, "bulk", "fetch", "--host", self.server.IP(), "--port", str(port))
+        cli = self._tool(self.client, "bulk", "fetch", "--host", self.server.IP(), "--port", str(port), *size)
         th.start()
         if ss_at_s is not None:
             time.sleep(ss_at_s)
@@ -344,22 +344,22 @@ def task_loss_response(ctx: LabContext, req: dict) -> dict:
     from . import trace
 
     path = PathSpec(**req["path"])
-    nth, segments = int(req["drop_nth"]), int(req["segments"])
+    nth = int(req["drop_nth"])
     mss = 1448
     out: dict = {"arms": []}
     with mininet_path(ctx) as lab:
-        lab.configure(path, server_cc="cubic", loss_on=False, ssthresh=req.get("ssthresh"))
+        lab.configure(path, server_cc="cubic", loss_on=False)
         dev = lab.server_port
         for i, arm in enumerate(req["arms"]):
             cc = arm["cc"]
             params = set_module_params(ctx.ex, cc, arm["params"]) if arm.get("params") else module_params_now(cc)
             ctx.ex.run(C.sysctl_set("net.ipv4.tcp_congestion_control", cc), host=lab.server)
             ctx.ex.run(["tc", "qdisc", "del", "dev", dev, "ingress"], check=False)  # a fresh counter
-            for argv in C.drop_every_nth_data_segment(dev, lab.server.IP(), nth):
+            for argv in C.drop_nth_data_segment(dev, lab.server.IP(), nth):
                 ctx.ex.run(argv)
             port = 7000 + i
             with trace.tcp_probe(port) as tr:
-                r = lab.bulk(0, port=port, nbytes=segments * mss, sample_s=1.0)
+                r = lab.bulk(0, port=port, nbytes=int(arm["segments"]) * mss, sample_s=1.0)
             stats = ctx.ex.run(["tc", "-s", "filter", "show", "dev", dev, "ingress"])
             smp = tr.samples()
             out["arms"].append({
@@ -371,7 +371,49 @@ def task_loss_response(ctx: LabContext, req: dict) -> dict:
     return out
 
 
-TASKS = {"probe": task_probe, "cc_check": task_cc_check, "loss_response": task_loss_response}
+def task_module_check(ctx: LabContext, req: dict) -> dict:
+    """Our modules: listed once loaded, gone after rmmod, back after insmod;
+    bad parameter values refused by the module itself (insmod and sysfs),
+    with the module's own message in the kernel log."""
+    mods = sorted(Path(req["modules_dir"]).glob("tcp_*.ko"))
+    out: dict = {}
+    for ko in mods:
+        alg, mod = ko.stem[len("tcp_"):], ko.stem
+        r: dict = {"listed_at_start": alg in available_algorithms()}
+        r["rmmod_rc"] = _rc(ctx.ex, C.rmmod(mod))
+        r["listed_after_rmmod"] = alg in available_algorithms()
+        r["insmod_rc"] = _rc(ctx.ex, C.insmod(str(ko), {}))
+        r["listed_after_insmod"] = alg in available_algorithms()
+        r["defaults"] = module_params_now(alg)
+        bad = req.get("bad_params", {}).get(alg, {})
+        r["bad"] = {}
+        for k, v in bad.items():
+            _rc(ctx.ex, C.rmmod(mod))
+            rc_ins = _rc(ctx.ex, C.insmod(str(ko), {k: v}))
+            loaded = alg in available_algorithms()
+            if not loaded:
+                _rc(ctx.ex, C.insmod(str(ko), {}))
+            before = module_params_now(alg).get(k)
+            try:
+                Path(f"/sys/module/{mod}/parameters/{k}").write_text(v)
+                sysfs = "accepted"
+            except OSError as exc:
+                sysfs = f"refused: {exc.strerror}"
+            r["bad"][f"{k}={v}"] = {"insmod_rc": rc_ins, "loaded_with_it": loaded, "sysfs": sysfs,
+                                    "value_kept": module_params_now(alg).get(k) == before}
+        out[alg] = r
+    log = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
+    return {"modules": out, "kernel_log": [ln for ln in log.splitlines()
+                                            if "tcp_" in ln or "reno_beta" in ln or "cubic_plus" in ln]}
+
+
+def _rc(ex: Executor, argv: list[str]) -> int:
+    ex.run(argv, check=False)
+    return ex.records[-1]["rc"]
+
+
+TASKS = {"probe": task_probe, "cc_check": task_cc_check, "loss_response": task_loss_response,
+         "module_check": task_module_check}
 
 
 def run_task(ctx: LabContext, req: dict) -> dict:

@@ -13,13 +13,17 @@ from .ccanalysis import cubic_k, find_loss_event, fit_k, rtt_aware_factor
 from .ccparams import beta_effective, check_params
 from .pathspec import PathSpec
 
-# A loss-free path far from full: 100 ms, 100 Mbit/s (BDP 826 frames), so
-# the one deterministic drop is the only loss. The server starts with
-# ssthresh 64 (route metric), so the drop hits congestion avoidance.
+# A loss-free path far from full: 100 ms, 100 Mbit/s (BDP 826 frames, and as
+# much queue), so the one deterministic drop is the only loss. The drop is
+# data segment #150, the last of slow start's 4th flight (10+20+40+80): the
+# sender detects it about one RTT later at a cwnd near 160, well below the
+# path's capacity. (A route's ssthresh metric would have started congestion
+# avoidance earlier, but Linux 6.12 takes it only from a saved tcp_metrics
+# entry, which tcp_no_metrics_save=1 rules out.)
 PATH = PathSpec(rtt_ms=100, rate_mbit=100, loss_pct=0)
-SSTHRESH = 64
-DROP_NTH = 4000
-SEGMENTS = 7900  # < 2 * DROP_NTH: exactly one drop
+DROP_NTH = 150
+SEGMENTS_RATIO = 3000  # enough to see the reduction and the end of recovery
+SEGMENTS_REGROWTH = 12000  # CUBIC+: ~7 s, well past K, for the fit
 
 LINUX_CUBIC_BETA = 717 / 1024  # the stock module's fixed point for 0.7
 
@@ -80,10 +84,11 @@ def analyze(arms: list[Arm], task: dict) -> list[dict]:
 
 
 def _dropped(stats: str) -> int | None:
+    """Packets the drop filter's actions dropped (`tc -s filter show`)."""
     import re
 
-    m = re.search(r"\(dropped (\d+),", stats)
-    return int(m.group(1)) if m else None
+    counts = [int(x) for x in re.findall(r"\(dropped (\d+),", stats)]
+    return sum(counts) if counts else None
 
 
 def run(backend: str = "uml", clock: str = "virtual", work: Path | None = None,
@@ -93,9 +98,9 @@ def run(backend: str = "uml", clock: str = "virtual", work: Path | None = None,
         check_params(a.cc, a.params, field=f"arm {a.label!r}")
     info = backends.choose(backend, clock, sorted({a.cc for a in arms}))
     work = work or Path(tempfile.mkdtemp(prefix="tortoise-lossresp-"))
-    req = {"task": "loss_response", "path": PATH.model_dump(), "ssthresh": SSTHRESH,
-           "drop_nth": DROP_NTH, "segments": SEGMENTS,
-           "arms": [{"label": a.label, "cc": a.cc, "params": a.params} for a in arms]}
+    req = {"task": "loss_response", "path": PATH.model_dump(), "drop_nth": DROP_NTH,
+           "arms": [{"label": a.label, "cc": a.cc, "params": a.params,
+                     "segments": SEGMENTS_REGROWTH if a.cc == "cubic_plus" else SEGMENTS_RATIO} for a in arms]}
     result = backends.run_task(info, req, work, timeout_s=timeout_s)
     rows = analyze(arms, result["task"])
     meta = {"backend": info.backend, "clock": info.clock, "kernel_release": result["kernel_release"],
@@ -105,12 +110,14 @@ def run(backend: str = "uml", clock: str = "virtual", work: Path | None = None,
 
 
 def format_rows(rows: list[dict]) -> str:
-    head = f"{'arm':<26} {'cwnd before':>11} {'after':>6} {'after/before':>12} {'expected':>9}  {'drops':>5}  ok"
+    head = (f"{'arm':<26} {'cwnd before':>11} {'ssthresh':>8} {'after/before':>12} {'expected':>9} "
+            f"{'cwnd@recovered':>14}  {'drops':>5}  ok")
     out = [head, "-" * len(head)]
     for r in rows:
         ratio = f"{r['ratio']:.4f}" if r.get("ratio") is not None else "-"
-        out.append(f"{r['label']:<26} {r.get('cwnd_before', '-')!s:>11} {r.get('ssthresh_after', '-')!s:>6} "
-                   f"{ratio:>12} {r['expected']:>9.4f}  {r['drops']!s:>5}  {'yes' if r['ok'] else 'NO'}")
+        out.append(f"{r['label']:<26} {r.get('cwnd_before', '-')!s:>11} {r.get('ssthresh_after', '-')!s:>8} "
+                   f"{ratio:>12} {r['expected']:>9.4f} {r.get('cwnd_recovered', '-')!s:>14}  {r['drops']!s:>5}  "
+                   f"{'yes' if r['ok'] else 'NO'}")
     ks = [r for r in rows if "k_predicted_s" in r]
     if ks:
         out += ["", f"{'CUBIC+ regrowth':<26} {'K predicted':>11} {'K fitted':>9} {'fit RMS (segs)':>15} {'points':>7}"]
@@ -118,3 +125,13 @@ def format_rows(rows: list[dict]) -> str:
             out.append(f"{r['label']:<26} {r['k_predicted_s']:>11.3f} {r['k_fit_s']:>9.3f} "
                        f"{r['rms_segments']:>15.3f} {r['points']:>7}")
     return "\n".join(out)
+
+
+def run_module_check(backend: str = "uml", clock: str = "virtual", work: Path | None = None,
+                     bad_params: dict[str, dict[str, str]] | None = None) -> dict:
+    """Load/unload our modules in the lab kernel and offer them bad values."""
+    info = backends.choose(backend, clock, ["cubic"])
+    work = work or Path(tempfile.mkdtemp(prefix="tortoise-modcheck-"))
+    bad = bad_params or {"reno_beta": {"beta": "1.5"}, "cubic_plus": {"n": "0", "beta": "1.5"}}
+    result = backends.run_task(info, {"task": "module_check", "bad_params": bad}, work)
+    return {"available_cc": result["available_cc"], **result["task"]}

@@ -17,10 +17,17 @@ def test_uml_argv_virtual(tmp_path):
     assert "time-travel=inf-cpu" not in B.uml_argv("/k/linux", tmp_path, "real", "tl-1")
 
 
-def test_kernel_algorithms_from_config(tmp_path):
+def test_kernel_algorithms_from_config_and_our_modules(tmp_path, monkeypatch):
+    monkeypatch.delenv("TORTOISE_MODULES", raising=False)
     (tmp_path / "config").write_text("CONFIG_TCP_CONG_CUBIC=y\nCONFIG_TCP_CONG_HSTCP=y\n"
                                      "# CONFIG_TCP_CONG_BBR is not set\nCONFIG_TCP_CONG_ADVANCED=y\n")
     assert B.kernel_algorithms(tmp_path / "linux") == ["reno", "cubic", "highspeed"]
+    mods = tmp_path / "modules-abc"
+    mods.mkdir()
+    (mods / "tcp_reno_beta.ko").write_text("")
+    (mods / "BUILD_OK").write_text("")
+    assert B.modules_path(tmp_path / "linux") == mods
+    assert B.kernel_algorithms(tmp_path / "linux") == ["reno", "cubic", "highspeed", "reno_beta"]
 
 
 def test_choose_refuses_bad_combinations(monkeypatch):

@@ -45,3 +45,20 @@ def test_host_settings():
 def test_probes():
     assert C.ping("10.0.0.2", 20, 0.2) == ["ping", "-n", "-c", "20", "-i", "0.2", "-W", "3", "10.0.0.2"]
     assert C.ss_tcp_info(5001) == ["ss", "-t", "-i", "-n", "state", "established", "( sport = :5001 )"]
+
+
+def test_single_deterministic_drop():
+    qdisc, filt = C.drop_nth_data_segment("s2-eth2", "10.0.0.2", 150)
+    assert qdisc == ["tc", "qdisc", "replace", "dev", "s2-eth2", "ingress"]
+    assert filt[:8] == ["tc", "filter", "add", "dev", "s2-eth2", "parent", "ffff:", "protocol"]
+    i = filt.index("gact")
+    assert filt[i:i + 6] == ["gact", "ok", "random", "determ", "pipe", "150"]
+    assert filt[-2:] == ["conform-exceed", "ok/drop"]  # exceed: pass, conform (the first): drop
+    import pytest
+    with pytest.raises(ValueError, match="n: "):
+        C.drop_nth_data_segment("x", "10.0.0.2", 0)
+
+
+def test_modules():
+    assert C.insmod("/m/tcp_reno_beta.ko", {"beta": "0.800"}) == ["insmod", "/m/tcp_reno_beta.ko", "beta=0.800"]
+    assert C.rmmod("tcp_reno_beta") == ["rmmod", "tcp_reno_beta"]

@@ -40,6 +40,10 @@ def serve(port: int, seconds: float, nbytes: int | None = None) -> dict:
                     chunk = buf[:min(CHUNK, nbytes - sent)]
                     conn.sendall(chunk)
                     sent += len(chunk)
+                # the client closes first, once it has every byte: until then
+                # this socket stays ESTABLISHED (no FIN queued behind the data),
+                # so the kernel's per-ACK tracepoint sees the whole transfer
+                conn.recv(1)
             else:
                 while time.monotonic() - start < seconds:
                     conn.sendall(buf)
@@ -49,12 +53,12 @@ def serve(port: int, seconds: float, nbytes: int | None = None) -> dict:
     return {"bytes_sent": sent, "seconds": time.monotonic() - start, "cc": cc, "peer": peer[0]}
 
 
-def fetch(host: str, port: int) -> dict:
+def fetch(host: str, port: int, nbytes: int | None = None) -> dict:
     with socket.create_connection((host, port), timeout=120) as s:
         start = time.monotonic()
         got = 0
         first = None
-        while True:
+        while nbytes is None or got < nbytes:
             data = s.recv(CHUNK)
             if not data:
                 break
@@ -76,8 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     f = sub.add_parser("fetch")
     f.add_argument("--host", required=True)
     f.add_argument("--port", type=int, required=True)
+    f.add_argument("--bytes", type=int, default=None, help="close after this many bytes")
     a = ap.parse_args(argv)
-    out = serve(a.port, a.seconds, a.bytes) if a.cmd == "serve" else fetch(a.host, a.port)
+    out = serve(a.port, a.seconds, a.bytes) if a.cmd == "serve" else fetch(a.host, a.port, a.bytes)
     print(json.dumps(out), flush=True)
     return 0
 

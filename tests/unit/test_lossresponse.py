@@ -1,0 +1,31 @@
+from pathlib import Path
+
+from tortoiselab import lossresponse as L
+
+DATA = Path(__file__).parent.parent / "data"
+
+
+def test_drop_count_sums_the_filters_actions():
+    assert L._dropped((DATA / "tc_filter_drop_stats.txt").read_text()) == 1
+    assert L._dropped("no stats") is None
+
+
+def test_expected_ratios_are_the_formulas():
+    arms = {a.label: a for a in L.default_arms()}
+    assert arms["reno"].expected == 0.5
+    assert arms["cubic"].expected == 717 / 1024
+    assert abs(arms["cubic_plus n=6"].expected - 0.95) < 1e-12
+    assert abs(arms["cubic_plus n=2"].expected - 0.85) < 1e-12
+    assert arms["scalable"].expected == 0.875
+    # each arm's parameters are valid for its module
+    from tortoiselab.ccparams import check_params
+    for a in arms.values():
+        check_params(a.cc, a.params)
+
+
+def test_predicted_k():
+    arm = L.Arm("x", "cubic_plus", {"beta": "0.700", "n": "6", "rtt_aware": "0"}, 0.95)
+    assert abs(L.predicted_k(arm, 160, 100) - (160 * 0.05 / 0.4) ** (1 / 3)) < 1e-9
+    aware = L.Arm("x", "cubic_plus", {"beta": "0.700", "n": "6", "rtt_aware": "1", "rtt_ref_ms": "50"}, 0.95)
+    assert abs(L.predicted_k(aware, 160, 100) - L.predicted_k(arm, 160, 100) * 2 * 50 / 150) < 1e-9
+    assert L.predicted_k(L.Arm("r", "reno", {}, 0.5), 160, 100) is None
