@@ -41,6 +41,7 @@ test-lab: setup kernel
 bench: setup kernel
 	@echo "== virtual clock =="; $(VENV)/bin/tortoise probe --backend uml --clock virtual || true
 	@echo "== real clock ==";    $(VENV)/bin/tortoise probe --backend uml --clock real || true
+	@echo "== loss response =="; $(VENV)/bin/tortoise loss-response || true
 
 clean:
 	rm -rf build *.egg-info src/*.egg-info .pytest_cache

@@ -55,8 +55,12 @@ def test_loss_draws_follow_the_seed(tmp_path, lab_kernel):
     args = ["--bulk-seconds", "2.5", "--loss-probes", "1500", "--rtt-ms", "40", "--loss-pct", "3"]
     lost = {}
     for name, seed in (("a", 7), ("b", 7), ("c", 8)):
-        p, rep = probe(tmp_path / name, *args, "--seed", str(seed))
+        extra = ["--cc", "reno_beta", "--module-param", "reno_beta.beta=0.8"] if name == "c" else []
+        p, rep = probe(tmp_path / name, *args, "--seed", str(seed), *extra)
         assert rep is not None, p.stderr
+        if extra:  # module parameters are set per run and recorded with it
+            assert rep["modules"]["reno_beta"] == {"beta": "0.800"}
+            assert rep["cc"] == "reno_beta"
         task = json.loads((tmp_path / name / "result.json").read_text())["task"]
         lost[name] = (task["loss_down"]["lost_seqs"], task["loss_up"]["lost_seqs"])
         assert task["seeds"]["netem_down"] != task["seeds"]["netem_up"]
