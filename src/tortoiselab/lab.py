@@ -148,7 +148,7 @@ class PathLab:
         # a non-initial netns may only pick allowed algorithms (EPERM otherwise)
         ex.run(C.sysctl_set("net.ipv4.tcp_allowed_congestion_control", " ".join(available_algorithms())))
         for node, dev in self.all_intfs():
-            host = node if node in (self.client, self.server) else None
+            host = node if node in self.net.hosts else None
             ex.run(C.offloads_off(dev), host=host)
         for host, cc in ((self.client, client_cc), (self.server, server_cc)):
             ex.run(C.sysctl_set("net.ipv4.tcp_no_metrics_save", 1), host=host)
@@ -165,11 +165,11 @@ class PathLab:
         seconds after a link comes up, and each one that crosses netem takes
         a draw from its PRNG, so two runs with one seed would lose different
         packets (seen here: the uplink's losses shifted by one)."""
-        for host in (self.client, self.server):
+        for host in self.net.hosts:
             for key in ("all", "default"):
                 self.ex.run(C.sysctl_set(f"net.ipv6.conf.{key}.disable_ipv6", 1), host=host)
         for node, dev in self.all_intfs():
-            if node not in (self.client, self.server):
+            if node not in self.net.hosts:
                 self.ex.run(C.sysctl_set(f"net.ipv6.conf.{dev}.disable_ipv6", 1))
 
     def set_netem(self, path: PathSpec, loss_on: bool = True) -> None:
@@ -417,7 +417,10 @@ TASKS = {"probe": task_probe, "cc_check": task_cc_check, "loss_response": task_l
 
 
 def run_task(ctx: LabContext, req: dict) -> dict:
-    task = TASKS[req["task"]]
+    if req["task"] == "pageload":
+        from .weblab import task_pageload as task
+    else:
+        task = TASKS[req["task"]]
     result = {"kernel_release": kernel_release(), "uptime_start_s": uptime_s()}
     if req.get("modules_dir"):
         result["modules"] = load_modules(ctx.ex, req["modules_dir"], req.get("module_params", {}))

@@ -80,3 +80,24 @@ def parse_ss_ti(text: str) -> list[SsSocket]:
         else:
             i += 1
     return out
+
+
+_NGHTTP_ROW = re.compile(r"^\s*\d+\s+\+([0-9.]+)(us|ms|s)\s+\+([0-9.]+)(us|ms|s)\s+\S+\s+(\d{3})\s+(\S+)\s+(\S+)")
+_UNIT_MS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def parse_nghttp_stats(text: str) -> dict:
+    """`nghttp -s` request timings (relative to connectEnd): per request the
+    response end, request start, status and path; and the page load time as
+    the Stony Brook paper defines it, first request start to last byte."""
+    rows = []
+    for line in text.splitlines():
+        m = _NGHTTP_ROW.match(line)
+        if m:
+            rows.append({"response_end_ms": float(m.group(1)) * _UNIT_MS[m.group(2)],
+                         "request_start_ms": float(m.group(3)) * _UNIT_MS[m.group(4)],
+                         "status": int(m.group(5)), "path": m.group(7)})
+    if not rows:
+        return {"requests": 0, "plt_ms": None, "rows": []}
+    plt = max(r["response_end_ms"] for r in rows) - min(r["request_start_ms"] for r in rows)
+    return {"requests": len(rows), "plt_ms": round(plt, 3), "rows": rows}

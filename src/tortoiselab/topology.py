@@ -34,3 +34,16 @@ ONE_PATH = Graph(
     links=(("client", "s1"), ("s1", "s2"), ("s2", "server")),
     wan=("s1", "s2"),
 )
+
+
+# The web path: as ONE_PATH, plus a DNS server on the server's side of the
+# WAN (every lookup pays the path's round trip, like a cold lookup at a far
+# authoritative server). The server also answers on a second address
+# (SERVER_IP2) for the "two IPs" resolution scenario.
+WEB_PATH = Graph(
+    hosts=(Host("client", "10.0.0.1/8"), Host("server", "10.0.0.2/8"), Host("dns", "10.0.0.53/8")),
+    switches=("s1", "s2"),
+    links=(("client", "s1"), ("s1", "s2"), ("s2", "server"), ("s2", "dns")),
+    wan=("s1", "s2"),
+)
+SERVER_IP2 = "10.0.0.3"

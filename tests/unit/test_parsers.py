@@ -32,3 +32,14 @@ def test_ss_ti_dctcp_fallback_name():
             "0      0      10.0.0.2:6000     10.0.0.1:40000\n"
             "\t dctcp-reno wscale:9,9 rto:240 rtt:40.1/1 mss:1448 cwnd:10\n")
     assert parse_ss_ti(text)[0].algorithm == "dctcp-reno"
+
+
+def test_nghttp_stats():
+    from tortoiselab.parsers import parse_nghttp_stats
+
+    r = parse_nghttp_stats((DATA / "nghttp_tiny_stats.txt").read_text())
+    assert r["requests"] == 51  # tiny.html + 50 objects
+    assert all(x["status"] == 200 for x in r["rows"])
+    assert r["rows"][0]["path"] == "/tiny.html" and r["rows"][0]["request_start_ms"] == 0.001
+    assert r["plt_ms"] == 304.149  # html at ~101 ms, objects in two more round trips
+    assert parse_nghttp_stats("no stats")["plt_ms"] is None

@@ -1,0 +1,517 @@
+"""Connections: TCP then TLS (timed apart), and HTTP/2 (h2, sans-IO) or
+HTTP/1.1 on top. Every await is bounded by the caller or here; nothing polls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections import deque
+from http import HTTPStatus
+
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+import h2.exceptions
+import h2.settings
+
+from .coalesce import sans_from_der, sans_from_peercert
+from .errors import LoadError, Retry, fmt_s, quiet_future
+from .har import CREATOR_VERSION
+from .page import Origin
+from .timeline import ConnRecord, RequestRecord
+
+USER_AGENT = f"tortoiselab-client/{CREATOR_VERSION}"
+# Receive windows so large the client is never what limits the sender:
+# 16 MiB per stream (SETTINGS_INITIAL_WINDOW_SIZE), 32 MiB for the
+# connection (WINDOW_UPDATE on stream 0 right after the preface). Data is
+# acknowledged as it is read; h2 returns credit once half a window is used.
+STREAM_WINDOW = 16 * 1024 * 1024
+CONN_WINDOW = 32 * 1024 * 1024
+# streams we allow ourselves before the server's SETTINGS arrive (Chrome: 100)
+INITIAL_STREAM_LIMIT = 100
+READ_CHUNK = 256 * 1024
+CLOSE_WAIT_S = 0.5
+
+
+def tls_context(ca_file: str | None, tls_version: str, alpn: list[str]) -> ssl.SSLContext:
+    """Verify the chain against ca_file (system store if None) and the host name."""
+    try:
+        ctx = ssl.create_default_context(cafile=ca_file)
+    except (ssl.SSLError, OSError) as e:
+        raise LoadError(f"cannot load the CA file {ca_file}: {e}", step="setup")
+    if tls_version == "1.2":
+        ctx.minimum_version = ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    elif tls_version == "1.3":
+        ctx.minimum_version = ctx.maximum_version = ssl.TLSVersion.TLSv1_3
+    ctx.set_alpn_protocols(alpn)
+    return ctx
+
+
+def _why(e: BaseException) -> str:
+    if isinstance(e, ssl.SSLCertVerificationError):
+        return f"certificate verify failed: {e.verify_message}"
+    if isinstance(e, ssl.SSLError):
+        return e.reason.lower().replace("_", " ") if e.reason else str(e)
+    if isinstance(e, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror.lower()
+    return str(e) or type(e).__name__
+
+
+async def open_stream(origin: Origin, ips: list[str], ctx: ssl.SSLContext | None, timeout_s: float,
+                      rec: ConnRecord, now, on_phase=lambda phase: None
+                      ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """TCP connect to the first address that answers, then the TLS handshake
+    (if ctx); fills rec (tcp/tls spans, ALPN, version); on_phase(text) says
+    which step it is in."""
+    host, port = origin.host, origin.port
+    err: LoadError | None = None
+    for ip in ips:
+        rec.remote_ip, rec.remote_port = ip, port
+        on_phase(f"connecting to {host} ({ip}:{port})")
+        rec.tcp_start = now()
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(ip, port, limit=READ_CHUNK), timeout_s)
+        except asyncio.TimeoutError:
+            rec.tcp = None
+            err = LoadError(f"connect to {host} ({ip}:{port}) timed out after {fmt_s(timeout_s)}",
+                            step="connect", host=host)
+            continue
+        except OSError as e:
+            err = LoadError(f"connect to {host} ({ip}:{port}) failed: {_why(e)}", step="connect", host=host)
+            continue
+        rec.tcp = (rec.tcp_start, now())
+        sock = writer.get_extra_info("sockname")
+        rec.local_port = sock[1] if sock else None
+        break
+    else:
+        assert err is not None
+        raise err
+    if ctx is None:
+        return reader, writer
+    on_phase(f"TLS handshake with {host} ({ip}:{port})")
+    rec.tls_start = now()
+    try:
+        await asyncio.wait_for(writer.start_tls(ctx, server_hostname=host, ssl_handshake_timeout=timeout_s + 1),
+                               timeout_s)
+    except asyncio.TimeoutError:
+        writer.transport.abort()
+        raise LoadError(f"TLS handshake with {host} ({ip}:{port}) timed out after {fmt_s(timeout_s)}",
+                        step="tls", host=host)
+    except (ssl.SSLError, OSError, EOFError) as e:
+        writer.transport.abort()
+        why = _why(e)
+        if isinstance(e, ssl.SSLError) and any(w in why for w in ("extension", "application protocol")):
+            # e.g. a server without h2 picks http/1.1 though we offered h2 only
+            why += " (ALPN: the server may not speak the protocol we offered)"
+        raise LoadError(f"TLS handshake with {host} ({ip}:{port}) failed: {why}", step="tls", host=host)
+    rec.tls = (rec.tls_start, now())
+    so: ssl.SSLObject = writer.get_extra_info("ssl_object")
+    rec.alpn = so.selected_alpn_protocol()
+    rec.tls_version = so.version()
+    c = so.cipher()
+    rec.cipher = c[0] if c else None
+    return reader, writer
+
+
+def peer_sans(writer: asyncio.StreamWriter) -> tuple[list[str], list[str]]:
+    so: ssl.SSLObject | None = writer.get_extra_info("ssl_object")
+    if so is None:
+        return [], []
+    d = so.getpeercert()
+    if d and "subjectAltName" in d:
+        return sans_from_peercert(d)
+    der = so.getpeercert(binary_form=True)
+    return sans_from_der(der) if der else ([], [])
+
+
+async def _close_writer(writer: asyncio.StreamWriter) -> None:
+    try:
+        writer.close()
+        await asyncio.wait_for(writer.wait_closed(), CLOSE_WAIT_S)
+    except (asyncio.TimeoutError, OSError, ssl.SSLError):
+        writer.transport.abort()
+    except Exception:
+        writer.transport.abort()
+
+
+class _Stream:
+    def __init__(self, rec: RequestRecord, keep_body: bool, fut: asyncio.Future):
+        self.rec = rec
+        self.keep_body = keep_body
+        self.body: list[bytes] = []
+        self.fut = fut
+
+
+class H2Connection:
+    """One HTTP/2 connection; many requests at once, as many as the server's
+    SETTINGS_MAX_CONCURRENT_STREAMS allows, the rest wait their turn (FIFO)."""
+
+    def __init__(self, rec: ConnRecord, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, now):
+        self.rec = rec
+        self.reader, self.writer = reader, writer
+        self.now = now
+        self.sans = peer_sans(writer)
+        cfg = h2.config.H2Configuration(client_side=True, header_encoding="utf-8")
+        self.h2 = h2.connection.H2Connection(config=cfg)
+        self.h2.local_settings = h2.settings.Settings(client=True, initial_values={
+            h2.settings.SettingCodes.ENABLE_PUSH: 0,
+            h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: STREAM_WINDOW,
+            h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 100,
+        })
+        self.streams: dict[int, _Stream] = {}
+        self.active = 0
+        self.waiters: deque[asyncio.Future] = deque()
+        self.settings_seen = False
+        self.usable = True
+        self.broken: str | None = None
+        self._task: asyncio.Task | None = None
+
+    @property
+    def limit(self) -> int:
+        if not self.settings_seen:
+            return INITIAL_STREAM_LIMIT
+        return max(1, min(self.h2.remote_settings.max_concurrent_streams, 2**31))
+
+    def start(self) -> None:
+        self.h2.initiate_connection()
+        self.h2.increment_flow_control_window(CONN_WINDOW - 65535)
+        self._flush()
+        self._task = asyncio.get_running_loop().create_task(self._read_loop())
+
+    def _flush(self) -> None:
+        data = self.h2.data_to_send()
+        if data and not self.writer.is_closing():
+            self.writer.write(data)
+
+    # -- stream slots ---------------------------------------------------------
+    async def _acquire(self) -> None:
+        if self.active < self.limit and not self.waiters:
+            self.active += 1
+            return
+        fut = asyncio.get_running_loop().create_future()
+        self.waiters.append(fut)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut in self.waiters:
+                self.waiters.remove(fut)
+            elif fut.done() and not fut.cancelled() and fut.exception() is None:
+                self._release()  # granted, then cancelled: hand it on
+            raise
+
+    def _release(self) -> None:
+        self.active -= 1
+        self._grant()
+
+    def _grant(self) -> None:
+        while self.waiters and self.active < self.limit:
+            fut = self.waiters.popleft()
+            if not fut.done():
+                self.active += 1
+                fut.set_result(None)
+
+    def _fail_waiters(self, exc: Exception) -> None:
+        while self.waiters:
+            fut = self.waiters.popleft()
+            if not fut.done():
+                fut.set_exception(exc)
+
+    # -- requests -------------------------------------------------------------
+    async def request(self, rec: RequestRecord, origin: Origin, path: str,
+                            extra: list[tuple[str, str]], keep_body: bool, timeout_s: float | None) -> bytes:
+        if not self.usable:
+            raise Retry()
+        rec.phase = f"waiting for a stream slot on {self.rec.id}"
+        await self._acquire()
+        try:
+            if not self.usable:
+                raise Retry()
+            headers = [(":method", rec.method), (":scheme", origin.scheme), (":authority", origin.authority),
+                       (":path", path)] + extra
+            rec.request_headers = headers
+            rec.http_version = "h2"
+            self._flush()
+            sid = self.h2.get_next_available_stream_id()
+            fut = quiet_future(asyncio.get_running_loop().create_future())
+            st = _Stream(rec, keep_body, fut)
+            self.streams[sid] = st
+            rec.send_start = self.now()
+            rec.phase = "sending"
+            try:
+                self.h2.send_headers(sid, headers, end_stream=True)
+            except h2.exceptions.H2Error as e:
+                self.streams.pop(sid, None)
+                raise LoadError(f"GET {rec.url}: cannot open a stream on {self.rec.id}: {e}",
+                                step="request", host=origin.host)
+            data = self.h2.data_to_send()
+            rec.request_headers_size = len(data)  # the HEADERS frame as sent (HPACK)
+            self.writer.write(data)
+            await self.writer.drain()
+            rec.send_end = self.now()
+            if rec.first_byte is None:
+                rec.phase = f"waiting for the response on {self.rec.id}"
+            try:
+                await asyncio.wait_for(asyncio.shield(fut), timeout_s)
+            except asyncio.TimeoutError:
+                self._reset(sid)
+                raise LoadError(f"GET {rec.url} on {self.rec.id}: no complete response after {fmt_s(timeout_s)}"
+                                f" ({'receiving' if rec.first_byte else 'no response yet'})",
+                                step="request", host=origin.host)
+            except asyncio.CancelledError:
+                self._reset(sid)
+                raise
+            return b"".join(st.body)
+        except (ConnectionError, OSError) as e:
+            self._broken(f"write failed: {_why(e)}")
+            raise LoadError(f"GET {rec.url}: connection {self.rec.id} to {self.rec.host} failed: {_why(e)}",
+                            step="request", host=origin.host)
+        finally:
+            self._release()
+
+    def _reset(self, sid: int) -> None:
+        self.streams.pop(sid, None)
+        try:
+            self.h2.reset_stream(sid, h2.errors.ErrorCodes.CANCEL)
+            self._flush()
+        except h2.exceptions.H2Error:
+            pass
+
+    # -- the read side --------------------------------------------------------
+    async def _read_loop(self) -> None:
+        try:
+            while True:
+                data = await self.reader.read(READ_CHUNK)
+                t = self.now()
+                if not data:
+                    self._broken("the server closed the connection")
+                    return
+                try:
+                    events = self.h2.receive_data(data)
+                except h2.exceptions.ProtocolError as e:
+                    self._broken(f"HTTP/2 protocol error: {e}")
+                    self._flush()
+                    return
+                for ev in events:
+                    self._event(ev, t)
+                self._flush()
+        except (ConnectionError, OSError, ssl.SSLError) as e:
+            self._broken(f"read failed: {_why(e)}")
+        except Exception as e:  # never leave streams waiting on a dead reader
+            self._broken(f"internal error while reading: {type(e).__name__}: {e}")
+
+    def _event(self, ev, t: float) -> None:
+        if isinstance(ev, (h2.events.ResponseReceived, h2.events.InformationalResponseReceived)):
+            st = self.streams.get(ev.stream_id)
+            if st is None:
+                return
+            if st.rec.first_byte is None:
+                st.rec.first_byte = t
+                st.rec.phase = "receiving"
+            if isinstance(ev, h2.events.ResponseReceived):
+                st.rec.response_headers = list(ev.headers)
+                status = dict(ev.headers).get(":status", "0")
+                st.rec.status = int(status) if status.isdigit() else 0
+                try:
+                    st.rec.status_text = HTTPStatus(st.rec.status).phrase
+                except ValueError:
+                    st.rec.status_text = ""
+                st.rec.last_byte = t
+        elif isinstance(ev, h2.events.DataReceived):
+            self.h2.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+            st = self.streams.get(ev.stream_id)
+            if st is not None:
+                st.rec.body_bytes += len(ev.data)
+                st.rec.last_byte = t
+                if st.keep_body:
+                    st.body.append(ev.data)
+        elif isinstance(ev, h2.events.StreamEnded):
+            st = self.streams.pop(ev.stream_id, None)
+            if st is not None:
+                st.rec.last_byte = t
+                if not st.fut.done():
+                    st.fut.set_result(None)
+        elif isinstance(ev, h2.events.StreamReset):
+            st = self.streams.pop(ev.stream_id, None)
+            if st is not None and not st.fut.done():
+                if ev.error_code == h2.errors.ErrorCodes.REFUSED_STREAM and st.rec.first_byte is None:
+                    st.fut.set_exception(Retry())
+                else:
+                    code = getattr(ev.error_code, "name", ev.error_code)
+                    st.fut.set_exception(LoadError(f"GET {st.rec.url}: stream reset by the server ({code})",
+                                                   step="request", host=self.rec.host))
+        elif isinstance(ev, h2.events.RemoteSettingsChanged):
+            self.settings_seen = True
+            self._grant()
+        elif isinstance(ev, h2.events.ConnectionTerminated):
+            code = getattr(ev.error_code, "name", ev.error_code)
+            self.usable = False
+            self.broken = f"GOAWAY ({code}) from the server"
+            last = ev.last_stream_id if ev.last_stream_id is not None else 2**31
+            for sid in [s for s in self.streams if s > last]:
+                st = self.streams.pop(sid)
+                if not st.fut.done():
+                    st.fut.set_exception(Retry())  # never processed (RFC 9113 §6.8)
+            self._fail_waiters(Retry())
+
+    def _broken(self, why: str) -> None:
+        self.usable = False
+        self.broken = self.broken or why
+        exc = LoadError(f"connection {self.rec.id} to {self.rec.host} ({self.rec.remote_ip}:{self.rec.remote_port})"
+                        f" broke: {why}", step="request", host=self.rec.host)
+        for sid, st in list(self.streams.items()):
+            if not st.fut.done():
+                st.fut.set_exception(LoadError(f"GET {st.rec.url}: {exc}", step="request", host=self.rec.host))
+        self.streams.clear()
+        self._fail_waiters(Retry())  # not sent yet: they go on a new connection
+
+    async def close(self) -> None:
+        self.usable = False
+        if not self.writer.is_closing():
+            try:
+                self.h2.close_connection()
+                self._flush()
+            except (h2.exceptions.H2Error, OSError, RuntimeError):
+                pass
+        await _close_writer(self.writer)
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+
+
+class H1Connection:
+    """One HTTP/1.1 keep-alive connection: one request at a time."""
+
+    def __init__(self, rec: ConnRecord, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, now):
+        self.rec = rec
+        self.reader, self.writer = reader, writer
+        self.now = now
+        self.usable = True
+        self.used = 0
+
+    async def request(self, rec: RequestRecord, origin: Origin, path: str, extra: list[tuple[str, str]],
+                      keep_body: bool, timeout_s: float | None) -> bytes:
+        self.used += 1
+        try:
+            return await asyncio.wait_for(self._request(rec, origin, path, extra, keep_body), timeout_s)
+        except asyncio.TimeoutError:
+            self.usable = False
+            raise LoadError(f"GET {rec.url} on {self.rec.id}: no complete response after {fmt_s(timeout_s)}"
+                            f" ({'receiving' if rec.first_byte else 'no response yet'})",
+                            step="request", host=origin.host)
+        except (asyncio.IncompleteReadError, ConnectionError, OSError, ssl.SSLError) as e:
+            self.usable = False
+            if rec.first_byte is None and self.used > 1 and isinstance(e, (asyncio.IncompleteReadError,
+                                                                            ConnectionError)):
+                raise Retry()
+            why = "the server closed the connection" if isinstance(e, asyncio.IncompleteReadError) else _why(e)
+            raise LoadError(f"GET {rec.url} on {self.rec.id}: {why}"
+                            f"{' mid-response' if rec.first_byte else ' before responding'}",
+                            step="request", host=origin.host)
+        except (ValueError, asyncio.LimitOverrunError) as e:
+            self.usable = False
+            raise LoadError(f"GET {rec.url}: bad HTTP/1.1 response from {origin.host}: {e}",
+                            step="request", host=origin.host)
+
+    async def _request(self, rec: RequestRecord, origin: Origin, path: str, extra: list[tuple[str, str]],
+                       keep_body: bool) -> bytes:
+        headers = [("Host", origin.authority)] + [(k.title(), v) for k, v in extra] + [("Connection", "keep-alive")]
+        head = f"{rec.method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
+        raw = head.encode("latin-1")
+        rec.request_headers = headers
+        rec.request_headers_size = len(raw)
+        rec.http_version = "HTTP/1.1"
+        rec.send_start = self.now()
+        rec.phase = "sending"
+        self.writer.write(raw)
+        await self.writer.drain()
+        rec.send_end = self.now()
+        rec.phase = f"waiting for the response on {self.rec.id}"
+        while True:
+            first = await self.reader.read(1)
+            if not first:
+                raise asyncio.IncompleteReadError(b"", None)
+            if rec.first_byte is None:
+                rec.first_byte = self.now()
+                rec.phase = "receiving"
+            head_bytes = first + await self.reader.readuntil(b"\r\n\r\n")
+            status, reason, version, hdrs = _parse_head(head_bytes)
+            if 100 <= status < 200 and status != 101:
+                continue  # interim (100 Continue, 103 Early Hints)
+            break
+        rec.status, rec.status_text, rec.response_headers = status, reason, hdrs
+        rec.response_headers_size = len(head_bytes)
+        rec.last_byte = self.now()
+        h = {k.lower(): v for k, v in hdrs}
+        conn_tokens = {t.strip().lower() for t in h.get("connection", "").split(",")}
+        if "close" in conn_tokens or version == "HTTP/1.0" and "keep-alive" not in conn_tokens:
+            self.usable = False
+        body: list[bytes] = []
+        if rec.method == "HEAD" or status in (204, 304):
+            pass
+        elif "chunked" in h.get("transfer-encoding", "").lower():
+            while True:
+                line = await self.reader.readuntil(b"\r\n")
+                size = int(line.split(b";")[0].strip(), 16)
+                if size == 0:
+                    while (await self.reader.readuntil(b"\r\n")) != b"\r\n":
+                        pass
+                    break
+                await self._body(rec, size, body, keep_body)
+                if await self.reader.readexactly(2) != b"\r\n":
+                    raise ValueError("chunk not followed by CRLF")
+        elif "content-length" in h:
+            n = int(h["content-length"])
+            if n < 0:
+                raise ValueError(f"negative Content-Length {n}")
+            await self._body(rec, n, body, keep_body)
+        else:  # delimited by close
+            self.usable = False
+            while True:
+                chunk = await self.reader.read(READ_CHUNK)
+                if not chunk:
+                    break
+                rec.body_bytes += len(chunk)
+                rec.last_byte = self.now()
+                if keep_body:
+                    body.append(chunk)
+        rec.last_byte = self.now()
+        return b"".join(body)
+
+    async def _body(self, rec: RequestRecord, n: int, body: list[bytes], keep: bool) -> None:
+        left = n
+        while left:
+            chunk = await self.reader.read(min(left, READ_CHUNK))
+            if not chunk:
+                raise asyncio.IncompleteReadError(b"", left)
+            left -= len(chunk)
+            rec.body_bytes += len(chunk)
+            rec.last_byte = self.now()
+            if keep:
+                body.append(chunk)
+
+    async def close(self) -> None:
+        self.usable = False
+        await _close_writer(self.writer)
+
+
+def _parse_head(raw: bytes) -> tuple[int, str, str, list[tuple[str, str]]]:
+    lines = raw.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+        raise ValueError(f"bad status line {lines[0]!r:.80}")
+    hdrs = []
+    for line in lines[1:]:
+        if not line:
+            continue
+        k, sep, v = line.partition(":")
+        if not sep:
+            raise ValueError(f"bad header line {line!r:.80}")
+        hdrs.append((k.strip(), v.strip()))
+    return int(parts[1]), parts[2] if len(parts) > 2 else "", parts[0], hdrs

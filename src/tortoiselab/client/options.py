@@ -1,0 +1,166 @@
+"""What one page load is asked to do, checked before anything connects.
+
+A bad value is refused with the name of the option and what to write instead
+(DESIGN.md §7); the CLI maps each field to its flag.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import os
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+PROTOCOLS = ("h2", "h1")
+TLS_VERSIONS = ("1.2", "1.3", "any")
+
+# field name -> CLI flag, for messages
+FLAGS = {
+    "url": "URL",
+    "resolve": "--resolve",
+    "dns_server": "--dns-server",
+    "ca_file": "--ca",
+    "protocol": "--protocol",
+    "coalescing": "--no-coalescing",
+    "cache_hit_ratio": "--cache-hit-ratio",
+    "seed": "--seed",
+    "timeout_s": "--timeout",
+    "tls_version": "--tls",
+    "connect_timeout_s": "--connect-timeout",
+    "request_timeout_s": "--request-timeout",
+    "max_h1_connections": "--max-h1-connections",
+}
+
+
+class OptionError(ValueError):
+    """A load option that cannot work; `field` names it, the message says why."""
+
+    def __init__(self, field_name: str, message: str):
+        self.field = field_name
+        super().__init__(f"{field_name}: {message}")
+        self.message = message
+
+    def for_cli(self) -> str:
+        return f"{FLAGS.get(self.field, self.field)}: {self.message}"
+
+
+def _finite(name: str, v, lo: float, hi: float | None = None, lo_open: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise OptionError(name, f"must be a number, got {v!r}")
+    v = float(v)
+    if not math.isfinite(v):
+        raise OptionError(name, f"must be a finite number, got {v}")
+    if (v <= lo if lo_open else v < lo) or (hi is not None and v > hi):
+        rng = f"{'(' if lo_open else '['}{lo:g}, {hi:g}]" if hi is not None else f"{'>' if lo_open else '>='} {lo:g}"
+        raise OptionError(name, f"must be in {rng}, got {v:g}")
+    return v
+
+
+def parse_dns_server(value: str) -> tuple[str, int]:
+    """'10.0.0.53' or '10.0.0.53:5353' -> (ip, port)."""
+    host, port = value, 53
+    if value.count(":") == 1:
+        host, p = value.split(":")
+        if not p.isdigit() or not 0 < int(p) < 65536:
+            raise OptionError("dns_server", f"bad port in {value!r}; write IP or IP:PORT, e.g. 10.0.0.53")
+        port = int(p)
+    try:
+        ip = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        raise OptionError("dns_server", f"{value!r} is not an IP address; write IP or IP:PORT, e.g. 10.0.0.53")
+    return str(ip), port
+
+
+@dataclass
+class LoadOptions:
+    """One page load. Times in seconds; see load_page() for the behaviour."""
+
+    url: str
+    resolve: dict[str, str | list[str]] = field(default_factory=dict)
+    dns_server: str | None = None
+    ca_file: str | None = None
+    protocol: str = "h2"
+    coalescing: bool = True
+    cache_hit_ratio: float = 0.0
+    seed: int = 1
+    timeout_s: float = 30.0
+    tls_version: str = "any"
+    # each DNS lookup, TCP connect and TLS handshake; capped by timeout_s
+    connect_timeout_s: float = 10.0
+    # each request, from sending it to its last byte; None: only timeout_s bounds it
+    request_timeout_s: float | None = None
+    max_h1_connections: int = 6
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.url, str):
+            raise OptionError("url", f"must be a string, got {self.url!r}")
+        u = urlsplit(self.url)
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise OptionError("url", f"{self.url!r} is not an http(s) URL; e.g. https://www.lab.test/feed.html")
+        try:
+            u.port
+        except ValueError:
+            raise OptionError("url", f"{self.url!r} has a bad port")
+        if self.protocol not in PROTOCOLS:
+            raise OptionError("protocol", f"{self.protocol!r} is not one of {', '.join(PROTOCOLS)}")
+        if self.protocol == "h2" and u.scheme != "https":
+            raise OptionError("url", f"{self.url!r}: h2 is negotiated by TLS ALPN and needs https:// "
+                                     "(or use protocol h1)")
+        if self.tls_version not in TLS_VERSIONS:
+            raise OptionError("tls_version", f"{self.tls_version!r} is not one of {', '.join(TLS_VERSIONS)}")
+        if not isinstance(self.coalescing, bool):
+            raise OptionError("coalescing", f"must be true or false, got {self.coalescing!r}")
+        self.cache_hit_ratio = _finite("cache_hit_ratio", self.cache_hit_ratio, 0.0, 1.0)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise OptionError("seed", f"must be an integer, got {self.seed!r}")
+        self.timeout_s = _finite("timeout_s", self.timeout_s, 0.0, 86400.0, lo_open=True)
+        self.connect_timeout_s = _finite("connect_timeout_s", self.connect_timeout_s, 0.0, 86400.0, lo_open=True)
+        if self.request_timeout_s is not None:
+            self.request_timeout_s = _finite("request_timeout_s", self.request_timeout_s, 0.0, 86400.0,
+                                             lo_open=True)
+        if isinstance(self.max_h1_connections, bool) or not isinstance(self.max_h1_connections, int) \
+                or not 1 <= self.max_h1_connections <= 64:
+            raise OptionError("max_h1_connections", f"must be an integer in [1, 64], got {self.max_h1_connections!r}")
+        self.resolve = normalize_resolve(self.resolve)
+        if self.dns_server is not None:
+            parse_dns_server(self.dns_server)
+        if self.ca_file is not None and not os.path.isfile(self.ca_file):
+            raise OptionError("ca_file", f"{self.ca_file!r} is not a file; give the lab CA's PEM file")
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def normalize_resolve(resolve) -> dict[str, list[str]]:
+    """{'Host': 'ip' | ['ip', ...]} -> {'host': ['ip', ...]}, IPs checked."""
+    if not isinstance(resolve, dict):
+        raise OptionError("resolve", f"must be a mapping host -> IP, got {type(resolve).__name__}")
+    out: dict[str, list[str]] = {}
+    for host, ips in resolve.items():
+        if not isinstance(host, str) or not host.strip(".") or ":" in host:
+            raise OptionError("resolve", f"bad host name {host!r}")
+        ips = [ips] if isinstance(ips, str) else list(ips)
+        if not ips:
+            raise OptionError("resolve", f"{host}: no address given")
+        for ip in ips:
+            try:
+                ipaddress.ip_address(ip)
+            except (ValueError, TypeError):
+                raise OptionError("resolve", f"{host}: {ip!r} is not an IP address; write HOST:IP, "
+                                             "e.g. www.lab.test:10.0.0.2")
+        key = host.strip(".").lower()
+        out.setdefault(key, [])
+        out[key] += [str(ipaddress.ip_address(ip)) for ip in ips if str(ipaddress.ip_address(ip)) not in out[key]]
+    return out
+
+
+def parse_resolve_args(items: list[str]) -> dict[str, list[str]]:
+    """CLI --resolve HOST:IP (repeatable; a host may be given several IPs)."""
+    out: dict[str, list[str]] = {}
+    for item in items:
+        host, sep, ip = item.partition(":")
+        if not sep or not host or not ip:
+            raise OptionError("resolve", f"{item!r}: expected HOST:IP, e.g. www.lab.test:10.0.0.2")
+        out.setdefault(host, []).append(ip)
+    return normalize_resolve(out)

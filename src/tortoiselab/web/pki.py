@@ -1,0 +1,302 @@
+"""The lab PKI: one root CA per lab and three certificate variants for the
+server, made with `cryptography`. Generated where the caller says, per lab;
+never committed (keys are random on every call).
+
+Variants (each: a chain PEM = leaf + intermediates, a key, the CA for clients):
+
+- ``shared``: one ECDSA P-256 leaf whose SANs cover www.<domain> and
+  static.<domain>: a client may coalesce static onto the www connection
+  (RFC 7540 §9.1.1; seed 001, LinkedIn).
+- ``separate``: two ECDSA P-256 leaves, one per hostname: coalescing is not
+  possible, the client must open a second connection for static.
+- ``large``: one RSA-4096 leaf for both hostnames behind two RSA-4096
+  intermediates, padded to a chain of `LARGE_CHAIN_DER_BYTES` (see below).
+
+The small chains (shared, separate) are leaf + one ECDSA P-256 intermediate,
+about 1 KB of DER: the server's whole TLS 1.3 first flight fits in one
+1448-byte segment, so it fits any initial window.
+
+The large chain reproduces the napkin article (seed 003): a certificate
+that does not fit the initial window costs the handshake an extra round
+trip. The target is that the server's TLS 1.3 first flight (ServerHello,
+ChangeCipherSpec, EncryptedExtensions, Certificate, CertificateVerify,
+Finished) is larger than 3 segments (initcwnd 3: 3 x 1448 = 4344 bytes, so
+the server stalls for an ACK mid-certificate) and smaller than 10 segments
+(initcwnd 10: 10 x 1448 = 14480 bytes, so the handshake takes its usual
+single server flight), with margin on both sides. 1448 bytes is the TCP
+payload of a 1500-byte MTU segment with timestamps. We size the chain DER to
+6908 bytes, the napkin article's Danish newspaper certificate; the flight is
+then 7743 bytes = 6 segments (`tls13_server_flight_bytes` estimates it;
+measured end to end with openssl s_client, see webroot/README.md).
+Hybrid post-quantum key shares (X25519MLKEM768, default in OpenSSL >= 3.5
+clients) add about 1.1 KB to the ServerHello; the flight still fits in 10.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import uuid
+from pathlib import Path
+from typing import Sequence
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+VARIANTS = ("shared", "separate", "large")
+MSS_BYTES = 1448  # TCP payload per segment: MTU 1500 - 20 (IP) - 20 (TCP) - 12 (timestamps)
+INITCWND_SMALL, INITCWND_DEFAULT = 3, 10
+LARGE_CHAIN_DER_BYTES = 6908  # the napkin article's (seed 003) 6908-byte certificate
+LARGE_INTERMEDIATES = 2
+RSA_BITS = 4096
+VALIDITY_DAYS = 3650
+
+# A private, registration-free OID for the padding extension: 2.25.<UUID>
+# (ITU-T X.667), derived from a name we own. Non-critical, so every client
+# ignores it.
+PADDING_OID = x509.ObjectIdentifier(
+    "2.25." + str(uuid.uuid5(uuid.NAMESPACE_URL, "https://tortoiselab.test/oid/certificate-padding").int))
+
+
+# --- TLS arithmetic -----------------------------------------------------------
+def tls13_server_flight_bytes(chain_der_sizes: list[int], signature_bytes: int, *, key_share_bytes: int = 32,
+                              session_id_bytes: int = 32, alpn: str = "h2", finished_bytes: int = 48,
+                              sni_ack: bool = True, ccs: bool = True) -> int:
+    """Bytes on the wire (TLS records, not TCP/IP headers) of the server's
+    first TLS 1.3 flight as OpenSSL sends it: one plaintext ServerHello
+    record, a ChangeCipherSpec record (middlebox compatibility mode, when the
+    client sent a session id), then EncryptedExtensions, Certificate,
+    CertificateVerify and Finished, each in its own encrypted record
+    (5 header + 1 inner type + 16 AEAD tag). Defaults: X25519 key share,
+    a 32-byte legacy session id echoed, the empty server_name extension that
+    acknowledges SNI, ALPN h2, TLS_AES_256_GCM_SHA384 (48-byte Finished).
+    Checked against Apache 2.4 / OpenSSL 3.0 on the wire: 7743 bytes
+    estimated and captured for the large chain."""
+    rec, enc = 5, 5 + 1 + 16
+    sh_body = 2 + 32 + 1 + session_id_bytes + 2 + 1 + 2 + (4 + 2) + (4 + 2 + 2 + key_share_bytes)
+    sh = rec + 4 + sh_body
+    ee_ext = 2 + ((4 + 2 + 1 + len(alpn)) if alpn else 0) + (4 if sni_ack else 0)
+    ee = enc + 4 + ee_ext
+    cert = enc + 4 + 1 + 3 + sum(3 + n + 2 for n in chain_der_sizes)
+    cv = enc + 4 + 2 + 2 + signature_bytes
+    fin = enc + 4 + finished_bytes
+    return sh + (6 if ccs else 0) + ee + cert + cv + fin
+
+
+def segments(n_bytes: int, mss: int = MSS_BYTES) -> int:
+    return math.ceil(n_bytes / mss)
+
+
+# --- certificates ---------------------------------------------------------------
+def _name(cn: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Tortoise Lab"),
+                      x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+
+def _new_key(kind: str):
+    if kind == "ecdsa-p256":
+        return ec.generate_private_key(ec.SECP256R1())
+    if kind == "rsa-4096":
+        return rsa.generate_private_key(public_exponent=65537, key_size=RSA_BITS)
+    raise ValueError(f"key kind: {kind!r}")
+
+
+def _sig_bytes(key) -> int:
+    """Length of a signature this key makes (ECDSA: DER, up to 72 for P-256)."""
+    return key.key_size // 8 if isinstance(key, rsa.RSAPrivateKey) else 72
+
+
+def _ski(key) -> x509.SubjectKeyIdentifier:
+    return x509.SubjectKeyIdentifier.from_public_key(key.public_key())
+
+
+def _build(subject: str, key, issuer_cert: x509.Certificate | None, issuer_key, *, ca: bool,
+           path_len: int | None = None, sans: list[str] | None = None, padding: int | None = None,
+           days: int = VALIDITY_DAYS) -> x509.Certificate:
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    b = (x509.CertificateBuilder()
+         .subject_name(_name(subject))
+         .issuer_name(issuer_cert.subject if issuer_cert is not None else _name(subject))
+         .public_key(key.public_key())
+         .serial_number(x509.random_serial_number())
+         .not_valid_before(now - dt.timedelta(days=1))
+         .not_valid_after(now + dt.timedelta(days=days))
+         .add_extension(x509.BasicConstraints(ca=ca, path_length=path_len if ca else None), critical=True)
+         .add_extension(_ski(key), critical=False))
+    if issuer_cert is not None:
+        b = b.add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()),
+                            critical=False)
+    if ca:
+        b = b.add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
+                                          data_encipherment=False, key_agreement=False, key_cert_sign=True,
+                                          crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
+    else:
+        b = (b.add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False,
+                                           key_encipherment=isinstance(key, rsa.RSAPrivateKey),
+                                           data_encipherment=False, key_agreement=False, key_cert_sign=False,
+                                           crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
+             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+             .add_extension(x509.SubjectAlternativeName([x509.DNSName(s) for s in sans or []]), critical=False))
+    if padding is not None:
+        # deterministic filler: sizes the certificate, says what it is
+        fill = (b"tortoise lab: padding that makes this chain large enough to overflow initcwnd 3. " * (padding // 80 + 1))
+        b = b.add_extension(x509.UnrecognizedExtension(PADDING_OID, fill[:padding]), critical=False)
+    return b.sign(issuer_key, hashes.SHA256())
+
+
+def _der(cert: x509.Certificate) -> bytes:
+    return cert.public_bytes(serialization.Encoding.DER)
+
+
+def _padded_leaf(target_chain: int, others: int, key, issuer_cert, issuer_key, cn: str, sans: list[str]):
+    """A leaf whose DER length is exactly target_chain - others: build it with
+    padding, measure, correct (DER length fields can shift by a byte), up
+    to a few tries; RSA signatures have a fixed length, so this converges."""
+    want = target_chain - others
+    pad = 0
+    for _ in range(8):
+        cert = _build(cn, key, issuer_cert, issuer_key, ca=False, sans=sans, padding=pad)
+        got = len(_der(cert))
+        if got == want:
+            return cert
+        if pad == 0 and got > want:
+            raise ValueError(f"large chain target {target_chain} bytes is below the unpadded chain "
+                             f"({others + got} bytes)")
+        pad += want - got
+    raise RuntimeError(f"could not size the large leaf to {want} bytes (last {got})")
+
+
+def _write_key(path: Path, key) -> None:
+    data = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.chmod(path, 0o600)
+
+
+def _write_chain(path: Path, chain: list[x509.Certificate]) -> None:
+    path.write_bytes(b"".join(c.public_bytes(serialization.Encoding.PEM) for c in chain))
+    os.chmod(path, 0o644)
+
+
+def _leaf_entry(host: str, cert_path: Path, key_path: Path, chain: list[x509.Certificate], key) -> dict:
+    sizes = [len(_der(c)) for c in chain]
+    flight = tls13_server_flight_bytes(sizes, _sig_bytes(key))
+    return {"host": host, "cert": str(cert_path), "key": str(key_path),
+            "sans": chain[0].extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+            .get_values_for_type(x509.DNSName),
+            "chain_certs": len(chain), "chain_der_sizes": sizes, "chain_der_bytes": sum(sizes),
+            "tls13_flight_estimate_bytes": flight, "tls13_flight_segments": segments(flight)}
+
+
+def make_pki(out_dir: Path, domain: str = "lab.test", seed_name: str = "", *,
+             large_chain_der_bytes: int = LARGE_CHAIN_DER_BYTES, variants: Sequence[str] = VARIANTS) -> dict:
+    """Create the lab CA and the three server certificate variants under
+    out_dir and return their paths (also written as out_dir/pki.json):
+
+        {"domain", "ca", "ca_key", "hosts": {"www", "static"},
+         "variants": {"shared" | "separate" | "large":
+             {"coalescing": bool, "key_type", "ca",
+              "www":    {"host", "cert", "key", "sans", "chain_certs", "chain_der_sizes",
+                         "chain_der_bytes", "tls13_flight_estimate_bytes", "tls13_flight_segments"},
+              "static": {... same ...}}}}
+
+    A variant's "cert" is the chain PEM (leaf, then intermediates; no root)
+    as Apache's SSLCertificateFile wants it; "key" is mode 0600 (Apache reads
+    it as root before it drops to www-data). Clients trust "ca".
+    `seed_name` labels the CA's common name (e.g. the lab or run it is for).
+    The large variant's chain DER is exactly `large_chain_der_bytes`.
+    `variants` picks a subset (the large one costs three RSA-4096 keys, ~2 s).
+    """
+    unknown = set(variants) - set(VARIANTS)
+    if unknown or not variants:
+        raise ValueError(f"variants: choose from {VARIANTS}, got {list(variants)}")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(out_dir, 0o755)
+    www, static = f"www.{domain}", f"static.{domain}"
+    label = f"Tortoise Lab CA {seed_name}".strip()
+
+    ca_key = _new_key("ecdsa-p256")
+    ca = _build(label, ca_key, None, ca_key, ca=True, path_len=None)
+    ca_pem, ca_key_pem = out_dir / "ca.pem", out_dir / "ca.key"
+    _write_chain(ca_pem, [ca])
+    _write_key(ca_key_pem, ca_key)
+
+    # small chains: leaf <- one ECDSA intermediate <- root
+    int_key = _new_key("ecdsa-p256")
+    inter = _build("Tortoise Lab ECDSA Intermediate", int_key, ca, ca_key, ca=True, path_len=0)
+
+    made: dict[str, dict] = {}
+    if "shared" in variants:
+        d = out_dir / "shared"
+        d.mkdir(exist_ok=True)
+        k = _new_key("ecdsa-p256")
+        leaf = _build(www, k, inter, int_key, ca=False, sans=[www, static])
+        _write_chain(d / "cert.pem", [leaf, inter])
+        _write_key(d / "key.pem", k)
+        e = _leaf_entry(www, d / "cert.pem", d / "key.pem", [leaf, inter], k)
+        made["shared"] = {"coalescing": True, "key_type": "ecdsa-p256", "ca": str(ca_pem),
+                          "www": e, "static": {**e, "host": static}}
+
+    if "separate" in variants:
+        d = out_dir / "separate"
+        d.mkdir(exist_ok=True)
+        made["separate"] = {"coalescing": False, "key_type": "ecdsa-p256", "ca": str(ca_pem)}
+        for role, host in (("www", www), ("static", static)):
+            k = _new_key("ecdsa-p256")
+            leaf = _build(host, k, inter, int_key, ca=False, sans=[host])
+            _write_chain(d / f"{role}.pem", [leaf, inter])
+            _write_key(d / f"{role}.key", k)
+            made["separate"][role] = _leaf_entry(host, d / f"{role}.pem", d / f"{role}.key", [leaf, inter], k)
+
+    if "large" in variants:
+        made["large"] = _large_variant(out_dir / "large", ca, ca_key, str(ca_pem), www, static,
+                                       large_chain_der_bytes)
+
+    pki = {"domain": domain, "ca": str(ca_pem), "ca_key": str(ca_key_pem), "hosts": {"www": www, "static": static},
+           "window": {"mss_bytes": MSS_BYTES, "initcwnd_small_bytes": INITCWND_SMALL * MSS_BYTES,
+                      "initcwnd_default_bytes": INITCWND_DEFAULT * MSS_BYTES},
+           "variants": made}
+    (out_dir / "pki.json").write_text(json.dumps(pki, indent=1, sort_keys=True) + "\n")
+    return pki
+
+
+def _large_variant(d: Path, ca, ca_key, ca_pem: str, www: str, static: str, target: int) -> dict:
+    """RSA-4096 leaf <- LARGE_INTERMEDIATES RSA-4096 intermediates <- root,
+    the leaf padded so that the chain DER is exactly `target` bytes."""
+    d.mkdir(exist_ok=True)
+    issuer, issuer_key, inters = ca, ca_key, []
+    for i in range(LARGE_INTERMEDIATES):
+        ik = _new_key("rsa-4096")
+        ic = _build(f"Tortoise Lab RSA Intermediate {i + 1}", ik, issuer, issuer_key, ca=True,
+                    path_len=LARGE_INTERMEDIATES - 1 - i)
+        inters.insert(0, ic)
+        issuer, issuer_key = ic, ik
+    k = _new_key("rsa-4096")
+    leaf = _padded_leaf(target, sum(len(_der(c)) for c in inters), k, issuer, issuer_key,
+                        www, [www, static])
+    _write_chain(d / "cert.pem", [leaf, *inters])
+    _write_key(d / "key.pem", k)
+    e = _leaf_entry(www, d / "cert.pem", d / "key.pem", [leaf, *inters], k)
+    return {"coalescing": True, "key_type": "rsa-4096", "ca": ca_pem, "www": e, "static": {**e, "host": static}}
+
+
+def load_chain(path: Path) -> list[x509.Certificate]:
+    return x509.load_pem_x509_certificates(Path(path).read_bytes())
+
+
+def verify_chain(ca_pem: Path, chain_pem: Path, host: str) -> list[x509.Certificate]:
+    """Verify a chain PEM for `host` against the lab CA with cryptography's
+    web-PKI verifier; returns the verified path (leaf ... root), raises on failure."""
+    from cryptography.x509.verification import PolicyBuilder, Store
+
+    chain = load_chain(chain_pem)
+    store = Store(load_chain(ca_pem))
+    verifier = PolicyBuilder().store(store).build_server_verifier(x509.DNSName(host))
+    return verifier.verify(chain[0], chain[1:])
