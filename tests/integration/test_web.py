@@ -76,14 +76,16 @@ def test_large_chain_at_initcwnd_3_costs_a_round_trip(web):
 
 
 def test_loader_agrees_with_nghttp(web):
-    """Same page, same path, same server: PLT (first request to last byte)
-    from our loader's timeline and from nghttp -s; tolerance 10 % or 10 ms."""
+    """Same page, same path, same server: the wire-level page load time (first
+    request sent to last byte) from our loader's timeline and from nghttp -s;
+    tolerance 10 % or 10 ms. (Our plt_ms also counts DNS, TCP and TLS.)"""
     ours, ng = web["tiny_h2"]["summary"], web["tiny_nghttp"]["summary"]
     assert ng["rc"] == 0, ng["stderr"]
     assert ng["requests"] == ours["requests"] == 51
-    print(f"tiny.html over h2, PLT: our loader {ours['plt_ms']:.1f} ms, nghttp {ng['plt_ms']:.1f} ms; "
-          f"whole process {web['tiny_h2']['load_seconds'] * 1e3:.1f} vs {web['tiny_nghttp']['load_seconds'] * 1e3:.1f} ms")
-    assert abs(ours["plt_ms"] - ng["plt_ms"]) <= max(0.1 * ng["plt_ms"], 10.0)
+    print(f"tiny.html over h2, first request to last byte: our loader {ours['plt_from_request_ms']:.1f} ms, "
+          f"nghttp {ng['plt_ms']:.1f} ms; whole process {web['tiny_h2']['load_seconds'] * 1e3:.1f} vs "
+          f"{web['tiny_nghttp']['load_seconds'] * 1e3:.1f} ms")
+    assert abs(ours["plt_from_request_ms"] - ng["plt_ms"]) <= max(0.1 * ng["plt_ms"], 10.0)
 
 
 def test_http1_uses_at_most_6_connections_and_is_slower(web):

@@ -76,7 +76,6 @@ async def open_stream(origin: Origin, ips: list[str], ctx: ssl.SSLContext | None
         try:
             reader, writer = await asyncio.wait_for(asyncio.open_connection(ip, port, limit=READ_CHUNK), timeout_s)
         except asyncio.TimeoutError:
-            rec.tcp = None
             err = LoadError(f"connect to {host} ({ip}:{port}) timed out after {fmt_s(timeout_s)}",
                             step="connect", host=host)
             continue
@@ -97,6 +96,9 @@ async def open_stream(origin: Origin, ips: list[str], ctx: ssl.SSLContext | None
     try:
         await asyncio.wait_for(writer.start_tls(ctx, server_hostname=host, ssl_handshake_timeout=timeout_s + 1),
                                timeout_s)
+    except asyncio.CancelledError:  # the page load's own deadline
+        writer.transport.abort()
+        raise
     except asyncio.TimeoutError:
         writer.transport.abort()
         raise LoadError(f"TLS handshake with {host} ({ip}:{port}) timed out after {fmt_s(timeout_s)}",

@@ -8,6 +8,10 @@ and TLS handshake, i.e. the HAR startedDateTime of the first entry):
   object received (Stony Brook: "the elapsed time between when the first
   object is requested and when the last object is received"). Includes the
   base page's DNS, TCP and TLS set-up. None when the load failed.
+- plt_from_request_ms: from the moment the base HTML request is sent on an
+  open connection (after DNS, TCP and TLS) to the last byte of the last
+  object: the wire-level "first request to last byte" that nghttp -s
+  reports (requestStart .. responseEnd), for cross-checks.
 - content_download_ms: from the first byte of the base HTML response to the
   last byte of the last object (base HTML included), i.e. what is left of the
   load once the server has started answering; None when the load failed.
@@ -83,6 +87,8 @@ def summarize(records: list[RequestRecord], conns: list[ConnRecord], lookups: li
         "requests_failed": sum(1 for r in records if not r.complete),
         "bytes": sum(r.body_bytes for r in records),
         "plt_ms": None if failed or last is None else ms(last - t0),
+        "plt_from_request_ms": None if failed or last is None or base is None or base.send_start is None
+        else ms(last - base.send_start),
         "content_download_ms": None if failed or last is None or base.first_byte is None
         else ms(last - base.first_byte),
         "ttfb_ms": _ms_or_none(t0, base.first_byte if base else None),
