@@ -67,6 +67,40 @@ def cmd_loss_response(a: argparse.Namespace) -> int:
     return 0 if all(r["ok"] for r in rows) else 3
 
 
+def cmd_pageload(a: argparse.Namespace) -> int:
+    from .pageload import run_loads
+    from .probe import known_algorithms
+    from .pathspec import check_algorithm
+
+    path = parse_path({"rtt_ms": a.rtt_ms, "loss_pct": a.loss_pct, "rate_mbit": a.rate_mbit})
+    check_algorithm(a.cc, known_algorithms(), field="cc")
+    if not 0 <= a.cache_hit_ratio < 1:
+        raise PathError("cache_hit_ratio: give a fraction in [0, 1), e.g. 0.3")
+    server = {"cc": a.cc, "initcwnd_pkts": a.initcwnd, "initrwnd_pkts": a.initrwnd, "protocol": a.server_protocol,
+              "tls": a.tls, "cert": a.cert}
+    client = {"page": a.page, "url": a.url, "loader": a.loader, "coalescing": not a.no_coalescing,
+              "cache_hit_ratio": a.cache_hit_ratio, "resolution": a.resolution, "protocol": a.protocol,
+              "seed": a.seed}
+    res = run_loads([{"label": "load", "server": server, "client": client}], path, backend=a.backend,
+                    clock=a.clock, work=Path(a.work) if a.work else None, seed=a.seed)
+    ld = res["loads"][0]
+    s = ld["summary"]
+    if a.json:
+        print(json.dumps({"backend": res["backend"], "clock": res["clock"], **ld}, indent=1))
+    else:
+        print(f"backend {res['backend']}, clock {res['clock']}; {a.loader} loading "
+              f"{a.url or 'https://www.lab.test/' + a.page}")
+        for k in ("error", "plt_ms", "plt_from_request_ms", "content_download_ms", "ttfb_ms", "dns_ms",
+                  "requests", "bytes", "connections_opened", "reuse_ratio", "throughput_mbit"):
+            if k in s:
+                print(f"  {k:<22} {s[k]}")
+        for c in ld["connections"]:
+            print(f"  capture: {c['client']} -> {c['server']}: TCP RTT {c['tcp_rtt_ms']} ms, "
+                  f"TLS {c['tls_ms']} ms = {c['tls_rtts']} RTT")
+        print(f"  HAR {ld['har']}\n  pcap {ld['pcap']} ({ld['capture']})")
+    return 0 if not s.get("error") else 3
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="tortoise", description="Tortoise Lab: TCP and HTTP/2 on long, lossy paths")
     ap.add_argument("-v", "--verbose", action="store_true")
@@ -100,6 +134,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--work")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_loss_response)
+
+    p = sub.add_parser("pageload", help="load one page over an emulated path (Apache h2 + TLS in the lab)")
+    lab_opts(p)
+    p.add_argument("--rtt-ms", type=float, default=100.0)
+    p.add_argument("--loss-pct", type=float, default=0.0)
+    p.add_argument("--rate-mbit", type=float, default=10.0)
+    p.add_argument("--cc", default="cubic")
+    p.add_argument("--initcwnd", type=int, default=10)
+    p.add_argument("--initrwnd", type=int, default=None)
+    p.add_argument("--server-protocol", default="h2", choices=["h2", "h1"], help="Apache: h2 (+http/1.1) or h1 only")
+    p.add_argument("--tls", default="1.3", choices=["1.3", "1.2"])
+    p.add_argument("--cert", default="shared", choices=["shared", "separate", "large"])
+    p.add_argument("--page", default="feed.html",
+                   help="tiny.html, small.html, medium.html, large.html, feed.html, base.html")
+    p.add_argument("--url", default=None, help="any URL instead of --page (e.g. objects/1000000.bin for h2load)")
+    p.add_argument("--loader", default="loader", choices=["loader", "nghttp", "h2load"])
+    p.add_argument("--protocol", default=None, choices=["h2", "h1"], help="client side (default: the server's)")
+    p.add_argument("--no-coalescing", action="store_true")
+    p.add_argument("--cache-hit-ratio", type=float, default=0.0)
+    p.add_argument("--resolution", default="same-ip", choices=["same-ip", "two-ip"])
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--work")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_pageload)
 
     p = sub.add_parser("cc-check", help="select each algorithm on the server and confirm it with ss -ti")
     lab_opts(p)

@@ -101,3 +101,21 @@ def parse_nghttp_stats(text: str) -> dict:
         return {"requests": 0, "plt_ms": None, "rows": []}
     plt = max(r["response_end_ms"] for r in rows) - min(r["request_start_ms"] for r in rows)
     return {"requests": len(rows), "plt_ms": round(plt, 3), "rows": rows}
+
+
+_H2LOAD_FINISHED = re.compile(r"finished in ([0-9.]+)(ms|s), ([0-9.]+) req/s, ([0-9.]+)([KMG]?B)/s")
+_H2LOAD_REQ = re.compile(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed")
+_H2LOAD_TRAFFIC = re.compile(r"traffic: \S+ \((\d+)\) total, .*?\S+ \((\d+)\) data")
+
+
+def parse_h2load(text: str) -> dict:
+    """h2load's summary: duration, requests, bytes; throughput of the
+    response bodies in Mbit/s (the Stony Brook paper's throughput metric)."""
+    f, r, t = _H2LOAD_FINISHED.search(text), _H2LOAD_REQ.search(text), _H2LOAD_TRAFFIC.search(text)
+    if not (f and r and t):
+        raise ValueError("h2load output lacks its summary ('finished in', 'requests:', 'traffic:')")
+    secs = float(f.group(1)) / (1000.0 if f.group(2) == "ms" else 1.0)
+    data = int(t.group(2))
+    return {"seconds": secs, "req_per_s": float(f.group(3)), "requests": int(r.group(1)),
+            "succeeded": int(r.group(4)), "failed": int(r.group(5)), "total_bytes": int(t.group(1)),
+            "data_bytes": data, "throughput_mbit": round(data * 8 / secs / 1e6, 4) if secs > 0 else None}

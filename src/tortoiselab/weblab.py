@@ -245,8 +245,25 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, path: PathSpec, load: 
                    "error": err.strip()[-500:] or None if proc.returncode else None,
                    "raw": text[-8000:], "stderr": err[-2000:]}
         har = None
+    elif loader == "h2load":
+        # bulk throughput, as the Stony Brook paper measures it: h2load over
+        # one connection, requests one after another (-c 1 -m 1)
+        from .parsers import parse_h2load
+
+        n = int(c.get("h2load_requests", 3))
+        proc = ex.start(["h2load", "-n", str(n), "-c", "1", "-m", "1", url], lab.client)
+        try:
+            text, err = proc.communicate(timeout=float(c.get("timeout_s", 300)))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            text, err = proc.communicate()
+        try:
+            summary = {"rc": proc.returncode, "error": None, **parse_h2load(text), "raw": text[-4000:]}
+        except ValueError as exc:
+            summary = {"rc": proc.returncode, "error": f"{exc}: {err.strip()[-300:]}", "raw": text[-4000:]}
+        har = None
     else:
-        raise ValueError(f"loader: unknown loader {loader!r}; use loader or nghttp")
+        raise ValueError(f"loader: unknown loader {loader!r}; use loader, nghttp or h2load")
     # elapsed time of the whole client process (DNS, TCP, TLS, every object):
     # on the virtual clock its own CPU costs nothing, so this is network time
     wall_of_load = time.monotonic() - t0

@@ -24,6 +24,8 @@ LOADS = {
     "err_dns": ({**H2}, {"url": "https://nope.lab.test/feed.html", "timeout_s": 10}),
     "err_dead": ({**H2}, {"url": "https://dead.lab.test/feed.html", "timeout_s": 5}),
     "err_cert": ({**H2}, {"url": "https://other.lab.test/feed.html", "timeout_s": 10}),
+    "bulk_h2load": ({**H2}, {"url": "https://www.lab.test/objects/1000000.bin", "loader": "h2load",
+                             "h2load_requests": 3}),
     "sep_certs": ({**H2, "cert": "separate"}, {"page": "feed.html", "coalescing": True}),
     "large_iw10": ({**H2, "cert": "large", "initcwnd_pkts": 10}, {"page": "base.html"}),
     "large_iw3": ({**H2, "cert": "large", "initcwnd_pkts": 3}, {"page": "base.html"}),
@@ -111,3 +113,11 @@ def test_failures_are_clear_and_bounded(web, label, words):
     err = ld["summary"]["error"]
     assert err and words in err
     assert ld["load_seconds"] < float(LOADS[label][1]["timeout_s"]) + 5
+
+
+def test_h2load_bulk_throughput(web):
+    s = web["bulk_h2load"]["summary"]
+    assert s["rc"] == 0 and s["error"] is None, s["raw"]
+    assert s["succeeded"] == 3 and s["data_bytes"] == 3 * 1_000_000
+    print(f"h2load: 3 x 1 MB over 100 ms / 50 Mbit/s: {s['throughput_mbit']} Mbit/s in {s['seconds']} s")
+    assert 0 < s["throughput_mbit"] < 50

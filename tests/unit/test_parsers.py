@@ -43,3 +43,14 @@ def test_nghttp_stats():
     assert r["rows"][0]["path"] == "/tiny.html" and r["rows"][0]["request_start_ms"] == 0.001
     assert r["plt_ms"] == 304.149  # html at ~101 ms, objects in two more round trips
     assert parse_nghttp_stats("no stats")["plt_ms"] is None
+
+
+def test_h2load_summary():
+    from tortoiselab.parsers import parse_h2load
+
+    r = parse_h2load((DATA / "h2load_1mb.txt").read_text())
+    assert (r["requests"], r["succeeded"], r["failed"]) == (3, 3, 0)
+    assert r["data_bytes"] == 3_000_000 and r["seconds"] == 1.46
+    assert r["throughput_mbit"] == round(3_000_000 * 8 / 1.46 / 1e6, 4)
+    with pytest.raises(ValueError, match="summary"):
+        parse_h2load("connect failed")
