@@ -213,8 +213,8 @@ def _run_uml(info: BackendInfo, work: Path, timeout_s: float) -> dict:
     umid = f"tl-{os.getpid()}-{int(time.time() * 1000) % 10**8}"
     (work / "uml").mkdir(exist_ok=True)
     req = json.loads((work / "request.json").read_text())
-    argv = uml_argv(info.kernel, work, info.clock, umid,
-                    extra_ro=[req["modules_dir"]] if req.get("modules_dir") else None)
+    extra = ([req["modules_dir"]] if req.get("modules_dir") else []) + list(req.get("ro_paths", []))
+    argv = uml_argv(info.kernel, work, info.clock, umid, extra_ro=extra)
     log = work / "console.log"
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(work), "TMPDIR": "/dev/shm"}
     with open(log, "w") as fh:

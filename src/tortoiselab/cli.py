@@ -11,6 +11,8 @@ from pathlib import Path
 
 from .backends import LabError
 from .ccparams import ParamError, parse_assignments
+from .experiment import ExperimentError
+from .runner import RunnerError
 from .pathspec import PathError, parse_path
 
 
@@ -101,6 +103,111 @@ def cmd_pageload(a: argparse.Namespace) -> int:
     return 0 if not s.get("error") else 3
 
 
+def cmd_validate(a: argparse.Namespace) -> int:
+    from .experiment import expand, load
+
+    exp = load(Path(a.file))
+    runs = expand(exp)
+    axes = ", ".join(f"{k} ({len(v)})" for k, v in exp.sweep.items()) or "no sweep"
+    print(f"{a.file}: ok: experiment {exp.name!r}, {len(runs)} runs ({axes}; {exp.repetitions} repetitions)")
+    return 0
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.table import Table
+
+    from .runner import run_experiment
+
+    console = Console(stderr=True)
+    failures = [0]
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  TextColumn("{task.fields[status]}"), console=console, transient=False) as prog:
+        task = prog.add_task("runs", total=None, status="")
+
+        def progress(rec: dict, n: int, total: int) -> None:
+            failures[0] += 0 if rec["ok"] else 1
+            prog.update(task, total=total, completed=n,
+                        status=f"failed {failures[0]}; last {rec['run_id']} "
+                               f"{'ok' if rec['ok'] else 'FAILED: ' + str(rec['error'])[:60]}")
+
+        res = run_experiment(Path(a.file), Path(a.results), jobs=a.jobs, backend=a.backend, clock=a.clock,
+                             limit=a.limit, on_progress=progress)
+    import pandas as pd
+
+    df = pd.read_parquet(res["table"])
+    t = Table(title=f"{res['experiment']}: {len(df)} of {res['total']} runs complete "
+                    f"({res['backend']}, {res['clock']} clock)")
+    for col in ("point", "runs", "ok", "PLT p50 ms", "PLT p90 ms", "throughput Mbit/s"):
+        t.add_column(col)
+    keys = [k for k in ("server.cc", "path.rtt_ms", "path.loss_pct", "client.page", "client.coalescing",
+                        "server.initcwnd_pkts") if k in df and df[k].nunique(dropna=False) > 1] or ["server.cc"]
+    for key, g in df.groupby(keys, dropna=False):
+        ok = g[g["ok"]]
+        plt = ok["plt_ms"].dropna()
+        thr = ok["throughput_mbit"].dropna()
+        t.add_row(str(key), str(len(g)), str(len(ok)),
+                  f"{plt.quantile(0.5):.1f}" if len(plt) else "-", f"{plt.quantile(0.9):.1f}" if len(plt) else "-",
+                  f"{thr.median():.2f}" if len(thr) else "-")
+    Console().print(t)
+    sims = [r["meta"].get("sim_seconds") for r in res["records"] if r.get("meta", {}).get("sim_seconds")]
+    walls = [r["meta"]["wall_seconds"] for r in res["records"] if r.get("meta", {}).get("sim_seconds")]
+    if sims:
+        print(f"this invocation: {res['done_now']} runs in {res['wall_seconds']:.1f} s wall "
+              f"({res['done_now'] / max(res['wall_seconds'], 1e-9) * 3600:.0f} runs/hour, jobs {a.jobs}); "
+              f"guest time / wall time per run {sum(sims) / sum(walls):.2f}")
+    print(f"results: {res['dir']}  (runs table: {res['table']})")
+    return 0 if res["failed_now"] == 0 else 3
+
+
+def cmd_ls(a: argparse.Namespace) -> int:
+    from .runner import list_experiments
+
+    rows = list_experiments(Path(a.results))
+    if not rows:
+        print(f"no experiments under {a.results}")
+    for r in rows:
+        total = r["total"] if r["total"] is not None else "?"
+        print(f"{r['experiment']:<24} {r['done']}/{total} done, {r['failed']} failed, "
+              f"{r['in_progress']} in progress or interrupted")
+    return 0
+
+
+def cmd_show(a: argparse.Namespace) -> int:
+    from .runner import find_run
+
+    d = find_run(Path(a.results), a.run_id)
+    rec = json.loads((d / "run.json").read_text())
+    if a.json:
+        print(json.dumps(rec, indent=1))
+        return 0
+    print(f"run {rec['run_id']} of {rec['experiment']}, repetition {rec['repetition']}, seed {rec['seed']}: "
+          f"{'ok' if rec['ok'] else 'FAILED: ' + str(rec['error'])}")
+    print(f"point: {rec['point']}")
+    m = rec.get("meta", {})
+    print(f"backend {m.get('backend')}, clock {m.get('clock')}, kernel {m.get('kernel_release')}, "
+          f"{m.get('sim_seconds')} s guest, {m.get('wall_seconds')} s wall")
+    for k, v in (rec.get("summary") or {}).items():
+        if isinstance(v, (int, float, str)) or v is None:
+            print(f"  {k:<22} {v}")
+    print(f"files: {', '.join(sorted(p.name for p in d.iterdir()))}  in {d}")
+    return 0
+
+
+def cmd_clean(a: argparse.Namespace) -> int:
+    from .runner import clean_stale, experiment_lock
+
+    n = 0
+    for d in sorted(p for p in Path(a.results).glob("*") if p.is_dir()):
+        with experiment_lock(d):
+            for line in clean_stale(d):
+                print(f"{d.name}: {line}")
+                n += 1
+    print(f"clean: {n} actions; completed runs untouched")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="tortoise", description="Tortoise Lab: TCP and HTTP/2 on long, lossy paths")
     ap.add_argument("-v", "--verbose", action="store_true")
@@ -159,6 +266,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_pageload)
 
+    p = sub.add_parser("validate", help="check an experiment file; every error with its path")
+    p.add_argument("file")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("run", help="run an experiment's pending runs (resumable)")
+    lab_opts(p)
+    p.add_argument("file")
+    p.add_argument("--jobs", type=int, default=1, help="lab instances side by side (uml)")
+    p.add_argument("--limit", type=int, default=None, help="at most this many pending runs")
+    p.add_argument("--results", default="results")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("ls", help="experiments and their progress")
+    p.add_argument("--results", default="results")
+    p.set_defaults(func=cmd_ls)
+
+    p = sub.add_parser("show", help="one run's record")
+    p.add_argument("run_id")
+    p.add_argument("--results", default="results")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("clean", help="remove what interrupted runs left (by their recorded ids)")
+    p.add_argument("--results", default="results")
+    p.set_defaults(func=cmd_clean)
+
     p = sub.add_parser("cc-check", help="select each algorithm on the server and confirm it with ss -ti")
     lab_opts(p)
     p.add_argument("algorithms", nargs="*")
@@ -172,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         return a.func(a)
-    except (PathError, LabError, ParamError) as exc:
+    except (PathError, LabError, ParamError, ExperimentError, RunnerError) as exc:
         print(f"tortoise: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -15,19 +15,20 @@ def _num(x: float) -> str:
     return s if s else "0"
 
 
-def netem(dev: str, path: PathSpec, loss_pct: float, seed_note: str | None = None) -> list[str]:
+def netem(dev: str, path: PathSpec, loss_pct: float, rate_mbit: float | None = None) -> list[str]:
     """The WAN hop in one direction: netem as the root qdisc of `dev` with
     half the RTT as delay, the direction's random loss, the bottleneck rate
     (netem's rate serializes packets FIFO behind the delay) and a limit that
     holds the delay line plus the queue."""
+    rate = path.rate_mbit if rate_mbit is None else rate_mbit
     argv = ["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "netem",
-            "limit", str(path.netem_limit_pkts()),
+            "limit", str(path.netem_limit_pkts(rate)),
             "delay", f"{_num(path.one_way_ms)}ms"]
     if path.jitter_ms > 0:
         argv += [f"{_num(path.jitter_ms)}ms", "distribution", "normal"]
     if loss_pct > 0:
         argv += ["loss", "random", f"{_num(loss_pct)}%"]
-    argv += ["rate", f"{_num(path.rate_mbit)}mbit"]
+    argv += ["rate", f"{_num(rate)}mbit"]
     return argv
 
 
@@ -71,18 +72,20 @@ def ss_tcp_info(port: int) -> list[str]:
     return ["ss", "-t", "-i", "-n", "state", "established", f"( sport = :{port} )"]
 
 
-def netem_seed(dev: str, path: PathSpec, loss_pct: float, seed: int, python: str) -> list[str]:
+def netem_seed(dev: str, path: PathSpec, loss_pct: float, seed: int, python: str,
+               rate_mbit: float | None = None) -> list[str]:
     """Re-issue the netem parameters of `netem()` with the PRNG seed set, over
     rtnetlink (tortoiselab.tools.netem_seed): the same seed, the same losses."""
+    rate = path.rate_mbit if rate_mbit is None else rate_mbit
     argv = [python, "-m", "tortoiselab.tools.netem_seed", "--dev", dev,
-            "--limit", str(path.netem_limit_pkts()),
+            "--limit", str(path.netem_limit_pkts(rate)),
             "--latency-ns", str(round(path.one_way_ms * 1e6)),
             "--seed", str(seed)]
     if path.jitter_ms > 0:
         argv += ["--jitter-ns", str(round(path.jitter_ms * 1e6))]
     if loss_pct > 0:
         argv += ["--loss-pct", _num(loss_pct)]
-    argv += ["--rate-bps", str(round(path.rate_mbit * 1e6))]
+    argv += ["--rate-bps", str(round(rate * 1e6))]
     return argv
 
 

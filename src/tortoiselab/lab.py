@@ -177,11 +177,12 @@ class PathLab:
         the run's seed), so that a rerun draws the same losses."""
         import sys
 
-        for dev, direction, loss in ((self.up_dev, "up", path.loss_up), (self.down_dev, "down", path.loss_down_pct)):
+        for dev, direction, loss, rate in ((self.up_dev, "up", path.loss_up, path.rate_up),
+                                           (self.down_dev, "down", path.loss_down_pct, path.rate_mbit)):
             loss = loss if loss_on else 0.0
-            self.ex.run(C.netem(dev, path, loss))
+            self.ex.run(C.netem(dev, path, loss, rate))
             seed = C.derive_seed(self.seed, "netem", direction)
-            self.ex.run(C.netem_seed(dev, path, loss, seed, sys.executable))
+            self.ex.run(C.netem_seed(dev, path, loss, seed, sys.executable, rate))
             self.seeds[f"netem_{direction}"] = seed
 
     # --- measurements ---------------------------------------------------

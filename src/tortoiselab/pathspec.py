@@ -36,7 +36,9 @@ class PathSpec(BaseModel):
     rtt_ms: float = Field(200.0, ge=0, le=10_000, description="base round-trip time, split evenly over both directions")
     loss_pct: float = Field(1.0, ge=0, le=100, description="random loss per direction, percent")
     loss_up_pct: float | None = Field(None, ge=0, le=100, description="client-to-server loss if it differs from loss_pct")
-    rate_mbit: float = Field(10.0, gt=0, le=100_000, description="bottleneck rate, Mbit/s, both directions")
+    rate_mbit: float = Field(10.0, gt=0, le=100_000, description="bottleneck rate, Mbit/s (server to client)")
+    rate_up_mbit: float | None = Field(None, gt=0, le=100_000,
+                                       description="client-to-server rate if it differs from rate_mbit")
     jitter_ms: float = Field(0.0, ge=0, le=10_000, description="delay variation per direction (netem jitter)")
     queue_pkts: int | None = Field(
         None, ge=1, le=1_000_000,
@@ -55,6 +57,10 @@ class PathSpec(BaseModel):
         return self.rtt_ms / 2.0
 
     @property
+    def rate_up(self) -> float:
+        return self.rate_mbit if self.rate_up_mbit is None else self.rate_up_mbit
+
+    @property
     def loss_down_pct(self) -> float:
         return self.loss_pct
 
@@ -71,11 +77,12 @@ class PathSpec(BaseModel):
         """Packets that may wait at the bottleneck: as given, else one BDP."""
         return self.queue_pkts if self.queue_pkts is not None else self.bdp_pkts()
 
-    def netem_limit_pkts(self) -> int:
+    def netem_limit_pkts(self, rate_mbit: float | None = None) -> int:
         """netem counts every packet it holds, the ones in flight on the delay
         line as well as the queue: limit = one-way delay line + queue.
         (netem's default of 1000 packets would cap a long fat path.)"""
-        line_bytes = self.rate_mbit * 1e6 / 8 * (self.one_way_ms + 4 * self.jitter_ms) / 1e3
+        rate = self.rate_mbit if rate_mbit is None else rate_mbit
+        line_bytes = rate * 1e6 / 8 * (self.one_way_ms + 4 * self.jitter_ms) / 1e3
         return math.ceil(line_bytes / FRAME_BYTES) + self.queue() + 8
 
 
@@ -104,6 +111,7 @@ _HINTS = {
     "loss_pct": "give loss in percent, 0 to 100, e.g. loss_pct: 1 for 1 %",
     "loss_up_pct": "give loss in percent, 0 to 100",
     "rate_mbit": "give the bottleneck rate in Mbit/s, greater than 0, e.g. rate_mbit: 10",
+    "rate_up_mbit": "give the uplink rate in Mbit/s, greater than 0, or leave it out for rate_mbit",
     "jitter_ms": "give jitter in milliseconds, 0 or more",
     "queue_pkts": "give the queue in packets (1 or more), or leave it out for one BDP",
 }

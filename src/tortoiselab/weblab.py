@@ -166,9 +166,14 @@ def task_pageload(ctx: LabContext, req: dict) -> dict:
 
     path = PathSpec(**req["path"])
     work = ctx.work
-    site = Path("/tmp/site")
-    manifest = pages.generate_site(site, seed=int(req.get("site_seed", 1)), domain=DOMAIN)
-    pki = pkimod.make_pki(Path("/tmp/pki"), domain=DOMAIN)
+    if req.get("site_dir"):  # made once per experiment on the host (runner)
+        site = Path(req["site_dir"])
+        manifest = json.loads((site / "manifest.json").read_text())
+        pki = json.loads((Path(req["pki_dir"]) / "pki.json").read_text())
+    else:
+        site = Path("/tmp/site")
+        manifest = pages.generate_site(site, seed=int(req.get("site_seed", 1)), domain=DOMAIN)
+        pki = pkimod.make_pki(Path("/tmp/pki"), domain=DOMAIN)
     out: dict = {"manifest": manifest, "loads": []}
     name_files = _guest_name_files(work) if ctx.private_ovs else None
     with mininet_path(ctx, WEB_PATH) as lab:
@@ -204,8 +209,9 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, path: PathSpec, load: 
     lab.set_netem(path, loss_on=True)  # same seeded draws for every load
     d = work / f"load-{i:03d}"
     d.mkdir(exist_ok=True)
-    pcap = d / "server.pcap"
+    pcap, cpcap = d / "server.pcap", d / "client.pcap"
     cap = ctx.ex.start(tcpdump_argv(lab.server.defaultIntf().name, str(pcap)), lab.server)
+    ccap = ctx.ex.start(tcpdump_argv(lab.client.defaultIntf().name, str(cpcap)), lab.client)
     time.sleep(0.5)  # tcpdump attached before the first packet
     page = c.get("page", "feed.html")
     url = c.get("url") or f"https://{WWW}/{page}"
@@ -269,9 +275,18 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, path: PathSpec, load: 
     wall_of_load = time.monotonic() - t0
     time.sleep(1.0)  # the last packets reach tcpdump (costs nothing on the virtual clock)
     capstats = _tcpdump_stop(cap)
+    ccapstats = _tcpdump_stop(ccap)
     from .pcapstats import connections
 
     conns = connections(str(pcap)) if pcap.exists() else []
+    sysctls = {k: ex.run(C.sysctl_get(k), host=lab.server, check=False).strip() for k in SERVER_SYSCTLS}
+    route = ex.run(["ip", "route", "show"], host=lab.server, check=False).strip()
     return {"index": i, "server": s, "client": c, "names": names, "summary": summary, "har": har,
-            "pcap": str(pcap), "capture": capstats, "connections": conns,
+            "pcap": str(pcap), "client_pcap": str(cpcap), "capture": capstats, "client_capture": ccapstats,
+            "connections": conns, "server_sysctls": sysctls, "server_route": route,
             "load_seconds": round(wall_of_load, 6)}
+
+
+SERVER_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_no_metrics_save",
+                  "net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_sack", "net.ipv4.tcp_timestamps",
+                  "net.ipv4.tcp_ecn", "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem", "net.core.default_qdisc")

@@ -1,0 +1,265 @@
+"""Experiments as data: a YAML file, checked by pydantic models that forbid
+unknown keys, expanded into runs.
+
+    name: quick
+    repetitions: 2
+    seed: 1
+    path: {rtt_ms: 200, loss_pct: 1, rate_mbit: 10}     # or {region: india-mobile-2017}
+    server: {cc: cubic, initcwnd_pkts: 10}
+    client: {page: feed.html}
+    sweep:
+      server.cc: [cubic, hybla]
+    exclude:
+      - {server.cc: hybla, path.loss_pct: 0}
+
+Every point of the sweep is a complete configuration and is validated as
+one, so `tortoise validate` reports every error with its path in the file
+(e.g. ``sweep.server.cc[1]``) before anything starts.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .ccparams import OUR_MODULES, ParamError, check_params
+from .pathspec import STOCK_ALGORITHMS, PathSpec, describe_errors
+
+PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html", "base.html")
+KNOWN_CC = (*STOCK_ALGORITHMS, *OUR_MODULES)
+
+
+class ExperimentError(ValueError):
+    """Every problem of an experiment file, one per line, each with its path."""
+
+
+class PathCfg(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    region: str | None = None
+    addon: str | None = None
+    rtt_ms: float | None = None
+    loss_pct: float | None = None
+    loss_up_pct: float | None = None
+    rate_mbit: float | None = None
+    rate_up_mbit: float | None = None
+    jitter_ms: float | None = None
+    queue_pkts: int | None = None
+
+    def resolve(self) -> PathSpec:
+        """A region profile (topologies/regions.yaml) with explicit values on
+        top, or the explicit values alone."""
+        explicit = {k: v for k, v in self.model_dump().items() if k not in ("region", "addon") and v is not None}
+        if self.region is None:
+            if self.addon is not None:
+                raise ValueError("addon needs a region")
+            return PathSpec(**explicit)
+        from .regions import profile_path
+
+        base = profile_path(self.region, self.addon)
+        return PathSpec(**{**base.model_dump(), **explicit})
+
+
+class ServerCfg(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    cc: str = "cubic"
+    module_params: dict[str, dict[str, float | int | str]] = Field(default_factory=dict)
+    initcwnd_pkts: int | None = Field(10, ge=1, le=1000)
+    initrwnd_pkts: int | None = Field(None, ge=1, le=10000)
+    slow_start_after_idle: bool = True
+    protocol: Literal["h2", "h1"] = "h2"
+    tls: Literal["1.3", "1.2"] = "1.3"
+    cert: Literal["shared", "separate", "large"] = "shared"
+
+    @field_validator("cc")
+    @classmethod
+    def _known_cc(cls, v: str) -> str:
+        if v not in KNOWN_CC:
+            raise ValueError(f"unknown congestion control algorithm {v!r}; the lab has {', '.join(KNOWN_CC)}")
+        return v
+
+    @model_validator(mode="after")
+    def _params(self) -> "ServerCfg":
+        for alg, ps in self.module_params.items():
+            try:
+                check_params(alg, ps, field="module_params")
+            except ParamError as exc:
+                raise ValueError(str(exc)) from None
+        return self
+
+
+class ClientCfg(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    page: str = "feed.html"
+    url: str | None = Field(None, description="a path on www instead of a page, e.g. objects/1000000.bin")
+    coalescing: bool = True
+    cache_hit_ratio: float = Field(0.0, ge=0, lt=1)
+    resolution: Literal["same-ip", "two-ip"] = "same-ip"
+    loader: Literal["loader", "h2load", "nghttp"] = "loader"
+    protocol: Literal["h2", "h1"] | None = None
+    h2load_requests: int = Field(3, ge=1, le=1000)
+    timeout_s: float = Field(120, gt=0, le=3600)
+
+    @field_validator("page")
+    @classmethod
+    def _page(cls, v: str) -> str:
+        if v not in PAGES:
+            raise ValueError(f"unknown page {v!r}; the lab serves {', '.join(PAGES)}")
+        return v
+
+
+class RunConfig(BaseModel):
+    """One point of a sweep: everything a run needs."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: PathCfg = Field(default_factory=PathCfg)
+    server: ServerCfg = Field(default_factory=ServerCfg)
+    client: ClientCfg = Field(default_factory=ClientCfg)
+
+
+class Experiment(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]{0,63}$")
+    description: str = ""
+    repetitions: int = Field(1, ge=1, le=10000)
+    seed: int = Field(1, ge=0, lt=2**63)
+    paired: bool = Field(False, description="arms share seeds per repetition (common random numbers)")
+    path: dict[str, Any] = Field(default_factory=dict)
+    server: dict[str, Any] = Field(default_factory=dict)
+    client: dict[str, Any] = Field(default_factory=dict)
+    sweep: dict[str, list[Any]] = Field(default_factory=dict)
+    exclude: list[dict[str, Any]] = Field(default_factory=list)
+
+    @field_validator("sweep")
+    @classmethod
+    def _axes(cls, v: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        for key, values in v.items():
+            section, _, field = key.partition(".")
+            model = {"path": PathCfg, "server": ServerCfg, "client": ClientCfg}.get(section)
+            if model is None or field not in model.model_fields:
+                raise ValueError(f"sweep axis {key!r}: write <path|server|client>.<field>, e.g. server.cc")
+            if not values:
+                raise ValueError(f"sweep axis {key!r}: give at least one value")
+        return v
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    experiment: str
+    run_id: str
+    point: dict[str, Any]  # the sweep values of this run
+    repetition: int
+    seed: int
+    config: dict  # RunConfig dump with the resolved path
+    path: PathSpec
+
+    def as_dict(self) -> dict:
+        return {"experiment": self.experiment, "run_id": self.run_id, "point": self.point,
+                "repetition": self.repetition, "seed": self.seed, "config": self.config,
+                "path": self.path.model_dump()}
+
+
+def _set(d: dict, dotted: str, value: Any) -> None:
+    section, _, field = dotted.partition(".")
+    d.setdefault(section, {})[field] = value
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def load(path: Path) -> Experiment:
+    """Parse and check one experiment file; raise ExperimentError listing
+    every problem with its path in the file."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except yaml.YAMLError as exc:
+        raise ExperimentError(f"{path}: not valid YAML: {exc}") from None
+    except OSError as exc:
+        raise ExperimentError(f"{path}: {exc.strerror}") from None
+    if not isinstance(raw, dict):
+        raise ExperimentError(f"{path}: the file must be a mapping with name, path, server, client, ...")
+    try:
+        exp = Experiment(**raw)
+    except ValidationError as exc:
+        raise ExperimentError(describe_errors(exc)) from None
+    expand(exp)  # every point must be valid too
+    return exp
+
+
+def _points(exp: Experiment) -> list[dict[str, Any]]:
+    keys = list(exp.sweep)
+    points = [dict(zip(keys, combo)) for combo in itertools.product(*(exp.sweep[k] for k in keys))] or [{}]
+    return [p for p in points if not any(all(p.get(k) == v for k, v in ex.items()) for ex in exp.exclude)]
+
+
+def expand(exp: Experiment) -> list[RunSpec]:
+    """Sweep points x repetitions, each validated as a complete run; ids are
+    a hash of the resolved configuration and the repetition."""
+    errors: list[str] = []
+    runs: list[RunSpec] = []
+    for ex in exp.exclude:
+        for k in ex:
+            if k not in exp.sweep:
+                errors.append(f"exclude: {k!r} is not a sweep axis ({', '.join(exp.sweep) or 'none'})")
+    for point in _points(exp):
+        base = {"path": copy.deepcopy(exp.path), "server": copy.deepcopy(exp.server),
+                "client": copy.deepcopy(exp.client)}
+        for k, v in point.items():
+            _set(base, k, v)
+        where = _where(exp, point)
+        try:
+            cfg = RunConfig(**base)
+        except ValidationError as exc:
+            errors.extend(_relocate(describe_errors(exc), point, where))
+            continue
+        try:
+            resolved = cfg.path.resolve()
+        except ValidationError as exc:  # the path's values, checked as a PathSpec
+            errors.extend(_relocate(describe_errors(exc, prefix="path"), point, where))
+            continue
+        except ValueError as exc:  # region lookups
+            msg = str(exc)
+            errors.append(msg if msg.startswith("path.") else f"path.region: {msg}")
+            continue
+        conf = cfg.model_dump()
+        conf["path"] = {**{k: v for k, v in conf["path"].items() if v is not None}, "resolved": resolved.model_dump()}
+        for rep in range(exp.repetitions):
+            run_id = hashlib.sha256(_canonical({"config": conf, "repetition": rep, "seed": exp.seed})
+                                    .encode()).hexdigest()[:12]
+            seed_key = {"rep": rep} if exp.paired else {"config": conf, "rep": rep}
+            seed = int(hashlib.sha256(_canonical({"seed": exp.seed, **seed_key}).encode()).hexdigest()[:15], 16)
+            runs.append(RunSpec(exp.name, run_id, point, rep, seed, conf, resolved))
+    if errors:
+        raise ExperimentError("\n".join(dict.fromkeys(errors)))
+    return runs
+
+
+def _where(exp: Experiment, point: dict[str, Any]) -> str:
+    return ", ".join(f"sweep.{k}[{exp.sweep[k].index(v)}]" for k, v in point.items())
+
+
+def _relocate(msg: str, point: dict[str, Any], where: str) -> list[str]:
+    """Name the sweep value that caused an error, where one did."""
+    out = []
+    for line in msg.splitlines():
+        field = line.split(":", 1)[0]
+        swept = [k for k in point if field.startswith(k)]
+        out.append(f"{line} [from {where}]" if swept else line)
+    return out
+
+
+def run_order(exp: Experiment, runs: list[RunSpec]) -> list[RunSpec]:
+    """Randomized order from the experiment's seed, so that slow drifts of
+    the machine do not line up with one arm."""
+    order = sorted(runs, key=lambda r: r.run_id)
+    random.Random(exp.seed).shuffle(order)
+    return order

@@ -1,0 +1,342 @@
+"""Region path profiles (topologies/regions.yaml, tortoiselab.regions)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tortoiselab import regions as R
+from tortoiselab.pathspec import PathSpec
+
+SHIPPED = R.DEFAULT_FILE
+
+# What the task asks for: every region/access type REGIONS.md has figures for,
+# satellite, and the well-known presets.
+EXPECTED = {
+    "india-mobile-2017", "india-desktop-2017", "india-lossy",
+    "china-desktop-2017", "china-mobile-2016",
+    "us-desktop-2017", "us-mobile-lte",
+    "germany-mobile-2018", "singapore-mobile-2018", "sa-cellular-2017",
+    "satellite-geo",
+    "devtools-slow-4g", "devtools-fast-4g",
+    "lighthouse-mobile-slow-4g", "lighthouse-mobile-regular-3g",
+    "wpt-cable", "wpt-dsl", "wpt-3g", "wpt-3g-slow", "wpt-2g",
+}
+
+
+def _profile(rtt=50, **extra_path):
+    path = {"rtt_ms": rtt, "jitter_ms": 0, "loss_pct": 0, "rate_mbit": 10, **extra_path}
+    return {
+        "description": "test profile",
+        "path": path,
+        "sources": {k: "test citation" for k in path},
+    }
+
+
+def _write(tmp_path: Path, name: str, profiles: dict, addons: dict | None = None) -> Path:
+    doc = {"version": 1, "profiles": profiles}
+    if addons is not None:
+        doc["addons"] = addons
+    f = tmp_path / name
+    f.write_text(yaml.safe_dump(doc))
+    return f
+
+
+@pytest.fixture
+def shipped() -> R.Regions:
+    return R.load_regions(SHIPPED)
+
+
+@pytest.fixture
+def no_user_files(monkeypatch, tmp_path):
+    """Keep the developer's own region files out of load_regions()."""
+    monkeypatch.delenv(R.ENV_VAR, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+# --- the shipped file ------------------------------------------------------
+
+
+def test_shipped_file_loads(shipped):
+    assert shipped.version == 1
+    assert EXPECTED <= set(shipped.profiles)
+    assert shipped.files == [SHIPPED]
+    assert {"distant-origin-us-australia", "distant-origin-europe-us-east"} <= set(shipped.addons)
+
+
+def test_default_load_is_the_shipped_file(no_user_files):
+    regions = R.load_regions()
+    assert regions.files == [R.DEFAULT_FILE]
+    assert set(regions.profiles) == set(R.load_regions(SHIPPED).profiles)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_every_path_value_has_a_source(shipped, name):
+    prof = shipped.profiles[name]
+    given = prof.path.given()
+    assert set(prof.sources) == set(given)
+    for field in given:
+        src = prof.sources[field]
+        assert src == R.ASSUMPTION or (src.strip() and not src.lower().startswith("assum")), (field, src)
+    # the four values a PathSpec would otherwise default are always stated
+    assert {"rtt_ms", "jitter_ms", "loss_pct", "rate_mbit"} <= set(given)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_every_profile_is_a_valid_pathspec(shipped, name):
+    spec = shipped.path(name)
+    assert isinstance(spec, PathSpec)
+    assert spec.rtt_ms == shipped.profiles[name].path.rtt_ms
+    assert spec.queue() >= 2
+    # the same through the public helper
+    assert R.profile_path(name, regions=shipped) == spec
+
+
+def test_shipped_values_match_regions_md(shipped):
+    """Spot checks against /work/shared/REGIONS.md's tables."""
+    p = shipped.path("india-mobile-2017")
+    assert (p.rtt_ms, p.jitter_ms, p.loss_pct, p.rate_mbit, p.rate_up_mbit) == (80, 20, 1.0, 6.1, 3.4)
+    p = shipped.path("india-lossy")
+    assert (p.rtt_ms, p.loss_pct, p.loss_up, p.rate_mbit, p.queue_pkts) == (56, 4.77, 0, 0.57, 14)
+    p = shipped.path("satellite-geo")
+    assert (p.rtt_ms, p.rate_mbit, p.rate_up_mbit) == (630, 18.1, 3.4)
+    p = shipped.path("wpt-2g")
+    assert (p.rtt_ms, p.loss_pct, p.rate_mbit, p.rate_up_mbit) == (1300, 0, 0.035, 0.032)
+    assert shipped.addons["distant-origin-us-australia"].add_rtt_ms == 185
+    assert shipped.addons["distant-origin-europe-us-east"].add_rtt_ms == 78
+
+
+def test_assumptions_are_counted(shipped):
+    # REGIONS.md: india-mobile-2017 has jitter, loss and buffer as (A)
+    assert shipped.profiles["india-mobile-2017"].assumptions() == ["jitter_ms", "loss_pct", "queue_ms"]
+    assert shipped.profiles["india-lossy"].assumptions() == []
+    assert shipped.profiles["wpt-cable"].assumptions() == []
+
+
+def test_notes_only_name_path_fields(shipped):
+    for prof in shipped.profiles.values():
+        assert set(prof.notes) <= set(R.PATH_FIELDS)
+
+
+# --- queue_ms -> queue_pkts ------------------------------------------------
+
+
+def test_queue_ms_conversion_exact():
+    # 6.1 Mbit/s * 300 ms = 228 750 bytes = 151.09 frames of 1514 bytes -> 152
+    assert R.queue_pkts_from_ms(6.1, 300) == 152
+    # exactly 10 frames: 1514 * 8 * 10 bits in 10 ms = 12.112 Mbit/s; no float step up to 11
+    assert R.queue_pkts_from_ms(12.112, 10) == 10
+    assert R.queue_pkts_from_ms(12.112, 10.001) == 11
+    # never below 2
+    assert R.queue_pkts_from_ms(0.035, 1) == 2
+
+
+def test_queue_ms_becomes_queue_pkts_in_the_pathspec(shipped):
+    assert shipped.path("india-mobile-2017").queue_pkts == 152
+    assert shipped.path("china-mobile-2016").queue_pkts == 362  # 6.25 Mbit/s, 700 ms
+    assert shipped.path("sa-cellular-2017").queue_pkts == 427   # 3.04 Mbit/s, 1.7 s
+
+
+def test_no_buffer_given_means_one_bdp(shipped):
+    spec = shipped.path("wpt-cable")
+    assert spec.queue_pkts is None
+    assert spec.queue() == spec.bdp_pkts()
+
+
+def test_queue_ms_and_queue_pkts_together_refused(tmp_path):
+    f = _write(tmp_path, "r.yaml", {"x": _profile(queue_ms=10, queue_pkts=5)})
+    with pytest.raises(R.RegionError, match=r"profiles\.x\.path\.queue_ms: .*not both"):
+        R.load_regions(f)
+
+
+# --- checking ----------------------------------------------------------------
+
+
+def test_missing_source_refused(tmp_path):
+    prof = _profile(rate_up_mbit=2)
+    del prof["sources"]["rate_up_mbit"]
+    f = _write(tmp_path, "r.yaml", {"x": prof})
+    with pytest.raises(R.RegionError, match=r"profiles\.x\.sources\.rate_up_mbit: missing"):
+        R.load_regions(f)
+
+
+def test_source_for_unset_value_refused(tmp_path):
+    prof = _profile()
+    prof["sources"]["queue_ms"] = "somewhere"
+    f = _write(tmp_path, "r.yaml", {"x": prof})
+    with pytest.raises(R.RegionError, match=r"sources\.queue_ms: path sets no queue_ms"):
+        R.load_regions(f)
+
+
+@pytest.mark.parametrize("bad", ["Assumption", "assumption: guessed", "(A)", "", " x"])
+def test_assumption_must_be_the_bare_word(tmp_path, bad):
+    prof = _profile()
+    prof["sources"]["jitter_ms"] = bad
+    f = _write(tmp_path, "r.yaml", {"x": prof})
+    with pytest.raises(R.RegionError, match=r"profiles\.x\.sources\.jitter_ms"):
+        R.load_regions(f)
+
+
+def test_unknown_key_and_bad_value_name_the_field(tmp_path):
+    prof = _profile(rtt=-1)
+    prof["path"]["delay_ms"] = 5
+    f = _write(tmp_path, "r.yaml", {"x": prof})
+    with pytest.raises(R.RegionError) as exc:
+        R.load_regions(f)
+    msg = str(exc.value)
+    assert str(f) in msg
+    assert "profiles.x.path.delay_ms: Extra inputs are not permitted" in msg
+
+
+def test_out_of_range_value_names_the_field(tmp_path):
+    f = _write(tmp_path, "r.yaml", {"x": _profile(rtt=-1)})
+    with pytest.raises(R.RegionError, match=r"profiles\.x\.path\.rtt_ms: .*greater than or equal to 0"):
+        R.load_regions(f)
+
+
+def test_duplicate_key_in_one_file_refused(tmp_path):
+    f = tmp_path / "r.yaml"
+    f.write_text("version: 1\nprofiles:\n  a: {}\n  a: {}\n")
+    with pytest.raises(R.RegionError, match="duplicate key 'a'"):
+        R.load_regions(f)
+
+
+# --- names -------------------------------------------------------------------
+
+
+def test_unknown_profile_error(shipped):
+    with pytest.raises(R.RegionError) as exc:
+        R.profile_path("india-mobil", regions=shipped)
+    msg = str(exc.value)
+    assert isinstance(exc.value, ValueError)
+    assert msg.startswith("path.region: unknown region profile 'india-mobil'")
+    assert "did you mean 'india-mobile-2017'?" in msg
+    known = msg.split("known: ", 1)[1].split(", ")
+    assert set(known) == set(shipped.profiles)
+    assert known[0] == "india-mobile-2017"  # close matches first
+
+
+def test_unknown_profile_lists_substring_matches_first(shipped):
+    with pytest.raises(R.RegionError) as exc:
+        shipped.path("wpt")
+    known = str(exc.value).split("known: ", 1)[1].split(", ")
+    assert set(known[:5]) == {"wpt-cable", "wpt-dsl", "wpt-3g", "wpt-3g-slow", "wpt-2g"}
+
+
+def test_unknown_addon_error(shipped):
+    with pytest.raises(R.RegionError, match=r"^path\.addon: unknown add-on 'far'.*known: "):
+        shipped.path("wpt-cable", "far")
+
+
+# --- add-ons -------------------------------------------------------------------
+
+
+def test_addon_adds_rtt(shipped):
+    base = shipped.path("us-desktop-2017")
+    far = R.profile_path("us-desktop-2017", "distant-origin-us-australia", regions=shipped)
+    assert far.rtt_ms == base.rtt_ms + 185
+    # everything else as it was, the buffer given in ms included
+    assert far.model_dump(exclude={"rtt_ms"}) == base.model_dump(exclude={"rtt_ms"})
+
+
+def test_addon_on_a_default_queue_is_one_bdp_of_the_longer_path(shipped):
+    far = shipped.path("wpt-cable", "distant-origin-europe-us-east")
+    assert far.rtt_ms == 28 + 78
+    assert far.queue_pkts is None and far.queue() == far.bdp_pkts()
+
+
+def test_addon_beyond_range_refused(tmp_path):
+    f = _write(tmp_path, "r.yaml", {"x": _profile(rtt=9_000)},
+               addons={"far": {"add_rtt_ms": 2_000, "source": "test"}})
+    with pytest.raises(R.RegionError, match=r"path\.addon: 'far' on 'x': path\.rtt_ms"):
+        R.load_regions(f).path("x", "far")
+
+
+# --- user files ----------------------------------------------------------------
+
+
+def test_user_file_adds_a_profile(monkeypatch, tmp_path):
+    user = _write(tmp_path, "mine.yaml", {"my-lab-link": _profile(rtt=123)},
+                  addons={"to-mars": {"add_rtt_ms": 400, "source": "assumption"}})
+    monkeypatch.setenv(R.ENV_VAR, str(user))
+    regions = R.load_regions()
+    assert regions.files == [R.DEFAULT_FILE, user]
+    assert regions.path("my-lab-link").rtt_ms == 123
+    assert regions.path("my-lab-link", "to-mars").rtt_ms == 523
+    assert regions.origin("my-lab-link") == user
+    assert regions.origin("india-lossy") == R.DEFAULT_FILE
+    assert "india-lossy" in regions.profiles
+
+
+def test_duplicate_profile_in_user_file_rejected(monkeypatch, tmp_path):
+    user = _write(tmp_path, "mine.yaml", {"india-mobile-2017": _profile()})
+    monkeypatch.setenv(R.ENV_VAR, str(user))
+    with pytest.raises(R.RegionError) as exc:
+        R.load_regions()
+    msg = str(exc.value)
+    assert "'india-mobile-2017' is already defined" in msg
+    assert str(user) in msg and str(R.DEFAULT_FILE) in msg
+
+
+def test_duplicate_between_two_user_files_rejected(monkeypatch, tmp_path):
+    a = _write(tmp_path, "a.yaml", {"mine": _profile()})
+    b = _write(tmp_path, "b.yaml", {"mine": _profile(rtt=99)})
+    monkeypatch.setenv(R.ENV_VAR, os.pathsep.join([str(a), str(b)]))
+    with pytest.raises(R.RegionError, match=re.escape(f"{b}: profile 'mine' is already defined in {a}")):
+        R.load_regions()
+
+
+def test_duplicate_addon_rejected(monkeypatch, tmp_path):
+    user = _write(tmp_path, "mine.yaml", {},
+                  addons={"distant-origin-us-australia": {"add_rtt_ms": 1, "source": "x y"}})
+    monkeypatch.setenv(R.ENV_VAR, str(user))
+    with pytest.raises(R.RegionError, match="addon 'distant-origin-us-australia' is already defined"):
+        R.load_regions()
+
+
+def test_missing_file_in_env_is_an_error(monkeypatch, tmp_path):
+    monkeypatch.setenv(R.ENV_VAR, str(tmp_path / "nope.yaml"))
+    with pytest.raises(R.RegionError, match=rf"^{R.ENV_VAR}: .*nope\.yaml: no such region file"):
+        R.load_regions()
+
+
+def test_home_config_file_used_when_env_unset(monkeypatch, tmp_path):
+    home = tmp_path / "home"
+    (home / ".config" / "tortoiselab").mkdir(parents=True)
+    _write(home / ".config" / "tortoiselab", "regions.yaml", {"home-link": _profile()})
+    monkeypatch.delenv(R.ENV_VAR, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    regions = R.load_regions()
+    assert "home-link" in regions.profiles
+    # $TORTOISE_REGIONS, when set, replaces the home file
+    other = _write(tmp_path, "other.yaml", {"other-link": _profile()})
+    monkeypatch.setenv(R.ENV_VAR, str(other))
+    regions = R.load_regions()
+    assert "other-link" in regions.profiles and "home-link" not in regions.profiles
+
+
+def test_same_file_twice_is_read_once(monkeypatch):
+    monkeypatch.setenv(R.ENV_VAR, str(R.DEFAULT_FILE))
+    assert R.load_regions().files == [R.DEFAULT_FILE]
+
+
+# --- table -------------------------------------------------------------------
+
+
+def test_table_lists_all_profiles(shipped):
+    table = R.format_regions_table(shipped)
+    lines = table.splitlines()
+    assert lines[0].split()[:2] == ["profile", "RTT"]
+    names = [ln.split()[0] for ln in lines[1:len(shipped.profiles) + 1]]
+    assert names == list(shipped.profiles)
+    for name in shipped.addons:
+        assert name in table
+    row = next(ln for ln in lines if ln.startswith("india-mobile-2017 "))
+    assert "80±20" in row and "6.1/3.4" in row and "152 (300 ms)" in row and " 3/6 " in row
+    row = next(ln for ln in lines if ln.startswith("india-lossy "))
+    assert "4.77/0" in row and " 0/7 " in row
+    assert f"{len(shipped.profiles)} profiles" in table
