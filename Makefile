@@ -21,12 +21,14 @@ $(STAMP): pyproject.toml
 kernel: setup
 	@bash kernel/build-uml.sh >/dev/null
 
-# the default experiment at this stage: the lab's fidelity probe of the
-# default path (200 ms RTT, 10 Mbit/s, 1 % loss) on the auto backend
+# the embedded default experiment (experiments/quick.yaml): the lab's
+# fidelity probe of its path, then the sweep; results in results/quick/
 experiment: setup kernel
 	$(VENV)/bin/tortoise probe
+	$(VENV)/bin/tortoise run experiments/quick.yaml
 
-probe: experiment
+probe: setup kernel
+	$(VENV)/bin/tortoise probe
 
 test: setup kernel
 	$(PY) -m pytest -q -ra tests
@@ -42,6 +44,10 @@ bench: setup kernel
 	@echo "== virtual clock =="; $(VENV)/bin/tortoise probe --backend uml --clock virtual || true
 	@echo "== real clock ==";    $(VENV)/bin/tortoise probe --backend uml --clock real || true
 	@echo "== loss response =="; $(VENV)/bin/tortoise loss-response || true
+	@echo "== runner: --jobs 1 vs --jobs 2 on the same sweep =="
+	rm -rf /tmp/tortoise-bench-j1 /tmp/tortoise-bench-j2
+	$(VENV)/bin/tortoise run experiments/quick.yaml --results /tmp/tortoise-bench-j1 --jobs 1 || true
+	$(VENV)/bin/tortoise run experiments/quick.yaml --results /tmp/tortoise-bench-j2 --jobs 2 || true
 
 clean:
 	rm -rf build *.egg-info src/*.egg-info .pytest_cache

@@ -208,6 +208,13 @@ def cmd_clean(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_regions(a: argparse.Namespace) -> int:
+    from .regions import format_regions_table, load_regions
+
+    print(format_regions_table(load_regions()))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="tortoise", description="Tortoise Lab: TCP and HTTP/2 on long, lossy paths")
     ap.add_argument("-v", "--verbose", action="store_true")
@@ -292,6 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", default="results")
     p.set_defaults(func=cmd_clean)
 
+    p = sub.add_parser("regions", help="the region path profiles (topologies/regions.yaml + yours)")
+    p.set_defaults(func=cmd_regions)
+
     p = sub.add_parser("cc-check", help="select each algorithm on the server and confirm it with ss -ti")
     lab_opts(p)
     p.add_argument("algorithms", nargs="*")
@@ -305,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         return a.func(a)
-    except (PathError, LabError, ParamError, ExperimentError, RunnerError) as exc:
+    except (PathError, LabError, ParamError, ExperimentError, RunnerError, ValueError) as exc:
         print(f"tortoise: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
