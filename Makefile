@@ -26,6 +26,7 @@ kernel: setup
 experiment: setup kernel
 	$(VENV)/bin/tortoise probe
 	$(VENV)/bin/tortoise run experiments/quick.yaml
+	$(VENV)/bin/tortoise report quick
 
 probe: setup kernel
 	$(VENV)/bin/tortoise probe
@@ -55,3 +56,5 @@ clean:
 
 distclean: clean
 	rm -rf $(VENV)
+
+include kernel/deb/Makefile.inc

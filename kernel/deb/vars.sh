@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2034  # sourced: the names are for the scripts that source this
 # The VM's kernel versions, derived from the one pin the project has:
 # kernel/DEBIAN_VERSION (Debian's linux-source-6.12 version, e.g.
 # 6.12.117-1~deb12u1). Debian's bookworm-security 6.12 packages built from

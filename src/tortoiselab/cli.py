@@ -208,6 +208,19 @@ def cmd_clean(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(a: argparse.Namespace) -> int:
+    from .report import write_report
+
+    d = Path(a.experiment)
+    if not d.is_dir():
+        d = Path(a.results) / a.experiment
+    if not (d / "runs.parquet").exists() and not any(d.glob("*/run.json")):
+        raise RunnerError(f"experiment: no results in {d}; run it first with tortoise run")
+    out = write_report(d, Path(a.out) if a.out else None)
+    print(f"report: {out}")
+    return 0
+
+
 def cmd_regions(a: argparse.Namespace) -> int:
     from .regions import format_regions_table, load_regions
 
@@ -298,6 +311,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("clean", help="remove what interrupted runs left (by their recorded ids)")
     p.add_argument("--results", default="results")
     p.set_defaults(func=cmd_clean)
+
+    p = sub.add_parser("report", help="write a self-contained HTML report of an experiment's runs")
+    p.add_argument("experiment", help="experiment name (under --results) or its results folder")
+    p.add_argument("--results", default="results")
+    p.add_argument("--out", default=None)
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("regions", help="the region path profiles (topologies/regions.yaml + yours)")
     p.set_defaults(func=cmd_regions)
