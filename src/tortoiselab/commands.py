@@ -125,3 +125,8 @@ def insmod(path: str, params: dict[str, str]) -> list[str]:
 
 def rmmod(module: str) -> list[str]:
     return ["rmmod", module]
+
+
+def modprobe(module: str) -> list[str]:
+    """Load an installed module (e.g. one DKMS built for the VM's kernel)."""
+    return ["modprobe", module]

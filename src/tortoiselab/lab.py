@@ -13,7 +13,7 @@ import os
 import subprocess
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -337,6 +337,55 @@ def load_modules(ex: Executor, modules_dir: str, params: dict[str, dict[str, str
     return loaded
 
 
+def requested_algorithms(req: dict) -> set[str]:
+    """Every algorithm a request names: `cc` values anywhere in it and the
+    keys of its module_params."""
+    found: set[str] = set(req.get("module_params", {}))
+
+    def walk(o: object) -> None:
+        if isinstance(o, dict):
+            for k, v in o.items():
+                if k == "cc" and isinstance(v, str):
+                    found.add(v)
+                else:
+                    walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+
+    walk(req)
+    return found
+
+
+@contextmanager
+def host_modules(ex: Executor, needed: set[str], params: dict[str, dict[str, str]]) -> Iterator[dict]:
+    """Our modules on the native backend, where the kernel is the host's and
+    outlives the task: modprobe the ones this task needs that are not loaded
+    (DKMS installs them in the VM), set this run's parameters, and on the way
+    out put back the values found and unload only what this task loaded.
+    Yields {algorithm: parameters as the module reports them}."""
+    from .ccparams import OUR_MODULES
+
+    loaded_here, before, now = [], {}, {}
+    try:
+        for alg in sorted(a for a in needed if a in OUR_MODULES):
+            if alg not in available_algorithms():
+                ex.run(C.modprobe(f"tcp_{alg}"))
+                loaded_here.append(alg)
+            before[alg] = module_params_now(alg)
+            now[alg] = set_module_params(ex, alg, params[alg]) if params.get(alg) else module_params_now(alg)
+        yield now
+    finally:
+        for alg, old in before.items():
+            if alg in loaded_here:
+                continue
+            changed = {k: v for k, v in old.items() if k in params.get(alg, {})}
+            if changed:
+                set_module_params(ex, alg, changed)
+        for alg in loaded_here:
+            ex.run(C.rmmod(f"tcp_{alg}"), check=False)
+
+
 def task_loss_response(ctx: LabContext, req: dict) -> dict:
     """One bulk transfer per arm (algorithm + module parameters) over a
     loss-free path where exactly one data segment is dropped, by a
@@ -423,13 +472,15 @@ def run_task(ctx: LabContext, req: dict) -> dict:
     else:
         task = TASKS[req["task"]]
     result = {"kernel_release": kernel_release(), "uptime_start_s": uptime_s()}
-    if req.get("modules_dir"):
-        result["modules"] = load_modules(ctx.ex, req["modules_dir"], req.get("module_params", {}))
-    result.update({"available_cc": available_algorithms(), "switch": ctx.switch})
-    if ctx.switch == "ovs" and ctx.private_ovs:
-        with private_ovs(ctx.ex):
-            result["task"] = task(ctx, req)
-    else:
+    with ExitStack() as stack:
+        if req.get("modules_dir"):  # uml: the guest's own kernel, ours to change
+            result["modules"] = load_modules(ctx.ex, req["modules_dir"], req.get("module_params", {}))
+        elif req.get("backend") == "native":  # the host's kernel: restored afterwards
+            result["modules"] = stack.enter_context(
+                host_modules(ctx.ex, requested_algorithms(req), req.get("module_params", {})))
+        result.update({"available_cc": available_algorithms(), "switch": ctx.switch})
+        if ctx.switch == "ovs" and ctx.private_ovs:
+            stack.enter_context(private_ovs(ctx.ex))
         result["task"] = task(ctx, req)
     result["uptime_end_s"] = uptime_s()
     return result

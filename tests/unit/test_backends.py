@@ -63,3 +63,22 @@ def test_missing_kernel_says_make_kernel(monkeypatch, tmp_path):
 @pytest.mark.skipif(os.geteuid() == 0, reason="checks the unprivileged case")
 def test_native_needs_root():
     assert B.host_can_emulate(["cubic"]) == (False, "not root")
+
+
+def _fake_host(monkeypatch, cfg: str, installed: set[str]) -> None:
+    monkeypatch.setattr(B.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(B, "host_kernel_config", lambda: cfg)
+    monkeypatch.setattr(B, "installed_module", lambda name: name in installed)
+
+
+def test_native_accepts_our_modules_that_dkms_installed(monkeypatch):
+    # the VM's kernel: Debian's config names no cubic_plus; DKMS put the module in updates/
+    _fake_host(monkeypatch, "CONFIG_NET_SCH_NETEM=y\n", {"tcp_cubic_plus"})
+    assert B.host_can_emulate(["cubic", "cubic_plus"])[0]
+    ok, why = B.host_can_emulate(["cubic", "reno_beta"])
+    assert not ok and why == "host kernel lacks reno_beta"
+
+
+def test_native_refuses_a_host_without_netem(monkeypatch):
+    _fake_host(monkeypatch, "CONFIG_TCP_CONG_CUBIC=y\n", set())
+    assert B.host_can_emulate(["cubic"]) == (False, "host kernel has no netem (CONFIG_NET_SCH_NETEM)")

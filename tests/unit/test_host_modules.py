@@ -1,0 +1,54 @@
+"""The native backend changes the host's kernel: our modules' parameters are
+set for the task and put back afterwards, and only modules the task loaded
+are unloaded. The kernel side (sysfs, modprobe) is replaced by a dict here;
+tests/integration/test_ccmodules.py covers the real modules in the guest."""
+
+import pytest
+
+from tortoiselab import lab
+
+
+class FakeKernel:
+    def __init__(self, loaded: dict[str, dict[str, str]]):
+        self.params = loaded  # module -> its parameters (loaded modules only)
+        self.argv: list[list[str]] = []
+
+    def run(self, argv, check=True):
+        self.argv.append(argv)
+        alg = argv[1][len("tcp_"):]
+        if argv[0] == "modprobe":
+            self.params[alg] = {"beta": "0.500"}
+        elif argv[0] == "rmmod":
+            self.params.pop(alg)
+
+
+@pytest.fixture
+def kernel(monkeypatch):
+    k = FakeKernel({"cubic_plus": {"beta": "0.700", "n": "6"}})
+    monkeypatch.setattr(lab, "available_algorithms", lambda: ["reno", "cubic", *k.params])
+    monkeypatch.setattr(lab, "module_params_now", lambda alg: dict(k.params.get(alg, {})))
+
+    def set_params(ex, alg, ps):
+        k.params[alg].update(ps)
+        return dict(k.params[alg])
+
+    monkeypatch.setattr(lab, "set_module_params", set_params)
+    return k
+
+
+def test_parameters_are_restored_and_only_our_load_is_undone(kernel):
+    req = {"task": "pageload", "module_params": {"cubic_plus": {"beta": "0.900"}},
+           "loads": [{"server": {"cc": "reno_beta"}}, {"server": {"cc": "cubic"}}]}
+    needed = lab.requested_algorithms(req)
+    assert needed == {"cubic_plus", "reno_beta", "cubic"}
+    with lab.host_modules(kernel, needed, req["module_params"]) as now:
+        assert now == {"cubic_plus": {"beta": "0.900", "n": "6"}, "reno_beta": {"beta": "0.500"}}
+    assert kernel.params == {"cubic_plus": {"beta": "0.700", "n": "6"}}
+    assert kernel.argv == [["modprobe", "tcp_reno_beta"], ["rmmod", "tcp_reno_beta"]]
+
+
+def test_restored_even_when_the_task_fails(kernel):
+    with pytest.raises(RuntimeError):
+        with lab.host_modules(kernel, {"cubic_plus"}, {"cubic_plus": {"n": "2"}}):
+            raise RuntimeError("task failed")
+    assert kernel.params["cubic_plus"] == {"beta": "0.700", "n": "6"}
