@@ -49,6 +49,16 @@ bench: setup kernel
 	rm -rf /tmp/tortoise-bench-j1 /tmp/tortoise-bench-j2
 	$(VENV)/bin/tortoise run experiments/quick.yaml --results /tmp/tortoise-bench-j1 --jobs 1 || true
 	$(VENV)/bin/tortoise run experiments/quick.yaml --results /tmp/tortoise-bench-j2 --jobs 2 || true
+	@echo "== determinism: real vs virtual clock; paired vs unpaired CI width (~20 min) =="
+	$(PY) bench/determinism.py --reps 8 || true
+	@echo "== measured PLT / napkin floor per object-size class (0 % loss, virtual clock) =="
+	rm -rf /tmp/tortoise-bench-floor
+	$(VENV)/bin/tortoise run experiments/floor.yaml --results /tmp/tortoise-bench-floor --backend uml --clock virtual || true
+	$(VENV)/bin/tortoise report floor --results /tmp/tortoise-bench-floor || true
+	@echo "== analysis: 1,000 runs' summaries and a 100 MB capture (time, memory) =="
+	$(PY) bench/analysis.py || true
+	@echo "== cluster: local executor vs a private 1-node Slurm, 2 array tasks (root) =="
+	$(PY) bench/slurm_bench.py --runs 8 || true
 
 clean:
 	rm -rf build *.egg-info src/*.egg-info .pytest_cache

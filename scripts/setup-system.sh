@@ -18,7 +18,12 @@ packages=(
   apache2 nghttp2-client curl openssl ca-certificates
   # the lab's interpreter: Debian's python3 (for python3-mininet) + a venv
   python3 python3-venv python3-pip
+  # Slurm for the cluster executor's test: a private single-node cluster the
+  # test configures and starts itself (the machine's daemons stay off, below)
+  slurm-wlm slurmctld slurmd slurm-client munge
 )
+# packages whose postinst would start (and enable) a system-wide daemon
+daemons=(munge slurmctld slurmd)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -52,4 +57,29 @@ done
 echo "setup-system: installing ${install[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
+
+# Daemons we install must not start on this (possibly shared) machine: the
+# test starts its own munge/slurmctld/slurmd in a temporary folder. A
+# policy-rc.d that answers 101 stops invoke-rc.d and deb-systemd-invoke from
+# starting them; we add one only if the machine has none, and remove only ours.
+new_daemons=()
+for d in "${daemons[@]}"; do
+  for m in "${missing[@]}"; do [ "$m" = "$d" ] && new_daemons+=("$d"); done
+done
+policy=/usr/sbin/policy-rc.d
+own_policy=""
+if [ "${#new_daemons[@]}" -gt 0 ] && [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\n# tortoiselab setup-system: no daemon starts during this install\nexit 101\n' \
+    | $SUDO tee "$policy" >/dev/null
+  $SUDO chmod 755 "$policy"
+  own_policy=1
+  trap '$SUDO rm -f "$policy"' EXIT
+fi
 $SUDO apt-get install -y -q --no-install-recommends "${install[@]}"
+# ... nor start at the next boot (systemd enables units in postinst)
+if [ "${#new_daemons[@]}" -gt 0 ] && [ -d /run/systemd/system ]; then
+  $SUDO systemctl disable "${new_daemons[@]/%/.service}" >/dev/null 2>&1 || true
+  echo "setup-system: installed but not enabled: ${new_daemons[*]}"
+fi
+[ -n "$own_policy" ] && $SUDO rm -f "$policy" && trap - EXIT
+true

@@ -35,6 +35,15 @@ CONFIG_TO_ALGO = {
 }
 
 
+# Where the guest's wall clock starts on the virtual clock: 2030-01-01T00:00:00Z
+# (UML's time-travel-start, in ns). Left to itself UML starts it at the host's
+# time of boot, so HTTP Date headers (whose HPACK length depends on the
+# digits), the sub-microsecond phase of capture timestamps and every timer
+# aligned to wall-clock seconds differed between two runs (docs/determinism.md).
+# The lab PKI's validity window contains it.
+VIRTUAL_EPOCH_S = 1893456000
+
+
 class LabError(RuntimeError):
     """The lab could not run a task; the message says what to do."""
 
@@ -214,12 +223,13 @@ def uml_argv(kernel: str, work: Path, clock: str, umid: str, mem_mb: int = 1024,
             f"init={GUEST_INIT}", "con=null", "con0=null,fd:1", "quiet",
             f"TL_WORK={work}", f"TL_PYTHON={sys.executable}", f"TL_RO={':'.join(guest_ro_paths(extra_ro))}"]
     if clock == "virtual":
-        argv.append("time-travel=inf-cpu")
+        argv += [f"time-travel-start={VIRTUAL_EPOCH_S * 10**9}", "time-travel=inf-cpu"]
     return argv
 
 
 def _run_uml(info: BackendInfo, work: Path, timeout_s: float) -> dict:
     assert info.kernel is not None
+    work = Path(work).resolve()  # UML panics in make_umid on a relative uml_dir (e.g. results/ from the CLI)
     umid = f"tl-{os.getpid()}-{int(time.time() * 1000) % 10**8}"
     (work / "uml").mkdir(exist_ok=True)
     req = json.loads((work / "request.json").read_text())

@@ -110,6 +110,9 @@ def cmd_validate(a: argparse.Namespace) -> int:
     runs = expand(exp)
     axes = ", ".join(f"{k} ({len(v)})" for k, v in exp.sweep.items()) or "no sweep"
     print(f"{a.file}: ok: experiment {exp.name!r}, {len(runs)} runs ({axes}; {exp.repetitions} repetitions)")
+    for name in exp.grids:
+        g = load(Path(a.file), grid=name)
+        print(f"  grid {name}: {len(expand(g))} runs -> results/{g.name}")
     return 0
 
 
@@ -118,8 +121,17 @@ def cmd_run(a: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
     from rich.table import Table
 
-    from .runner import run_experiment
+    from . import slurm
+    from .runner import parse_shard, run_experiment
 
+    if a.verify_determinism is not None:
+        from .determinism import cli_verify
+
+        return cli_verify(a)
+    if a.executor == "slurm":
+        return slurm.cli_run(a)
+    slurm.refuse_slurm_options(a)
+    shard = parse_shard(a.shard) if a.shard else None
     console = Console(stderr=True)
     failures = [0]
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -133,7 +145,7 @@ def cmd_run(a: argparse.Namespace) -> int:
                                f"{'ok' if rec['ok'] else 'FAILED: ' + str(rec['error'])[:60]}")
 
         res = run_experiment(Path(a.file), Path(a.results), jobs=a.jobs, backend=a.backend, clock=a.clock,
-                             limit=a.limit, on_progress=progress)
+                             limit=a.limit, on_progress=progress, grid=a.grid, shard=shard)
     import pandas as pd
 
     df = pd.read_parquet(res["table"])
@@ -170,7 +182,12 @@ def cmd_ls(a: argparse.Namespace) -> int:
     for r in rows:
         total = r["total"] if r["total"] is not None else "?"
         print(f"{r['experiment']:<24} {r['done']}/{total} done, {r['failed']} failed, "
-              f"{r['in_progress']} in progress or interrupted")
+              f"{r['running']} running, {r['in_progress'] - r['running']} interrupted")
+        for j in (r.get("slurm") or {}).get("jobs", []):
+            print(f"{'':<24} slurm job {j['job_id']}: {j['tasks']} array tasks: " + ", ".join(
+                f"{j[k]} {k}" for k in ("queued", "running", "done", "failed", "unknown") if j[k] or k != "unknown"))
+        if r.get("slurm"):
+            print(f"{'':<24} {r['slurm']['queued_runs']} runs queued in slurm tasks not yet over")
     return 0
 
 
@@ -211,13 +228,43 @@ def cmd_clean(a: argparse.Namespace) -> int:
 def cmd_report(a: argparse.Namespace) -> int:
     from .report import write_report
 
+    if a.reproduction:
+        return _report_reproduction(a)
+    if a.experiment is None:
+        raise RunnerError("experiment: name an experiment (or its results folder), or give --reproduction")
     d = Path(a.experiment)
     if not d.is_dir():
         d = Path(a.results) / a.experiment
     if not (d / "runs.parquet").exists() and not any(d.glob("*/run.json")):
         raise RunnerError(f"experiment: no results in {d}; run it first with tortoise run")
     out = write_report(d, Path(a.out) if a.out else None)
+    from .report import floor_table, format_floor_table, load_context
+
+    print(format_floor_table(floor_table(load_context(d))))
     print(f"report: {out}")
+    return 0
+
+
+def cmd_grade(a: argparse.Namespace) -> int:
+    from .grade import complete, find_lab, format_report, grade, load_lab
+
+    lab = load_lab(find_lab(a.lab))
+    sections = grade(lab, Path(a.results))
+    print(format_report(lab, sections))
+    return 0 if complete(sections) else 1
+
+
+def _report_reproduction(a: argparse.Namespace) -> int:
+    """REPRODUCTION.md: every seed claim against the studies' results."""
+    from .studies import reproduction_markdown
+
+    out = Path(a.out or "REPRODUCTION.md")
+    text = reproduction_markdown(Path(a.results), None if a.grid == "full" else a.grid)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(out)
+    print(next(line for line in text.splitlines() if line.startswith("**")))
+    print(f"reproduction report: {out}")
     return 0
 
 
@@ -295,7 +342,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--jobs", type=int, default=1, help="lab instances side by side (uml)")
     p.add_argument("--limit", type=int, default=None, help="at most this many pending runs")
+    p.add_argument("--grid", default=None, help="one of the file's grids (e.g. ci, reduced); results go to "
+                                                "results/<name>@<grid>; default: the file's own sweep")
     p.add_argument("--results", default="results")
+    p.add_argument("--shard", default=None, metavar="i/N",
+                   help="only the i-th of N disjoint slices of the sweep (by run id), for any scheduler or a loop")
+    p.add_argument("--executor", default="local", choices=["local", "slurm"],
+                   help="slurm: submit the pending runs as a job array (see README 'On a cluster')")
+    p.add_argument("--partition", default=None, help="slurm: the partition (sbatch --partition)")
+    p.add_argument("--array-parallelism", type=int, default=None, metavar="N",
+                   help="slurm: at most N array tasks at once (sbatch --array=...%%N); default: no limit")
+    p.add_argument("--time", default=None, help="slurm: time limit per array task, e.g. 2:00:00")
+    p.add_argument("--mem", default=None, help="slurm: memory per array task, e.g. 2G")
+    p.add_argument("--wait", action="store_true", help="slurm: wait until the job is over, then report")
+    p.add_argument("--verify-determinism", type=int, nargs="?", const=2, default=None, metavar="N",
+                   help="rerun N (default 2) completed runs, chosen by the experiment's seed, into a scratch "
+                        "folder and compare them with the stored ones (virtual clock only); exit 3 on a difference")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("ls", help="experiments and their progress")
@@ -313,10 +375,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_clean)
 
     p = sub.add_parser("report", help="write a self-contained HTML report of an experiment's runs")
-    p.add_argument("experiment", help="experiment name (under --results) or its results folder")
+    p.add_argument("experiment", nargs="?", help="experiment name (under --results) or its results folder")
     p.add_argument("--results", default="results")
     p.add_argument("--out", default=None)
+    p.add_argument("--reproduction", action="store_true",
+                   help="instead: REPRODUCTION.md, every seed claim against the studies' results (--out to change)")
+    p.add_argument("--grid", default="reduced", help="with --reproduction: the grid whose results to read "
+                                                     "(ci, reduced, or full for the files' own sweeps)")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("grade", help="is a course lab's results folder complete? what is missing, how to fix it")
+    p.add_argument("lab", help="the lab handout: labs/01-tortoise.md, labs/01-tortoise or labs/01")
+    p.add_argument("results", nargs="?", default="results",
+                   help="the lab's results folder (results/<experiment>@<grid>) or the results root (default)")
+    p.set_defaults(func=cmd_grade)
 
     p = sub.add_parser("regions", help="the region path profiles (topologies/regions.yaml + yours)")
     p.set_defaults(func=cmd_regions)

@@ -11,6 +11,21 @@ unknown keys, expanded into runs.
       server.cc: [cubic, hybla]
     exclude:
       - {server.cc: hybla, path.loss_pct: 0}
+    grids:                                  # named smaller (or other) sweeps
+      ci: {repetitions: 1, sweep: {server.cc: [cubic, hybla]}}
+
+Linked axes: a sweep key that joins fields with "+" takes a list of value
+lists and varies those fields together (one point per list), e.g.
+``path.rtt_ms+path.loss_pct: [[100, 0], [100, 2], [20, 0]]`` -- a list of
+conditions rather than their cross product.
+
+Grids: `tortoise run FILE --grid NAME` runs the file with the grid's
+repetitions / sweep / exclude / path / server / client in place of the
+file's own (sweep and exclude replace the file's, and a grid with its own
+sweep drops the file's exclude; path, server and client are merged over
+it). A grid's results go to results/<name>@<grid>, so runs
+of different grids never mix; without --grid the file's own sweep (the
+full grid) runs into results/<name>. Every grid is validated with the file.
 
 Every point of the sweep is a complete configuration and is validated as
 one, so `tortoise validate` reports every error with its path in the file
@@ -34,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .ccparams import OUR_MODULES, ParamError, check_params
 from .pathspec import STOCK_ALGORITHMS, PathSpec, describe_errors
 
-PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html", "base.html")
+PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html", "base.html", "article.html")
 KNOWN_CC = (*STOCK_ALGORITHMS, *OUR_MODULES)
 
 
@@ -106,6 +121,8 @@ class ClientCfg(BaseModel):
     loader: Literal["loader", "h2load", "nghttp"] = "loader"
     protocol: Literal["h2", "h1"] | None = None
     h2load_requests: int = Field(3, ge=1, le=1000)
+    repeat_after_idle_s: float | None = Field(
+        None, gt=0, le=600, description="load the page a second time on the same connection after this idle gap")
     timeout_s: float = Field(120, gt=0, le=3600)
 
     @field_validator("page")
@@ -125,9 +142,54 @@ class RunConfig(BaseModel):
     client: ClientCfg = Field(default_factory=ClientCfg)
 
 
+def _check_axes(v: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """Each axis names <section>.<field> (joined by "+" for linked axes,
+    whose values are lists with one value per field)."""
+    models = {"path": PathCfg, "server": ServerCfg, "client": ClientCfg}
+    for key, values in v.items():
+        fields = key.split("+")
+        for f in fields:
+            section, _, name = f.partition(".")
+            model = models.get(section)
+            if model is None or name not in model.model_fields:
+                raise ValueError(f"sweep axis {key!r}: write <path|server|client>.<field>, e.g. server.cc"
+                                 + (" (linked axes join fields with +)" if len(fields) > 1 else ""))
+        if len(set(fields)) != len(fields):
+            raise ValueError(f"sweep axis {key!r}: a field appears twice")
+        if not isinstance(values, list) or not values:
+            raise ValueError(f"sweep axis {key!r}: give a list of at least one value")
+        if len(fields) > 1:
+            for i, val in enumerate(values):
+                if not isinstance(val, list) or len(val) != len(fields):
+                    raise ValueError(f"sweep axis {key!r}[{i}]: a linked axis takes lists of {len(fields)} "
+                                     f"values (one per field), got {val!r}")
+    return v
+
+
+class Grid(BaseModel):
+    """A named alternative sweep of an experiment (e.g. ci, reduced)."""
+
+    model_config = ConfigDict(extra="forbid")
+    description: str = ""
+    repetitions: int | None = Field(None, ge=1, le=10000)
+    sweep: dict[str, list[Any]] | None = None
+    exclude: list[dict[str, Any]] | None = None
+    path: dict[str, Any] = Field(default_factory=dict)
+    server: dict[str, Any] = Field(default_factory=dict)
+    client: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("sweep")
+    @classmethod
+    def _axes(cls, v: dict[str, list[Any]] | None) -> dict[str, list[Any]] | None:
+        return v if v is None else _check_axes(v)
+
+
+GRID_NAME = r"^[a-z0-9][a-z0-9_\-]{0,31}$"
+
+
 class Experiment(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]{0,63}$")
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]{0,63}$")  # a grid adds @<grid> (apply_grid)
     description: str = ""
     repetitions: int = Field(1, ge=1, le=10000)
     seed: int = Field(1, ge=0, lt=2**63)
@@ -137,17 +199,21 @@ class Experiment(BaseModel):
     client: dict[str, Any] = Field(default_factory=dict)
     sweep: dict[str, list[Any]] = Field(default_factory=dict)
     exclude: list[dict[str, Any]] = Field(default_factory=list)
+    grids: dict[str, Grid] = Field(default_factory=dict, description="named sweeps: tortoise run --grid NAME")
 
     @field_validator("sweep")
     @classmethod
     def _axes(cls, v: dict[str, list[Any]]) -> dict[str, list[Any]]:
-        for key, values in v.items():
-            section, _, field = key.partition(".")
-            model = {"path": PathCfg, "server": ServerCfg, "client": ClientCfg}.get(section)
-            if model is None or field not in model.model_fields:
-                raise ValueError(f"sweep axis {key!r}: write <path|server|client>.<field>, e.g. server.cc")
-            if not values:
-                raise ValueError(f"sweep axis {key!r}: give at least one value")
+        return _check_axes(v)
+
+    @field_validator("grids")
+    @classmethod
+    def _grid_names(cls, v: dict[str, Grid]) -> dict[str, Grid]:
+        import re
+
+        for name in v:
+            if not re.match(GRID_NAME, name):
+                raise ValueError(f"grid name {name!r}: lower-case letters, digits, - and _, e.g. reduced")
         return v
 
 
@@ -168,17 +234,40 @@ class RunSpec:
 
 
 def _set(d: dict, dotted: str, value: Any) -> None:
-    section, _, field = dotted.partition(".")
-    d.setdefault(section, {})[field] = value
+    """Set one sweep value; a linked axis ("a+b") sets each of its fields."""
+    fields = dotted.split("+")
+    for f, v in zip(fields, value if len(fields) > 1 else [value]):
+        section, _, name = f.partition(".")
+        d.setdefault(section, {})[name] = v
 
 
 def _canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
-def load(path: Path) -> Experiment:
-    """Parse and check one experiment file; raise ExperimentError listing
-    every problem with its path in the file."""
+def apply_grid(exp: Experiment, grid: str | None) -> Experiment:
+    """The experiment as the grid runs it, named <name>@<grid> (its results
+    folder); grid None: the file's own sweep, unchanged."""
+    if grid is None:
+        return exp
+    if grid not in exp.grids:
+        have = ", ".join(sorted(exp.grids)) or "none"
+        raise ExperimentError(f"grid: {exp.name} has no grid {grid!r} (its grids: {have}); "
+                              "add it under grids: or leave --grid out for the full sweep")
+    g = exp.grids[grid]
+    merged = {sec: {**getattr(exp, sec), **getattr(g, sec)} for sec in ("path", "server", "client")}
+    return exp.model_copy(update={
+        "name": f"{exp.name.split('@')[0]}@{grid}", "grids": {},
+        "repetitions": g.repetitions if g.repetitions is not None else exp.repetitions,
+        "sweep": g.sweep if g.sweep is not None else exp.sweep,
+        # the file's exclusions name the file's sweep: a grid with a sweep of its own starts without them
+        "exclude": g.exclude if g.exclude is not None else (exp.exclude if g.sweep is None else []), **merged})
+
+
+def load(path: Path, grid: str | None = None) -> Experiment:
+    """Parse and check one experiment file and every grid it defines; raise
+    ExperimentError listing every problem with its path in the file. With
+    `grid`, return the experiment as that grid runs it (apply_grid)."""
     try:
         raw = yaml.safe_load(Path(path).read_text())
     except yaml.YAMLError as exc:
@@ -191,8 +280,16 @@ def load(path: Path) -> Experiment:
         exp = Experiment(**raw)
     except ValidationError as exc:
         raise ExperimentError(describe_errors(exc)) from None
-    expand(exp)  # every point must be valid too
-    return exp
+    errors = []
+    for g in [None, *exp.grids]:
+        try:
+            expand(apply_grid(exp, g))  # every point of every grid must be valid too
+        except ExperimentError as exc:
+            errors.extend(str(exc).splitlines() if g is None else
+                          [f"grids.{g}: {line}" for line in str(exc).splitlines()])
+    if errors:
+        raise ExperimentError("\n".join(errors))
+    return apply_grid(exp, grid)
 
 
 def _points(exp: Experiment) -> list[dict[str, Any]]:
@@ -252,7 +349,7 @@ def _relocate(msg: str, point: dict[str, Any], where: str) -> list[str]:
     out = []
     for line in msg.splitlines():
         field = line.split(":", 1)[0]
-        swept = [k for k in point if field.startswith(k)]
+        swept = [k for k in point if any(field.startswith(f) for f in k.split("+"))]
         out.append(f"{line} [from {where}]" if swept else line)
     return out
 

@@ -7,6 +7,7 @@ task ran, 1 when it raised (the error and traceback are in result.json).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -26,6 +27,24 @@ def write_json_atomic(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
+def code_digest() -> str:
+    """sha256 of the lab code this run executed: the project's modules this
+    process imported, the loader's and the tools' packages (they run as
+    processes of their own), the guest's init and Apache's templates. On the
+    virtual clock a run repeats only with the same code: one more clock read
+    or failed system call in the guest moves every later packet
+    (docs/determinism.md); host-side modules (runner, reports) do not count."""
+    pkg = Path(__file__).resolve().parent
+    files = {Path(m.__file__).resolve() for m in list(sys.modules.values())
+             if getattr(m, "__file__", None) and Path(m.__file__).resolve().is_relative_to(pkg)}
+    files |= {*pkg.glob("client/*.py"), *pkg.glob("tools/*.py"), pkg / "guest" / "init.sh",
+              *(pkg.parent.parent / "webroot").glob("*.tmpl")}
+    h = hashlib.sha256()
+    for f in sorted(f for f in files if f.is_file()):
+        h.update(str(f.relative_to(pkg.parent.parent)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def main(argv: list[str]) -> int:
     req_path = Path(argv[1])
     work = req_path.parent
@@ -41,6 +60,7 @@ def main(argv: list[str]) -> int:
                   "traceback": traceback.format_exc()}
         rc = 1
     result["commands"] = ex.records
+    result["code_digest"] = code_digest()
     write_json_atomic(work / "result.json", result)
     return rc
 

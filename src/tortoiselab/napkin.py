@@ -38,6 +38,24 @@ the doubled window (the lab's client advertises ~42-52 KB early on, which
 costs IW 10 and IW 30 one extra round for 100 KB), delayed ACKs, server and
 client CPU, and HTTP overheads. So measured / floor >= 1, and the gap is
 something to explain.
+
+A page (`page_floor_ms`, and `run_floor` from a run's configuration): the
+set-up, the document, then its objects in one more transfer that continues
+slow start, plus a second origin's DNS (and TCP + TLS when not coalesced).
+Measured on the virtual clock, 0 % loss, 100 ms / 20 Mbit/s, IW 10, CUBIC
+(experiments/floor.yaml): measured / floor 1.016 (tiny), 1.012 (small),
+1.013 (medium), 1.051 (large). What is left over:
+- a few ms per round trip: each flight's first frame and the requests'
+  serialization, HTTP/2 HEADERS and TLS record bytes the floor leaves out;
+- large page: the window overshoots one BDP + the queue (one BDP by default)
+  at the end of slow start, the bottleneck drops a few segments (5 in that
+  run) and their recovery costs about one more round trip;
+- Hybla (ρ = 4 at 100 ms): its initial window of 4 *packets* is filled by
+  the four small post-handshake segments (POST_HANDSHAKE_SEGMENTS, modelled
+  here), and our loader writes each request on its own, so a page's 50
+  requests leave in two batches limited by the client's own initial window:
+  one round trip the floor does not count (tiny page: 711.6 ms against a
+  613.9 ms floor).
 """
 
 from __future__ import annotations
@@ -74,19 +92,29 @@ def tls_round_trips(tls: str | None, iw_pkts: int, cert_flight_bytes: int | None
 
 
 def data_time_ms(rtt_ms: float, rate_mbit: float, size_bytes: int, iw_pkts: int, mss: int = 1448,
-                 header_bytes: int = HEADER_BYTES) -> dict:
+                 header_bytes: int = HEADER_BYTES, growth: float = 2.0, lead_segments: int = 0) -> dict:
     """From the request leaving the client to the response's last byte
     arriving, for an ideal slow-start sender: rounds every RTT while a
-    flight serializes in less than an RTT, then the bottleneck's rate."""
+    flight serializes in less than an RTT, then the bottleneck's rate.
+    `growth`: the window's factor per round (2 for slow start; Hybla's is
+    2^ρ, see `slow_start_window`). `lead_segments`: small segments sent
+    just before (the window counts packets, not bytes), which take their
+    place in the first rounds' windows."""
     if rtt_ms < 0 or rate_mbit <= 0:
         raise ValueError("rtt_ms >= 0 and rate_mbit > 0, please")
+    if growth < 1 or lead_segments < 0:
+        raise ValueError("growth >= 1 and lead_segments >= 0, please")
     segments = math.ceil(size_bytes / mss) if size_bytes > 0 else 0
     per_seg_ms = (mss + header_bytes) * 8 / (rate_mbit * 1e3)
     rounds, sent, saturated = 0, 0, False
-    tail_bytes = 0
+    tail_bytes, lead = 0, lead_segments if segments else 0
     while sent < segments:
         rounds += 1
-        w = min(iw_pkts * 2 ** (rounds - 1), segments - sent)
+        cap = max(1, math.floor(iw_pkts * growth ** (rounds - 1)))
+        taken, lead = min(lead, cap), lead - min(lead, cap)
+        w = min(cap - taken, segments - sent)
+        if w == 0:
+            continue
         if w * per_seg_ms >= rtt_ms or sent + w >= segments:
             saturated = w * per_seg_ms >= rtt_ms and sent + w < segments
             tail_segments = segments - sent
@@ -134,3 +162,140 @@ def ratio(measured_ms: float | None, floor: dict | float) -> float | None:
     if measured_ms is None or not f:
         return None
     return round(measured_ms / f, 4)
+
+
+# --- whole pages ---------------------------------------------------------------
+
+HYBLA_RTT0_MS = 25.0  # tcp_hybla's rtt0 module parameter (its default)
+# Small segments the server sends once the handshake is done, ahead of the
+# document, each taking a place in a window that counts packets: with TLS
+# 1.3, OpenSSL's two NewSessionTicket messages (SSL_CTX_set_num_tickets:
+# "By default, two tickets are issued") and HTTP/2's server preface
+# SETTINGS and its SETTINGS ack (RFC 9113 §3.4, §6.5.3); with TLS 1.2 the
+# ticket rides the server's last handshake flight. Seen in the lab's server
+# capture: 303, 303, 50 and 31 bytes right after the client's Finished.
+POST_HANDSHAKE_SEGMENTS = {"1.3": 4, "1.2": 2}
+
+
+def slow_start_window(cc: str, iw_pkts: int, rtt_ms: float) -> tuple[float, float]:
+    """(first window in segments, growth per round) of a sender's slow start.
+    Linux's Hybla (net/ipv4/tcp_hybla.c, Caini & Firrincieli 2004) sets the
+    window to ρ = max(RTT/rtt0, 1) when the connection starts (overriding
+    the route's initcwnd) and adds 2^ρ − 1 segments per ACKed segment, so the
+    window grows by 2^ρ per round; every other algorithm the lab runs starts
+    at initcwnd and doubles (RFC 5681 slow start, one segment per segment
+    ACKed)."""
+    if cc == "hybla":
+        rho = max(rtt_ms / HYBLA_RTT0_MS, 1.0)
+        return float(math.floor(rho)), 2.0 ** rho
+    return float(iw_pkts), 2.0
+
+
+def page_floor_ms(rtt_ms: float, rate_mbit: float, document_bytes: int, object_bytes: int = 0,
+                  iw_pkts: float = 10, tls: str | None = "1.3", cert_flight_bytes: int | None = None,
+                  dns_lookups: int = 1, second_origin: str = "none", second_origin_bytes: int = 0,
+                  growth: float = 2.0, mss: int = 1448, header_bytes: int = HEADER_BYTES) -> dict:
+    """The floor of an HTTP/2 page load: the document, then its objects.
+
+    - set-up: (d + 1 + h)·RTT, as `floor_ms`;
+    - the document: `data_time_ms` from the initial window;
+    - the objects of the document's origin, requested together once the
+      document has arrived, on the same connection: one more transfer whose
+      first window is what slow start can have reached by then, IW plus one
+      segment for every segment ACKed so far (handshake flight and document;
+      RFC 5681 §3.1 with RFC 3465's byte counting): a lower bound, since
+      Linux grows the window only while the sender is window-limited;
+    - objects of a second origin (the feed page's static host), whose name
+      the client learns from the document: one DNS round trip first, then
+      either on the same connection (`second_origin="coalesced"`) or on a new
+      one (`"connection"`: TCP + TLS, from the initial window), in parallel
+      with the first origin's objects.
+
+    Headers, HTTP/2 frame and TLS record overheads are left out (they only
+    lower the floor). Returns total_ms and its parts."""
+    if second_origin not in ("none", "coalesced", "connection"):
+        raise ValueError(f"second_origin: {second_origin!r}; use none, coalesced or connection")
+    if min(document_bytes, object_bytes, second_origin_bytes, dns_lookups) < 0:
+        raise ValueError("byte counts and dns_lookups >= 0, please")
+    h = tls_round_trips(tls, max(1, math.floor(iw_pkts)), cert_flight_bytes, mss)
+    setup = dns_lookups + 1 + h
+    lead = POST_HANDSHAKE_SEGMENTS.get(tls, 0)
+    doc = data_time_ms(rtt_ms, rate_mbit, document_bytes, iw_pkts, mss, header_bytes, growth, lead)
+    t_doc = setup * rtt_ms + doc["total_ms"]
+    # growth by bytes ACKed (RFC 3465): the small lead segments add next to nothing
+    acked = math.ceil(((cert_flight_bytes or 0) + document_bytes) / mss)
+    w_next = iw_pkts + acked * (growth - 1)
+    none = {"total_ms": 0.0, "rounds": 0, "serialization_ms": 0.0}
+    # each branch: (end, round trips after the document, data rounds, serialization)
+    branches = []
+    separate = second_origin == "connection" and second_origin_bytes > 0
+    same = object_bytes + (second_origin_bytes if second_origin == "coalesced" else 0)
+    if same or not separate:
+        # coalesced objects alone wait for their name; with objects of both
+        # origins the floor lets all of them start at once (lower)
+        wait = 1 if second_origin == "coalesced" and second_origin_bytes and not object_bytes else 0
+        d = data_time_ms(rtt_ms, rate_mbit, same, w_next, mss, header_bytes, growth) if same else none
+        branches.append((t_doc + wait * rtt_ms + d["total_ms"], wait, d["rounds"], d["serialization_ms"]))
+    if separate:  # DNS, TCP and TLS of its own, from the initial window
+        d = data_time_ms(rtt_ms, rate_mbit, second_origin_bytes, iw_pkts, mss, header_bytes, growth)
+        branches.append((t_doc + (2 + h) * rtt_ms + d["total_ms"], 2 + h, d["rounds"], d["serialization_ms"]))
+    end, extra, rounds, ser = max(branches)
+    return {"total_ms": round(end, 3), "rtt_ms": rtt_ms, "rtts": setup + doc["rounds"] + extra + rounds,
+            "dns_rtts": dns_lookups, "tcp_rtts": 1, "tls_rtts": h, "document_rounds": doc["rounds"],
+            "second_origin_rtts": extra, "object_rounds": rounds,
+            "serialization_ms": round(doc["serialization_ms"] + ser, 3),
+            "objects_first_window": round(w_next, 2), "growth": round(growth, 4)}
+
+
+def run_floor(config: dict, manifest: dict, pki: dict | None = None,
+              cached_urls: tuple[str, ...] | list[str] = ()) -> dict:
+    """The floor of one run from its resolved configuration (path, server,
+    client), the site's manifest (the page's objects and sizes) and the lab
+    PKI (the size of the server's handshake flight). Returns
+    {"floor_ms": ..., "model": parts} or {"floor_ms": None, "why": ...} where
+    the model does not apply (h2load and nghttp loads, HTTP/1.1)."""
+    s, c = config.get("server") or {}, config.get("client") or {}
+    path = (config.get("path") or {}).get("resolved") or config.get("path") or {}
+    loader = c.get("loader", "loader")
+    if loader != "loader":
+        return {"floor_ms": None, "why": f"loader {loader}: the floor models our page loader only"}
+    protocol = c.get("protocol") or s.get("protocol", "h2")
+    if protocol != "h2" or s.get("protocol", "h2") != "h2":
+        return {"floor_ms": None, "why": "HTTP/1.1: the floor models one HTTP/2 connection per origin"}
+    rtt, rate = path.get("rtt_ms"), path.get("rate_mbit")
+    if not rtt or not rate:
+        return {"floor_ms": None, "why": "the path has no RTT or no rate"}
+    doc, objects = _page_parts(manifest, c)
+    if doc is None:
+        return {"floor_ms": None, "why": f"{c.get('url') or c.get('page')}: not in the site's manifest"}
+    cached = set(cached_urls)
+    objects = [o for o in objects if o["url"] not in cached]
+    same = sum(o["bytes"] for o in objects if o["origin"] == doc["origin"])
+    other = sum(o["bytes"] for o in objects if o["origin"] != doc["origin"])
+    cert = s.get("cert", "shared")
+    second = "none" if not other else (
+        "coalesced" if c.get("coalescing", True) and c.get("resolution", "same-ip") == "same-ip"
+        and ((pki or {}).get("variants", {}).get(cert, {}).get("coalescing", cert != "separate"))
+        else "connection")
+    flight = ((pki or {}).get("variants", {}).get(cert, {}).get("www") or {}).get("tls13_flight_estimate_bytes")
+    iw, growth = slow_start_window(s.get("cc", "cubic"), int(s.get("initcwnd_pkts") or 10), float(rtt))
+    f = page_floor_ms(float(rtt), float(rate), doc["bytes"], same, iw, tls=s.get("tls", "1.3"),
+                      cert_flight_bytes=flight, dns_lookups=1, second_origin=second, second_origin_bytes=other,
+                      growth=growth)
+    return {"floor_ms": f["total_ms"], "model": f}
+
+
+def _page_parts(manifest: dict, client: dict) -> tuple[dict | None, list[dict]]:
+    """The document and the objects a load fetches, from the manifest."""
+    if client.get("url"):
+        url = client["url"]
+        want = "/" + (url.split("://", 1)[1].partition("/")[2] if "://" in url else url).lstrip("/")
+        for p in (manifest.get("pages") or {}).values():
+            if p["path"] == want:
+                return p["document"], list(p["objects"])
+        for b in manifest.get("bulk") or []:
+            if b["path"] == want:
+                return b, []
+        return None, []
+    p = (manifest.get("pages") or {}).get(client.get("page", "feed.html"))
+    return (p["document"], list(p["objects"])) if p else (None, [])

@@ -133,9 +133,13 @@ def load_context(exp_dir: Path) -> Context:
     # object size of the transfer, for throughput figures
     df["object_bytes"] = [_object_bytes(records.get(r, {})) for r in df["run_id"]]
     df["size_class"] = [figures.size_class(b) for b in df["object_bytes"]]
-    floors = [((records.get(r, {}).get("summary") or {}).get("floor_ms")) for r in df["run_id"]]
-    if "floor_ms" not in df and any(isinstance(f, (int, float)) for f in floors):
-        df["floor_ms"] = pd.to_numeric(pd.Series(floors, index=df.index), errors="coerce")
+    manifest = _lab_json(exp_dir / ".lab" / "site" / "manifest.json")
+    df["object_class"] = [_object_class(records.get(r, {}), manifest) for r in df["run_id"]]
+    pki = _lab_json(exp_dir / ".lab" / "pki" / "pki.json")
+    floors = [_run_floor(records.get(r, {}), manifest, pki) for r in df["run_id"]]
+    df["floor_ms"] = pd.to_numeric(pd.Series([f for f, _ in floors], index=df.index, dtype=object), errors="coerce")
+    df["plt_over_floor"] = pd.to_numeric(pd.Series([q for _, q in floors], index=df.index, dtype=object),
+                                         errors="coerce")
     if len(df):  # sweep points in the file's order, then repetitions
         order = {ax: {v: i for i, v in enumerate(map(_scalar, sweep[ax]))} for ax in axes}
         keys = pd.DataFrame({f"_o{i}": df[ax].map(order[ax]) for i, ax in enumerate(axes)}, index=df.index)
@@ -166,7 +170,77 @@ def _object_bytes(rec: dict) -> float | None:
     return float(s["bytes"]) if isinstance(s.get("bytes"), (int, float)) else None
 
 
+def _lab_json(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _run_floor(rec: dict, manifest: dict, pki: dict) -> tuple[float | None, float | None]:
+    """(floor_ms, plt_over_floor) as the run recorded them; for runs stored
+    before the runner recorded floors, computed the same way from the
+    experiment's site manifest and PKI (tortoiselab.napkin.run_floor)."""
+    from . import napkin
+
+    s = rec.get("summary") or {}
+    if "floor_ms" in s:
+        return s.get("floor_ms"), s.get("plt_over_floor")
+    if not manifest or not rec.get("config"):
+        return None, None
+    try:
+        f = napkin.run_floor(rec["config"], manifest, pki, s.get("cached_urls") or ())["floor_ms"]
+    except (KeyError, ValueError, TypeError):
+        return None, None
+    return f, napkin.ratio(s.get("plt_ms"), f) if f else None
+
+
+def _object_class(rec: dict, manifest: dict) -> str | None:
+    """The object-size class of what a run loaded: a Stony Brook page's
+    class (seed 002), the feed page, or a single object's size class."""
+    c = (rec.get("config") or {}).get("client") or {}
+    if not c.get("url"):
+        page = (manifest.get("pages") or {}).get(c.get("page") or "")
+        if page and page.get("size_class"):
+            sc = page["size_class"]
+            return f"{sc['name']} ({sc['label']})"
+        if c.get("page"):
+            return c["page"].removesuffix(".html") + (f" ({page['n_objects']} objects)" if page else "")
+    b = _object_bytes(rec)
+    return f"single object {figures.size_class(b)}" if b is not None else None
+
+
 # --- tables --------------------------------------------------------------------
+
+
+def floor_table(ctx: Context) -> pd.DataFrame:
+    """Measured PLT / floor per object-size class, configured loss and arm:
+    the ok runs that have both. On the virtual clock and without loss the
+    ratio is what the network and the protocols cost beyond the napkin
+    model (>= 1 by construction of a floor)."""
+    df = ctx.df[ctx.df["ok"].astype(bool) & ctx.df["floor_ms"].notna() & ctx.df["plt_ms"].notna()]
+    keys = ["object_class", "path.loss_pct"] + ([ctx.main_axis] if ctx.main_axis and ctx.main_axis not in
+                                                ("client.page", "client.url") else [])
+    rows = []
+    for key, g in df.groupby(keys, sort=False, dropna=False):
+        r = g["plt_ms"] / g["floor_ms"]
+        rows.append({**dict(zip(keys, key)), "runs": len(g), "clock": ", ".join(sorted(set(map(str, g["clock"])))),
+                     "floor_ms": float(g["floor_ms"].median()), "plt_ms": float(g["plt_ms"].median()),
+                     "ratio_min": float(r.min()), "ratio_median": float(r.median()), "ratio_max": float(r.max())})
+    return pd.DataFrame(rows, columns=[*keys, "runs", "clock", "floor_ms", "plt_ms", "ratio_min", "ratio_median",
+                                       "ratio_max"])
+
+
+def format_floor_table(t: pd.DataFrame) -> str:
+    """The floor table as plain text (for `tortoise report` and `make bench`)."""
+    if not len(t):
+        return "measured PLT / floor: no ok run has both a PLT and a floor"
+    head = [c for c in t.columns if c not in ("floor_ms", "plt_ms", "ratio_min", "ratio_median", "ratio_max")]
+    lines = ["measured PLT / napkin floor per object-size class",
+             "  ".join(f"{h:<28}" if h == "object_class" else f"{h:>10}" for h in head)
+             + f"{'floor ms':>11}{'PLT ms':>11}{'ratio min':>11}{'median':>9}{'max':>8}"]
+    for r in t.to_dict("records"):
+        lines.append("  ".join(f"{str(r[h]):<28}" if h == "object_class" else f"{str(r[h]):>10}" for h in head)
+                     + f"{r['floor_ms']:>11.1f}{r['plt_ms']:>11.1f}{r['ratio_min']:>11.4f}"
+                       f"{r['ratio_median']:>9.4f}{r['ratio_max']:>8.4f}")
+    return "\n".join(lines)
 
 
 def runs_summary(ctx: Context, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0) -> pd.DataFrame:
@@ -555,6 +629,27 @@ def _render(ctx: Context, summary: pd.DataFrame, comp: pd.DataFrame, fid: dict, 
     if fid["failed_runs"]:
         parts.append(_table(["failed run", "error"], [[_e(f["run"]), _e(f["error"])] for f in fid["failed_runs"]],
                             left=2))
+
+    # measured against the floor
+    parts.append("<h2>Measured PLT against the floor</h2>")
+    ft = floor_table(ctx)
+    if len(ft):
+        keys = [c for c in ft.columns if c not in ("runs", "clock", "floor_ms", "plt_ms", "ratio_min",
+                                                   "ratio_median", "ratio_max")]
+        parts.append(_table([_e(k) for k in keys] + ["runs", "clock", "floor ms (median)", "PLT ms (median)",
+                                                     "PLT / floor min", "median", "max"],
+                            [[_e(r[k]) for k in keys] + [str(r["runs"]), _e(r["clock"]), _num(r["floor_ms"]),
+                                                         _num(r["plt_ms"]), _num(r["ratio_min"], 3),
+                                                         _num(r["ratio_median"], 3), _num(r["ratio_max"], 3)]
+                             for r in ft.to_dict("records")], left=len(keys)))
+        parts.append("<p class=muted>Floor: tortoiselab.napkin's model of the run's page over its path, "
+                     "(DNS + TCP + TLS)·RTT, then the document and its objects in slow start from the initial "
+                     "window, and the last round's bytes at the bottleneck rate. It leaves out loss, the "
+                     "client's receive window, delayed ACKs, headers and CPU: with loss the ratio measures what "
+                     "loss recovery costs; without loss on the virtual clock, what the model leaves out.</p>")
+    else:
+        parts.append("<p>No ok run has both a PLT and a floor (the floor models page loads by our loader "
+                     "over HTTP/2).</p>")
 
     # figures
     parts.append("<h2>Figures</h2>")

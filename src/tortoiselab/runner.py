@@ -2,7 +2,11 @@
 boot, stored so that nothing completed is ever lost or overwritten.
 
 results/<experiment>/
-  .lock                   held by the one runner of this experiment (flock)
+  .lock                   held by the one runner of this experiment (flock), or
+                          shared by the shards of its sweep (--shard i/N)
+  .setup.lock             held for seconds: lab assets, cleaning, runs.parquet
+  .claims/<run_id>.lock   held while a run is done (flock); its lines are the
+                          run's attempts: "start <host> <pid> <utc>", "done <utc>"
   .lab/site, .lab/pki     pages and the lab PKI, made once per experiment
   <run_id>/               a completed run (renamed into place as a whole)
     run.json              config, metadata, summary, fidelity: the record
@@ -16,8 +20,10 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +35,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from . import backends
+from .determinism import run_seeds
 from .experiment import Experiment, RunSpec, expand, load, run_order
 from .fidelity import rtt_check
 
@@ -38,28 +45,70 @@ class RunnerError(RuntimeError):
 
 
 @contextmanager
-def experiment_lock(exp_dir: Path) -> Iterator[None]:
+def experiment_lock(exp_dir: Path, shared: bool = False) -> Iterator[None]:
     """One runner per experiment: an exclusive flock on .lock (released by
-    the kernel if the runner dies, so a SIGKILL leaves no stale lock)."""
+    the kernel if the runner dies, so a SIGKILL leaves no stale lock). The
+    shards of a sweep (--shard i/N) hold it shared: they run side by side
+    (per-run claims keep them apart), while a plain runner or `tortoise
+    clean` refuses as long as any shard runs, and the other way round."""
     exp_dir.mkdir(parents=True, exist_ok=True)
     fh = open(exp_dir / ".lock", "a+")
     try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fh, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
     except BlockingIOError:
         fh.seek(0)
         holder = fh.read().strip()
         fh.close()
-        raise RunnerError(f"another runner is working on {exp_dir} ({holder or 'pid unknown'}); "
+        raise RunnerError(f"another runner is working on {exp_dir} ({holder or 'shards of its sweep'}); "
                           "wait for it or stop it first") from None
-    fh.seek(0)
-    fh.truncate()
-    fh.write(f"pid {os.getpid()}\n")
-    fh.flush()
+    if not shared:
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        fh.flush()
     try:
         yield
     finally:
+        if not shared:
+            fh.truncate(0)
         fcntl.flock(fh, fcntl.LOCK_UN)
         fh.close()
+
+
+@contextmanager
+def setup_lock(exp_dir: Path) -> Iterator[None]:
+    """The few steps concurrent shards share, one at a time: cleaning,
+    making the lab assets, rebuilding runs.parquet (seconds each)."""
+    exp_dir.mkdir(parents=True, exist_ok=True)
+    with open(exp_dir / ".setup.lock", "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def parse_shard(spec: str) -> tuple[int, int]:
+    """'i/N' -> (i, N), 1 <= i <= N."""
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", spec or "")
+    if not m:
+        raise RunnerError(f"shard: give i/N, the i-th of N slices of the sweep (e.g. --shard 2/3), not {spec!r}")
+    i, n = int(m.group(1)), int(m.group(2))
+    if n < 1:
+        raise RunnerError(f"shard: N (the number of slices) must be at least 1, got {spec!r}; e.g. --shard 1/4")
+    if not 1 <= i <= n:
+        raise RunnerError(f"shard: i must be between 1 and N={n}, got {i} in {spec!r}; e.g. --shard 1/{n}")
+    return i, n
+
+
+def in_shard(run_id: str, shard: tuple[int, int]) -> bool:
+    """Slice i of N holds the runs whose id, read as a number, is i-1 mod N.
+    The id is a hash of the run's configuration, so the slices are even and
+    a run's slice depends on nothing else: N runners that each work out what
+    is pending at a different moment still split the sweep disjointly, and
+    their union is the whole sweep."""
+    i, n = shard
+    return int(run_id, 16) % n == i - 1
 
 
 def completed(exp_dir: Path, run_id: str) -> bool:
@@ -70,21 +119,90 @@ def stale_work(exp_dir: Path) -> list[Path]:
     return sorted(exp_dir.glob(".*.tmp-*"))
 
 
-def clean_stale(exp_dir: Path) -> list[str]:
+_RUN_TMP = re.compile(r"^\.([0-9a-f]{12})\.tmp-")
+
+
+def _claim_file(exp_dir: Path, run_id: str) -> Path:
+    return exp_dir / ".claims" / f"{run_id}.lock"
+
+
+def _note(fh, what: str) -> None:
+    fh.write(f"{what} {datetime.now(timezone.utc).isoformat()}\n")
+    fh.flush()
+
+
+@contextmanager
+def claim(exp_dir: Path, run_id: str) -> Iterator:
+    """The right to do one run, for one runner on any node: an exclusive
+    flock on .claims/<run_id>.lock, released by the kernel (or NFS's lock
+    manager) when the holder dies. It waits rather than skips, since the
+    holder is either a runner doing this very run (the caller finds it
+    complete afterwards) or a look of a second by clean_stale or ls."""
+    f = _claim_file(exp_dir, run_id)
+    f.parent.mkdir(exist_ok=True)
+    with open(f, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield fh
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextmanager
+def probe_claim(exp_dir: Path, run_id: str) -> Iterator[tuple[bool, str]]:
+    """(free, last 'start' line) of a run's claim, holding it (shared) in
+    the block when free so that no runner starts the run meanwhile."""
+    f = _claim_file(exp_dir, run_id)
+    if not f.exists():  # never claimed: work of a runner older than claims
+        yield True, ""
+        return
+    with open(f, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False, ""
+            return
+        try:
+            fh.seek(0)
+            starts = [ln for ln in fh.read().splitlines() if ln.startswith("start ")]
+            yield True, starts[-1] if starts else ""
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def clean_stale(exp_dir: Path, run_ids: set[str] | None = None) -> list[str]:
     """Remove what interrupted runs left: kill the UML process group each one
-    recorded (uml.pgid) if it still runs, then delete its folder. Completed
-    runs are not touched. Call only while holding the experiment's lock."""
+    recorded (uml.pgid) if it still runs, then delete its folder. Only work
+    whose owner is gone is touched (its claim is free), never a live shard's,
+    and a process group is killed only if its owner ran on this host (the id
+    means nothing on another node). run_ids limits it to those runs (a shard
+    cleans its own slice). Completed runs are not touched."""
     done = []
-    for tmp in stale_work(exp_dir):
-        pg = tmp / "lab" / "uml.pgid"
-        if pg.exists():
-            try:
-                os.killpg(int(pg.read_text()), signal.SIGKILL)
-                done.append(f"killed lab process group {pg.read_text().strip()} of {tmp.name}")
-            except (ProcessLookupError, ValueError):
-                pass
-        shutil.rmtree(tmp, ignore_errors=True)
-        done.append(f"removed {tmp.name}")
+    with setup_lock(exp_dir):
+        for tmp in stale_work(exp_dir):
+            m = _RUN_TMP.match(tmp.name)
+            if m is None:  # lab assets or runs.parquet, made only under setup_lock
+                if tmp.is_dir():
+                    shutil.rmtree(tmp, ignore_errors=True)
+                else:
+                    tmp.unlink(missing_ok=True)
+                done.append(f"removed {tmp.name}")
+                continue
+            if run_ids is not None and m.group(1) not in run_ids:
+                continue
+            with probe_claim(exp_dir, m.group(1)) as (free, last_start):
+                if not free:
+                    continue
+                host = last_start.split()[1] if last_start else socket.gethostname()
+                pg = tmp / "lab" / "uml.pgid"
+                if pg.exists() and host == socket.gethostname():
+                    try:
+                        os.killpg(int(pg.read_text()), signal.SIGKILL)
+                        done.append(f"killed lab process group {pg.read_text().strip()} of {tmp.name}")
+                    except (ProcessLookupError, ValueError):
+                        pass
+                shutil.rmtree(tmp, ignore_errors=True)
+                done.append(f"removed {tmp.name}")
     return done
 
 
@@ -169,6 +287,7 @@ def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path,
         record["ok"] = not ld["summary"].get("error")
         record["error"] = ld["summary"].get("error")
         record["summary"] = {k: v for k, v in ld["summary"].items() if k not in ("raw",)}
+        record["summary"].update(_floor(run, site, pki, record["summary"]))
         record["connections"] = ld["connections"]
         record["capture"] = {"server": ld["capture"], "client": ld["client_capture"]}
         record["meta"] = {
@@ -177,13 +296,16 @@ def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path,
             "server_route": ld["server_route"], "tools": versions,
             "sim_seconds": round(res["uptime_end_s"] - res["uptime_start_s"], 6),
             "load_sim_seconds": ld["load_seconds"],
+            "seeds": run_seeds(run.seed, _load_request(run, site, pki)["loads"][0]["client"]["seed"], site,
+                               Path(pki).parent.parent.name, res["task"].get("seeds", {}), info.clock),
+            "kernel": info.kernel, "code": res.get("code_digest"),  # the lab code that ran (guest.code_digest)
         }
         # configured vs measured: the TCP handshake's round trip in the capture
         rtts = [c["tcp_rtt_ms"] for c in ld["connections"] if c.get("tcp_rtt_ms")]
         fid = rtt_check(run.path, min(rtts) if rtts else None, len(rtts), len(ld["connections"]))
         record["fidelity"] = [fid.as_dict()]
         for name, src in (("page.har", ld.get("har")), ("server.pcap", ld.get("pcap")),
-                          ("client.pcap", ld.get("client_pcap"))):
+                          ("client.pcap", ld.get("client_pcap")), ("cwnd.json", ld.get("cwnd"))):
             if src and Path(src).exists():
                 os.replace(src, tmp / name)
     except backends.LabError as exc:
@@ -201,34 +323,71 @@ def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path,
     return record
 
 
+def _floor(run: RunSpec, site: Path, pki: Path, summary: dict) -> dict:
+    """The run's napkin floor and measured PLT / floor (tortoiselab.napkin),
+    from its resolved path and server settings, the page in the site's
+    manifest and the size of the server's handshake flight."""
+    from . import napkin
+
+    try:
+        f = napkin.run_floor(run.config, json.loads((site / "manifest.json").read_text()),
+                             json.loads((pki / "pki.json").read_text()), summary.get("cached_urls") or ())
+    except (OSError, ValueError, KeyError) as exc:  # a record without a floor beats a lost run
+        f = {"floor_ms": None, "why": f"floor not computed: {exc}"[:300]}
+    return {"floor_ms": f["floor_ms"], "plt_over_floor": napkin.ratio(summary.get("plt_ms"), f["floor_ms"])
+            if f["floor_ms"] else None, "floor_model": f.get("model") or {"why": f.get("why")}}
+
+
+def _claimed_run(run: RunSpec, exp_dir: Path, *args) -> dict | None:
+    """run_one under the run's claim; None if it was complete by the time
+    the claim was ours (done by another runner)."""
+    with claim(exp_dir, run.run_id) as fh:
+        if completed(exp_dir, run.run_id):
+            return None
+        _note(fh, f"start {socket.gethostname()} {os.getpid()}")
+        rec = run_one(run, exp_dir, *args)
+        _note(fh, "done")
+        return rec
+
+
 def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 1, backend: str = "auto",
                    clock: str = "auto", limit: int | None = None,
-                   on_progress: Callable[[dict, int, int], None] | None = None) -> dict:
-    exp = load(exp_file)
+                   on_progress: Callable[[dict, int, int], None] | None = None, grid: str | None = None,
+                   shard: tuple[int, int] | None = None) -> dict:
+    """Every pending run (of slice shard=(i, N) only, if given), each under
+    its claim, so that shards running side by side never do a run twice."""
+    if shard is not None:
+        parse_shard(f"{shard[0]}/{shard[1]}")
+    exp = load(exp_file, grid=grid)  # a grid runs into results/<name>@<grid>
     runs = run_order(exp, expand(exp))
-    exp_dir = results / exp.name
+    mine = [r for r in runs if shard is None or in_shard(r.run_id, shard)]
+    exp_dir = Path(results).resolve() / exp.name  # the guest is given absolute paths only
     ccs = sorted({r.config["server"]["cc"] for r in runs})
     info = backends.choose(backend, clock, ccs)
     if info.backend == "native" and jobs > 1:
         raise RunnerError("jobs: runs on the native backend share the host's kernel; use --jobs 1 (or uml)")
-    with experiment_lock(exp_dir):
-        cleaned = clean_stale(exp_dir)
-        (exp_dir / "experiment.yaml").write_text(Path(exp_file).read_text()) \
-            if not (exp_dir / "experiment.yaml").exists() else None
-        pending = [r for r in runs if not completed(exp_dir, r.run_id)]
+    with experiment_lock(exp_dir, shared=shard is not None):
+        cleaned = clean_stale(exp_dir, None if shard is None else {r.run_id for r in mine})
+        with setup_lock(exp_dir):
+            (exp_dir / "experiment.yaml").write_text(Path(exp_file).read_text()) \
+                if not (exp_dir / "experiment.yaml").exists() else None
+            site, pki = lab_assets(exp_dir)
+        pending = [r for r in mine if not completed(exp_dir, r.run_id)]
         if limit is not None:
             pending = pending[:limit]
-        site, pki = lab_assets(exp_dir)
         versions = tool_versions()
         records, t0 = [], time.monotonic()
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futs = {pool.submit(run_one, r, exp_dir, info, site, pki, versions): r for r in pending}
+            futs = {pool.submit(_claimed_run, r, exp_dir, info, site, pki, versions): r for r in pending}
             for n, fut in enumerate(as_completed(futs), 1):
                 rec = fut.result()
+                if rec is None:  # another runner completed it meanwhile
+                    continue
                 records.append(rec)
                 if on_progress:
                     on_progress(rec, n, len(pending))
-        table = rebuild_table(exp_dir)
+        with setup_lock(exp_dir):
+            table = rebuild_table(exp_dir)
     return {"experiment": exp.name, "dir": str(exp_dir), "total": len(runs), "pending": len(pending),
             "done_now": len(records), "failed_now": sum(1 for r in records if not r["ok"]),
             "wall_seconds": round(time.monotonic() - t0, 3), "cleaned": cleaned, "table": str(table),
@@ -248,6 +407,8 @@ COLUMNS = {
     "client.page": "page", "client.loader": "loader | h2load | nghttp", "client.coalescing": "coalescing on",
     "client.cache_hit_ratio": "cache-hit ratio", "client.resolution": "same-ip | two-ip",
     "plt_ms": "page start (incl. DNS, TCP, TLS) to last byte",
+    "floor_ms": "napkin-model floor of the PLT (tortoiselab.napkin.run_floor)",
+    "plt_over_floor": "measured PLT / floor (>= 1)",
     "plt_from_request_ms": "first request sent to last byte",
     "content_download_ms": "first byte of the base HTML to last byte", "ttfb_ms": "time to first byte",
     "connections_opened": "TCP connections the page used", "reuse_ratio": "coalesced share of 2nd-origin requests",
@@ -271,8 +432,8 @@ def _row(rec: dict) -> dict:
                       ("client", ("page", "loader", "coalescing", "cache_hit_ratio", "resolution"))):
         for k in keys:
             row[f"{sec}.{k}"] = cfg.get(sec, {}).get(k)
-    for k in ("plt_ms", "plt_from_request_ms", "content_download_ms", "ttfb_ms", "connections_opened",
-              "reuse_ratio", "bytes", "throughput_mbit"):
+    for k in ("plt_ms", "floor_ms", "plt_over_floor", "plt_from_request_ms", "content_download_ms", "ttfb_ms",
+              "connections_opened", "reuse_ratio", "bytes", "throughput_mbit"):
         v = s.get(k)
         row[k] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
     fid = (rec.get("fidelity") or [{}])[0]
@@ -306,19 +467,33 @@ def rebuild_table(exp_dir: Path) -> Path:
 
 
 def list_experiments(results: Path) -> list[dict]:
+    from . import slurm  # imports this module
+
     out = []
     for d in sorted(p for p in results.glob("*") if p.is_dir() and not p.name.startswith(".")):
         exp_file = d / "experiment.yaml"
         total = None
         if exp_file.exists():
             try:
-                total = len(expand(load(exp_file)))
+                total = len(expand(load(exp_file, grid=d.name.partition("@")[2] or None)))
             except Exception:  # noqa: BLE001 - a listing must not fail on one bad file
                 total = None
         recs = [json.loads(p.read_text()) for p in d.glob("*/run.json")]
         out.append({"experiment": d.name, "total": total, "done": len(recs),
-                    "failed": sum(1 for r in recs if not r.get("ok")), "in_progress": len(stale_work(d))})
+                    "failed": sum(1 for r in recs if not r.get("ok")), "in_progress": len(stale_work(d)),
+                    "running": _running(d), "slurm": slurm.status(d)})
     return out
+
+
+def _running(exp_dir: Path) -> int:
+    """Runs under way: work folders whose claim a live runner holds."""
+    n = 0
+    for tmp in stale_work(exp_dir):
+        m = _RUN_TMP.match(tmp.name)
+        if m:
+            with probe_claim(exp_dir, m.group(1)) as (free, _):
+                n += not free
+    return n
 
 
 def find_run(results: Path, run_id: str) -> Path:

@@ -178,6 +178,7 @@ def task_pageload(ctx: LabContext, req: dict) -> dict:
     name_files = _guest_name_files(work) if ctx.private_ovs else None
     with mininet_path(ctx, WEB_PATH) as lab:
         lab.configure(path, server_cc="cubic", loss_on=True)
+        out["seeds"] = lab.seeds  # netem's, per direction (recorded in run.json meta.seeds)
         nodes = lab.nodes
         srv = lab.server
         ctx.ex.run(["ip", "addr", "add", f"{SERVER_IP2}/8", "dev", srv.defaultIntf().name], host=srv)
@@ -216,6 +217,8 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, path: PathSpec, load: 
     page = c.get("page", "feed.html")
     url = c.get("url") or f"https://{WWW}/{page}"
     loader = c.get("loader", "loader")
+    probe = _cwnd_probe(ctx)
+    tracer = probe.__enter__()
     t0 = time.monotonic()
     if loader == "loader":
         argv = [sys.executable, "-m", "tortoiselab.client", url, "--ca", web.pki["ca"],
@@ -229,7 +232,10 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, path: PathSpec, load: 
             argv.append("--no-coalescing")
         if c.get("tls_client"):
             argv += ["--tls", c["tls_client"]]
-        ex.run(argv, host=lab.client, check=False, timeout=float(c.get("timeout_s", 60)) + 60)
+        if c.get("repeat_after_idle_s"):
+            argv += ["--repeat-after", str(c["repeat_after_idle_s"])]
+        ex.run(argv, host=lab.client, check=False,
+               timeout=float(c.get("timeout_s", 60)) + float(c.get("repeat_after_idle_s") or 0) + 60)
         summary = json.loads((d / "summary.json").read_text()) if (d / "summary.json").exists() else \
             {"error": "the loader wrote no summary"}
         har = str(d / "page.har")
@@ -273,6 +279,8 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, path: PathSpec, load: 
     # elapsed time of the whole client process (DNS, TCP, TLS, every object):
     # on the virtual clock its own CPU costs nothing, so this is network time
     wall_of_load = time.monotonic() - t0
+    probe.__exit__(None, None, None)
+    cwnd = _write_cwnd(tracer, d / "cwnd.json")
     time.sleep(1.0)  # the last packets reach tcpdump (costs nothing on the virtual clock)
     capstats = _tcpdump_stop(cap)
     ccapstats = _tcpdump_stop(ccap)
@@ -284,7 +292,34 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, path: PathSpec, load: 
     return {"index": i, "server": s, "client": c, "names": names, "summary": summary, "har": har,
             "pcap": str(pcap), "client_pcap": str(cpcap), "capture": capstats, "client_capture": ccapstats,
             "connections": conns, "server_sysctls": sysctls, "server_route": route,
-            "load_seconds": round(wall_of_load, 6)}
+            "load_seconds": round(wall_of_load, 6), "cwnd": cwnd}
+
+
+def _cwnd_probe(ctx: LabContext):
+    """The server's cwnd at every ACK (tcp:tcp_probe on port 443) in the lab
+    guest, whose kernel is the lab's alone; on the native backend tracing is
+    host-wide and needs root, so it is left off there."""
+    from contextlib import nullcontext
+
+    from . import trace
+
+    if not ctx.private_ovs or not trace.EVENT.exists():
+        return nullcontext(None)
+    return trace.tcp_probe(443)
+
+
+def _write_cwnd(tracer, out: Path) -> str | None:
+    """cwnd.json: [t s, snd_cwnd, ssthresh, srtt us, snd_una, snd_nxt] per
+    ACK of the connection with the most samples (the page's main one)."""
+    if tracer is None:
+        return None
+    by_conn: dict[int, list] = {}
+    for s in tracer.samples():
+        by_conn.setdefault(s.dport, []).append([s.t, s.snd_cwnd, s.ssthresh, s.srtt_us, s.snd_una, s.snd_nxt])
+    if not by_conn:
+        return None
+    out.write_text(json.dumps(max(by_conn.values(), key=len)))
+    return str(out)
 
 
 SERVER_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_no_metrics_save",

@@ -78,6 +78,10 @@ def test_report_of_a_real_experiment(tmp_path, lab_kernel):
     # what the report is made of
     ctx = report.load_context(exp_dir)
     assert len(ctx.df) == 4 and ctx.df["ok"].all() and ctx.df["plt_ms"].notna().all()
+    # every run carries its floor, and the runs on the lab kernel the server's cwnd
+    assert ctx.df["floor_ms"].notna().all() and (ctx.df["plt_ms"] >= ctx.df["floor_ms"]).all()
+    assert all((exp_dir / r / "cwnd.json").exists() for r in ctx.df["run_id"])
+    assert len(report.floor_table(ctx)) == 2  # one object-size class (tiny), two arms
     assert ctx.main_axis == "server.cc" and ctx.control == "cubic" and ctx.paired_key is None
     summary = report.runs_summary(ctx, n_resamples=2000)
     assert list(summary["server.cc"]) == ["cubic", "hybla"]
@@ -97,9 +101,12 @@ def test_report_of_a_real_experiment(tmp_path, lab_kernel):
     assert refs and all(r.startswith("data:") for r in refs), [r[:60] for r in refs if not r.startswith("data:")]
     assert "http://" not in page and "https://" not in page
     assert page.count("data:image/png;base64,") >= 2  # PLT CDF and p90 bars
+    for fig in ("plt_cdf", "p90_bars", "plt_vs_floor", "cwnd_1", "cwnd_2", "flights"):
+        assert f"<figure id='{fig}'>" in page, fig
     assert "description: tiny page over 100 ms RTT, 1 % loss; cubic vs hybla" in page  # the file, verbatim
     assert "# two arms x two repetitions of the tiny page on a long, lossy path" in page
     for text in ("Runs per sweep point", "Comparison", "Unpaired", "mann-whitney", "Fidelity", "Metadata",
+                 "Measured PLT against the floor", "tiny (objects &lt; 1 KB)",
                  "tortoiselab git revision", "virtual", "uml"):
         assert text in page, text
 

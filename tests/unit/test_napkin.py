@@ -101,3 +101,99 @@ def test_bad_inputs():
         N.floor_ms(100, 0, 1000, 10)
     with pytest.raises(ValueError):
         N.floor_ms(100, 10, 1000, 10, dns_lookups=-1)
+
+
+# --- whole pages ----------------------------------------------------------------
+
+SEG_20 = 1514 * 8 / 20e3  # ms per full frame at 20 Mbit/s
+
+
+def test_lead_segments_take_their_place_in_the_first_window():
+    # 3 segments behind 4 small ones: one round in a window of 10, two in a window of 4
+    assert N.data_time_ms(100, 20, 3000, 10, lead_segments=4)["rounds"] == 1
+    assert N.data_time_ms(100, 20, 3000, 4, lead_segments=4)["rounds"] == 2
+    assert N.data_time_ms(100, 20, 3000, 4, lead_segments=4, growth=16)["total_ms"] == \
+        pytest.approx(200 + 3 * SEG_20, abs=1e-6)
+    assert N.data_time_ms(100, 20, 0, 4, lead_segments=4)["rounds"] == 0  # nothing of ours to wait for
+
+
+def test_hybla_starts_at_rho_and_multiplies_by_two_to_the_rho():
+    assert N.slow_start_window("cubic", 10, 100) == (10.0, 2.0)
+    assert N.slow_start_window("reno", 3, 600) == (3.0, 2.0)
+    assert N.slow_start_window("hybla", 10, 100) == (4.0, 16.0)  # ρ = 100/25, initcwnd overridden
+    w, g = N.slow_start_window("hybla", 10, 30)
+    assert w == 1.0 and g == pytest.approx(2 ** 1.2)
+    assert N.slow_start_window("hybla", 10, 10) == (1.0, 2.0)  # ρ >= 1
+
+
+def test_page_floor_by_hand():
+    """The lab's tiny page shape: a 3-segment document and 21 segments of
+    objects over 100 ms / 20 Mbit/s, IW 10, TLS 1.3 with a one-segment
+    server flight, one DNS lookup: DNS + TCP + TLS, the document in one
+    round (4 post-handshake segments + 3 fit in 10), then the objects from a
+    window of 10 + 1 + 3 = 14: 14, then 7 segments, the last round's 7 at
+    the bottleneck rate."""
+    f = N.page_floor_ms(100, 20, 3000, 21 * 1448, 10, tls="1.3", cert_flight_bytes=1409, dns_lookups=1)
+    assert (f["dns_rtts"], f["tcp_rtts"], f["tls_rtts"], f["document_rounds"], f["object_rounds"]) == (1, 1, 1, 1, 2)
+    assert f["objects_first_window"] == 14 and f["rtts"] == 6
+    assert f["total_ms"] == pytest.approx(600 + 3 * SEG_20 + 7 * SEG_20, abs=1e-3)
+    # no objects: the document's load alone
+    g = N.page_floor_ms(100, 20, 3000, 0, 10, cert_flight_bytes=1409)
+    assert g["total_ms"] == pytest.approx(400 + 3 * SEG_20, abs=1e-3) and g["object_rounds"] == 0
+
+
+def test_page_floor_second_origin():
+    kw = dict(rtt_ms=100, rate_mbit=20, document_bytes=60_000, object_bytes=0, iw_pkts=10, tls="1.3",
+              cert_flight_bytes=1409, dns_lookups=1, second_origin_bytes=500_000)
+    doc = N.data_time_ms(100, 20, 60_000, 10, lead_segments=4)
+    co = N.page_floor_ms(second_origin="coalesced", **kw)
+    w = 10 + -(-(1409 + 60_000) // 1448)
+    assert co["total_ms"] == pytest.approx(300 + doc["total_ms"] + 100 +
+                                           N.data_time_ms(100, 20, 500_000, w)["total_ms"], abs=1e-3)
+    assert co["second_origin_rtts"] == 1  # its DNS lookup
+    sep = N.page_floor_ms(second_origin="connection", **kw)
+    assert sep["total_ms"] == pytest.approx(300 + doc["total_ms"] + 300 +
+                                            N.data_time_ms(100, 20, 500_000, 10)["total_ms"], abs=1e-3)
+    assert sep["second_origin_rtts"] == 3 and sep["total_ms"] > co["total_ms"]
+    with pytest.raises(ValueError, match="second_origin"):
+        N.page_floor_ms(second_origin="maybe", **kw)
+
+
+MANIFEST = {
+    "pages": {"tiny.html": {"path": "/tiny.html",
+                            "document": {"url": "https://www.lab.test/tiny.html", "origin": "https://www.lab.test",
+                                         "path": "/tiny.html", "bytes": 3000},
+                            "objects": [{"url": f"https://www.lab.test/img/{i}.png", "origin": "https://www.lab.test",
+                                         "bytes": 1448} for i in range(21)]}},
+    "bulk": [{"url": "https://www.lab.test/objects/100000.bin", "origin": "https://www.lab.test",
+              "path": "/objects/100000.bin", "bytes": 100_000}],
+}
+PKI = {"variants": {"shared": {"coalescing": True, "www": {"tls13_flight_estimate_bytes": 1409}}}}
+
+
+def _config(**client):
+    return {"path": {"rtt_ms": 100, "resolved": {"rtt_ms": 100, "rate_mbit": 20, "loss_pct": 0}},
+            "server": {"cc": "cubic", "initcwnd_pkts": 10, "protocol": "h2", "tls": "1.3", "cert": "shared"},
+            "client": {"page": "tiny.html", "loader": "loader", "coalescing": True, **client}}
+
+
+def test_run_floor_from_a_runs_configuration():
+    f = N.run_floor(_config(), MANIFEST, PKI)
+    assert f["floor_ms"] == N.page_floor_ms(100, 20, 3000, 21 * 1448, 10, cert_flight_bytes=1409)["total_ms"]
+    # cached objects are not fetched
+    cached = [o["url"] for o in MANIFEST["pages"]["tiny.html"]["objects"][:14]]
+    assert N.run_floor(_config(), MANIFEST, PKI, cached)["model"]["object_rounds"] == 1
+    # a single object by url: the document alone
+    b = N.run_floor(_config(url="objects/100000.bin"), MANIFEST, PKI)
+    assert b["floor_ms"] == N.page_floor_ms(100, 20, 100_000, 0, 10, cert_flight_bytes=1409)["total_ms"]
+    # hybla: its own window
+    cfg = _config()
+    cfg["server"]["cc"] = "hybla"
+    assert N.run_floor(cfg, MANIFEST, PKI)["model"]["growth"] == 16.0
+
+
+def test_run_floor_says_why_it_does_not_apply():
+    assert "h2load" in N.run_floor(_config(loader="h2load"), MANIFEST, PKI)["why"]
+    assert "HTTP/1.1" in N.run_floor(_config(protocol="h1"), MANIFEST, PKI)["why"]
+    assert "manifest" in N.run_floor(_config(page="feed.html"), MANIFEST, PKI)["why"]
+    assert N.run_floor(_config(page="feed.html"), MANIFEST, PKI)["floor_ms"] is None

@@ -151,6 +151,7 @@ def test_manifest_totals(sites):
 def test_bulk_objects(sites, tmp_path):
     base, m, *_ = sites
     assert [(o["path"], o["bytes"]) for o in m["bulk"]] == [
+        ("/objects/500.bin", 500), ("/objects/5000.bin", 5000), ("/objects/50000.bin", 50_000),
         ("/objects/100000.bin", 100_000), ("/objects/1000000.bin", 1_000_000), ("/objects/10000000.bin", 10_000_000)]
     assert all(o["content_type"] == "application/octet-stream" for o in m["bulk"])
     mm = pages.generate_site(tmp_path / "s", bulk_sizes=(1234, 50_000))
@@ -192,3 +193,14 @@ def test_content_types_match_the_mime_types_apache_reads():
                 table["." + ext] = parts[0]
     for ext, ctype in pages.CONTENT_TYPES.items():
         assert table[ext] == ctype, ext
+
+
+def test_article_page_is_160kb_of_html_alone(sites):
+    """Seed 003's page: one 160 KB document, nothing else to fetch."""
+    base, m, *_ = sites
+    a = m["pages"]["article.html"]
+    assert a["document_bytes"] == pages.ARTICLE_HTML_BYTES == 160_000
+    assert a["n_objects"] == 0
+    text = (base / "a" / "www" / "article.html").read_text()
+    assert text.startswith("<!DOCTYPE html>") and text.endswith("</html>\n")
+    assert "<img" not in text and "src=" not in text

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from cryptography.x509.verification import VerificationError
 
 from tortoiselab.web import pki as P
@@ -73,7 +73,7 @@ def test_keys_match_and_are_private(lab_pki):
             if variant == "large":
                 assert isinstance(key, rsa.RSAPrivateKey) and key.key_size == 4096
             else:
-                assert isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name == "secp256r1"
+                assert isinstance(key, ed25519.Ed25519PrivateKey)
     assert json.loads((Path(lab_pki["ca"]).parent / "pki.json").read_text()) == lab_pki
 
 
@@ -113,3 +113,16 @@ def test_variant_subset_and_bad_names(tmp_path):
     assert not (tmp_path / "p" / "large").exists()
     with pytest.raises(ValueError, match="variants"):
         P.make_pki(tmp_path / "q", variants=("huge",))
+
+
+def test_same_seed_name_same_small_chains(tmp_path):
+    """Deterministic PKI (docs/determinism.md): the same seed name gives
+    byte-identical small chains and keys, another seed name other ones."""
+    a, b, c = (P.make_pki(tmp_path / n, seed_name=s, variants=("shared", "separate"))
+               for n, s in (("a", "exp"), ("b", "exp"), ("c", "other")))
+    for variant, role in (("shared", "www"), ("separate", "www"), ("separate", "static")):
+        files = [Path(x["variants"][variant][role]["cert"]).read_bytes() for x in (a, b, c)]
+        keys = [Path(x["variants"][variant][role]["key"]).read_bytes() for x in (a, b, c)]
+        assert files[0] == files[1] and keys[0] == keys[1]
+        assert files[0] != files[2] and keys[0] != keys[2]
+    assert Path(a["ca"]).read_bytes() == Path(b["ca"]).read_bytes()

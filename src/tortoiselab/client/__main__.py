@@ -51,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-h1-connections", type=int, default=6, metavar="N",
                    help="HTTP/1.1 connections per host (default 6)")
     p.add_argument("--tls", default="any", metavar="1.2|1.3|any", help="TLS version (default any)")
+    p.add_argument("--repeat-after", type=float, default=None, metavar="S",
+                   help="load the page again S seconds after the first load, on the same connections "
+                        "(summary: repeat)")
     p.add_argument("--har", required=True, metavar="OUT.har", help="where to write the HAR")
     p.add_argument("--summary", required=True, metavar="OUT.json", help="where to write the summary")
     p.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
@@ -108,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
             url=a.url, resolve=parse_resolve_args(a.resolve), dns_server=a.dns_server, ca_file=a.ca,
             protocol=a.protocol, coalescing=not a.no_coalescing, cache_hit_ratio=a.cache_hit_ratio,
             seed=a.seed, timeout_s=a.timeout, tls_version=a.tls, connect_timeout_s=a.connect_timeout,
-            request_timeout_s=a.request_timeout, max_h1_connections=a.max_h1_connections)
+            request_timeout_s=a.request_timeout, max_h1_connections=a.max_h1_connections,
+            repeat_after_s=a.repeat_after)
     except OptionError as e:
         return _bad_args(e.for_cli(), argv)
     res = load_page_sync(opts)

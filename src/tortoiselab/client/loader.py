@@ -93,9 +93,21 @@ class PageLoad:
         self._no_coalesce: set[Origin] = set()
         self._h1: dict[Origin, _H1Pool] = {}
         self._failed: dict[Origin, LoadError] = {}
+        self.first_load: tuple[int, int, int] | None = None  # records, conns, lookups of load 1 (repeat)
 
     # -- the page ---------------------------------------------------------------
     async def run(self) -> None:
+        """The load, and with repeat_after_s a second one after that much
+        idle time, on whatever connections the first left open (a new page
+        view on a warm connection: its congestion window is what the server
+        kept, or restarted if it slow-starts after idle)."""
+        await self._load_once()
+        if self.error is None and self.opts.repeat_after_s:
+            self.first_load = (len(self.records), len(self.conns), len(self.resolver.lookups))
+            await asyncio.sleep(self.opts.repeat_after_s)
+            await self._load_once()
+
+    async def _load_once(self) -> None:
         url = self.opts.url
         self._tls()  # load the CA before the clock of the first request starts
         base, body = await self.fetch(url, "document", keep_body=True)
@@ -357,17 +369,30 @@ class PageLoad:
         if error is None and failed:
             error = failed[0].error + (f" ({len(failed)} of {len(self.records)} requests failed)"
                                        if len(failed) > 1 else "")
-        base = self.records[0] if self.records else None
-        last = max((r.last_byte for r in self.records if r.last_byte is not None), default=None)
-        har = build_har(self.records, self.clock, title=self.opts.url,
+        n_rec, n_conn, n_dns = self.first_load or (len(self.records), len(self.conns), len(self.resolver.lookups))
+        records, second = self.records[:n_rec], self.records[n_rec:]
+        base = records[0] if records else None
+        last = max((r.last_byte for r in records if r.last_byte is not None), default=None)
+        har = build_har(records, self.clock, title=self.opts.url,
                         started=base.start if base else self.clock.mono0,
                         on_content_load=base.last_byte if base and base.complete else None,
                         on_load=last if error is None else None,
                         comment=f"load failed: {error}" if error else "")
         page = har["log"]["pages"][0]
-        summary = summarize(self.records, self.conns, self.resolver.lookups, settings=self.opts.as_dict(),
-                            cached_urls=self.cached, assets_found=self.assets_found, error=error,
-                            started_at=page["startedDateTime"])
+        summary = summarize(records, self.conns[:n_conn], self.resolver.lookups[:n_dns],
+                            settings=self.opts.as_dict(), cached_urls=self.cached, assets_found=self.assets_found,
+                            error=error, started_at=page["startedDateTime"])
+        if self.first_load is not None:
+            # the second load: its own timings; connections_opened counts only
+            # the ones it had to open (0 when it ran on the first load's)
+            rep = summarize(second, self.conns[n_conn:], self.resolver.lookups[n_dns:],
+                            settings=self.opts.as_dict(), cached_urls=self.cached, assets_found=self.assets_found,
+                            error=error if any(r.error for r in second) else None)
+            summary["repeat"] = {"idle_s": self.opts.repeat_after_s,
+                                 **{k: rep[k] for k in ("ok", "error", "requests", "bytes", "plt_ms",
+                                                        "plt_from_request_ms", "content_download_ms", "ttfb_ms",
+                                                        "connections_opened")},
+                                 "connection_ids": sorted({r.conn_id for r in second if r.conn_id})}
         summary.update({
             "tls_version_requested": self.opts.tls_version,
             "resolver": self.resolver.describe(),

@@ -30,6 +30,7 @@ FLAGS = {
     "connect_timeout_s": "--connect-timeout",
     "request_timeout_s": "--request-timeout",
     "max_h1_connections": "--max-h1-connections",
+    "repeat_after_s": "--repeat-after",
 }
 
 
@@ -91,6 +92,9 @@ class LoadOptions:
     # each request, from sending it to its last byte; None: only timeout_s bounds it
     request_timeout_s: float | None = None
     max_h1_connections: int = 6
+    # load the page a second time, this long after the first load ended, on
+    # the connections the first one left open (seed 003: tcp_slow_start_after_idle)
+    repeat_after_s: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.url, str):
@@ -122,6 +126,8 @@ class LoadOptions:
         if isinstance(self.max_h1_connections, bool) or not isinstance(self.max_h1_connections, int) \
                 or not 1 <= self.max_h1_connections <= 64:
             raise OptionError("max_h1_connections", f"must be an integer in [1, 64], got {self.max_h1_connections!r}")
+        if self.repeat_after_s is not None:
+            self.repeat_after_s = _finite("repeat_after_s", self.repeat_after_s, 0.0, 600.0, lo_open=True)
         self.resolve = normalize_resolve(self.resolve)
         if self.dns_server is not None:
             parse_dns_server(self.dns_server)

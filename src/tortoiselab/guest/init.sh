@@ -7,7 +7,8 @@
 #
 # The kernel passes TL_WORK, TL_PYTHON and TL_RO from its command line.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-export HOME=/tmp PYTHONDONTWRITEBYTECODE=1 LANG=C.UTF-8
+# PYTHONHASHSEED: the same set/dict iteration order in every run (docs/determinism.md)
+export HOME=/tmp PYTHONDONTWRITEBYTECODE=1 LANG=C.UTF-8 PYTHONHASHSEED=0
 
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys

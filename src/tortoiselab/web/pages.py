@@ -56,7 +56,12 @@ CONTENT_TYPES = {
 }
 
 KB, MB = 1000, 1000 * 1000  # decimal units throughout (file names, docs)
-DEFAULT_BULK_SIZES: tuple[int, ...] = (100 * KB, 1 * MB, 10 * MB)
+# one object per Stony Brook size class (<1 KB, 1-10 KB, 10-100 KB, >1 MB: h2load
+# throughput per class), plus 100 KB and 10 MB bulk transfers
+DEFAULT_BULK_SIZES: tuple[int, ...] = (500, 5 * KB, 50 * KB, 100 * KB, 1 * MB, 10 * MB)
+# The napkin article's page (seed 003): "the 160kb of HTML" of information.dk,
+# one document with nothing else to fetch.
+ARTICLE_HTML_BYTES = 160 * KB
 
 
 @dataclass(frozen=True)
@@ -321,12 +326,32 @@ def _feed_html(site: _Site, a: dict[str, list[dict]], inert: bool = False) -> by
     return out
 
 
+def _article_html(site: _Site) -> bytes:
+    """A news article of exactly ARTICLE_HTML_BYTES: paragraphs of text and
+    no subresources, so a load is one response in slow start (seed 003)."""
+    rng = _rng(site.seed, "html:article")
+    head = ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<title>Tortoise Lab: article (160 KB of HTML)</title>\n</head>\n<body>\n<article>\n"
+            f"<h1>{_words(rng, 6)}</h1>\n")
+    body = _fill(rng, ARTICLE_HTML_BYTES - len("</article>\n</body>\n</html>\n"), head,
+                 lambda r: f"<p>{_words(r, r.randint(40, 120))}.</p>\n", "<!-- ", " -->")
+    return body + b"</article>\n</body>\n</html>\n"
+
+
 def _clear(out_dir: Path) -> None:
     """Remove what a previous run of the generator wrote (only that)."""
     for d in (WWW, STATIC):
         if (out_dir / d).is_dir():
             shutil.rmtree(out_dir / d)
     (out_dir / "manifest.json").unlink(missing_ok=True)
+
+
+# Every file's modification time. Apache derives Last-Modified and the ETag
+# (FileETag MTime Size) from it; HPACK's Huffman code gives digits 5 or 6
+# bits, so the time of generation changed the length of every response's
+# headers by a byte or so, and with it every later segment boundary
+# (docs/determinism.md). 2025-01-01T00:00:00Z, before the virtual clock's start.
+SITE_MTIME = 1735689600
 
 
 def generate_site(out_dir: Path, seed: int = 1, domain: str = "lab.test", *,
@@ -364,11 +389,16 @@ def generate_site(out_dir: Path, seed: int = 1, domain: str = "lab.test", *,
     pages["base.html"] = _page_entry("base.html", site.put(WWW, "base.html", base, "html"), [],
                                      base_of="feed.html")
 
+    pages["article.html"] = _page_entry("article.html", site.put(WWW, "article.html", _article_html(site),
+                                                                   "html"), [])
+
     bulk = [site.put(WWW, f"objects/{s}.bin", _rng(seed, f"bulk:{s}").randbytes(s), "bulk") for s in sizes]
 
-    for root, dirs, _files in os.walk(out_dir):
+    for root, dirs, files in os.walk(out_dir):
         for d in dirs:
             os.chmod(os.path.join(root, d), 0o755)
+        for f in files:  # Last-Modified and ETag come from the mtime (see SITE_MTIME)
+            os.utime(os.path.join(root, f), (SITE_MTIME, SITE_MTIME))
     os.chmod(out_dir, 0o755)
 
     manifest = {

@@ -1,19 +1,34 @@
 """The lab PKI: one root CA per lab and three certificate variants for the
 server, made with `cryptography`. Generated where the caller says, per lab;
-never committed (keys are random on every call).
+never committed.
+
+Deterministic (docs/determinism.md): the same `seed_name` gives byte-identical
+small chains (shared, separate) and a large chain of identical length. The
+CA, the intermediate and the small leaves are Ed25519 keys derived from the
+seed name; Ed25519 signatures are deterministic and always 64 bytes (an
+ECDSA P-256 signature is DER of two random-length integers, 70-72 bytes, so
+every TLS handshake's CertificateVerify, and every certificate made, came out
+a byte longer or shorter at random, shifting every later segment boundary).
+Serial numbers come from the seed name, validity is a fixed window around
+the virtual clock's start (backends.VIRTUAL_EPOCH). The large variant's
+RSA-4096 keys are random (`cryptography` cannot derive RSA keys from a
+seed), but its chain DER is padded to an exact length and RSA signatures
+have a fixed length, so its bytes on the wire have a fixed length too.
+The keys are predictable by design: this CA is trusted by the lab's clients
+alone, for the lab's own names.
 
 Variants (each: a chain PEM = leaf + intermediates, a key, the CA for clients):
 
-- ``shared``: one ECDSA P-256 leaf whose SANs cover www.<domain> and
+- ``shared``: one Ed25519 leaf whose SANs cover www.<domain> and
   static.<domain>: a client may coalesce static onto the www connection
   (RFC 7540 §9.1.1; seed 001, LinkedIn).
-- ``separate``: two ECDSA P-256 leaves, one per hostname: coalescing is not
+- ``separate``: two Ed25519 leaves, one per hostname: coalescing is not
   possible, the client must open a second connection for static.
 - ``large``: one RSA-4096 leaf for both hostnames behind two RSA-4096
   intermediates, padded to a chain of `LARGE_CHAIN_DER_BYTES` (see below).
 
-The small chains (shared, separate) are leaf + one ECDSA P-256 intermediate,
-about 1 KB of DER: the server's whole TLS 1.3 first flight fits in one
+The small chains (shared, separate) are leaf + one Ed25519 intermediate,
+under 1 KB of DER: the server's whole TLS 1.3 first flight fits in one
 1448-byte segment, so it fits any initial window.
 
 The large chain reproduces the napkin article (seed 003): a certificate
@@ -35,6 +50,7 @@ clients) add about 1.1 KB to the ServerHello; the flight still fits in 10.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import math
 import os
@@ -44,7 +60,7 @@ from typing import Sequence
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 VARIANTS = ("shared", "separate", "large")
@@ -53,7 +69,10 @@ INITCWND_SMALL, INITCWND_DEFAULT = 3, 10
 LARGE_CHAIN_DER_BYTES = 6908  # the napkin article's (seed 003) 6908-byte certificate
 LARGE_INTERMEDIATES = 2
 RSA_BITS = 4096
-VALIDITY_DAYS = 3650
+# every certificate's validity: fixed, so that the same seed name gives the
+# same bytes; it contains the virtual clock's start (2030-01-01) and today
+NOT_BEFORE = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)
+NOT_AFTER = dt.datetime(2049, 12, 31, tzinfo=dt.timezone.utc)  # UTCTime ends with 2049
 
 # A private, registration-free OID for the padding extension: 2.25.<UUID>
 # (ITU-T X.667), derived from a name we own. Non-critical, so every client
@@ -97,17 +116,28 @@ def _name(cn: str) -> x509.Name:
                       x509.NameAttribute(NameOID.COMMON_NAME, cn)])
 
 
-def _new_key(kind: str):
-    if kind == "ecdsa-p256":
-        return ec.generate_private_key(ec.SECP256R1())
+def _derived(seed_name: str, label: str, n: int) -> bytes:
+    """n bytes for one key or serial of the PKI, from its seed name and role."""
+    return hashlib.sha256(f"tortoise-lab-pki:{seed_name}:{label}".encode()).digest()[:n]
+
+
+def _new_key(kind: str, seed_name: str = "", label: str = ""):
+    """Ed25519 keys are derived from (seed_name, label); RSA keys are random."""
+    if kind == "ed25519":
+        return ed25519.Ed25519PrivateKey.from_private_bytes(_derived(seed_name, label, 32))
     if kind == "rsa-4096":
         return rsa.generate_private_key(public_exponent=65537, key_size=RSA_BITS)
     raise ValueError(f"key kind: {kind!r}")
 
 
 def _sig_bytes(key) -> int:
-    """Length of a signature this key makes (ECDSA: DER, up to 72 for P-256)."""
-    return key.key_size // 8 if isinstance(key, rsa.RSAPrivateKey) else 72
+    """Length of a signature this key makes (Ed25519: always 64)."""
+    return key.key_size // 8 if isinstance(key, rsa.RSAPrivateKey) else 64
+
+
+def _sign_hash(issuer_key):
+    """Ed25519 signs the message itself (no separate hash algorithm)."""
+    return None if isinstance(issuer_key, ed25519.Ed25519PrivateKey) else hashes.SHA256()
 
 
 def _ski(key) -> x509.SubjectKeyIdentifier:
@@ -116,15 +146,15 @@ def _ski(key) -> x509.SubjectKeyIdentifier:
 
 def _build(subject: str, key, issuer_cert: x509.Certificate | None, issuer_key, *, ca: bool,
            path_len: int | None = None, sans: list[str] | None = None, padding: int | None = None,
-           days: int = VALIDITY_DAYS) -> x509.Certificate:
-    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+           serial_seed: str = "") -> x509.Certificate:
+    serial = int.from_bytes(_derived(serial_seed, f"serial:{subject}", 16), "big") >> 1  # positive, < 2^127
     b = (x509.CertificateBuilder()
          .subject_name(_name(subject))
          .issuer_name(issuer_cert.subject if issuer_cert is not None else _name(subject))
          .public_key(key.public_key())
-         .serial_number(x509.random_serial_number())
-         .not_valid_before(now - dt.timedelta(days=1))
-         .not_valid_after(now + dt.timedelta(days=days))
+         .serial_number(serial)
+         .not_valid_before(NOT_BEFORE)
+         .not_valid_after(NOT_AFTER)
          .add_extension(x509.BasicConstraints(ca=ca, path_length=path_len if ca else None), critical=True)
          .add_extension(_ski(key), critical=False))
     if issuer_cert is not None:
@@ -145,21 +175,22 @@ def _build(subject: str, key, issuer_cert: x509.Certificate | None, issuer_key, 
         # deterministic filler: sizes the certificate, says what it is
         fill = (b"tortoise lab: padding that makes this chain large enough to overflow initcwnd 3. " * (padding // 80 + 1))
         b = b.add_extension(x509.UnrecognizedExtension(PADDING_OID, fill[:padding]), critical=False)
-    return b.sign(issuer_key, hashes.SHA256())
+    return b.sign(issuer_key, _sign_hash(issuer_key))
 
 
 def _der(cert: x509.Certificate) -> bytes:
     return cert.public_bytes(serialization.Encoding.DER)
 
 
-def _padded_leaf(target_chain: int, others: int, key, issuer_cert, issuer_key, cn: str, sans: list[str]):
+def _padded_leaf(target_chain: int, others: int, key, issuer_cert, issuer_key, cn: str, sans: list[str],
+                 serial_seed: str = ""):
     """A leaf whose DER length is exactly target_chain - others: build it with
     padding, measure, correct (DER length fields can shift by a byte), up
     to a few tries; RSA signatures have a fixed length, so this converges."""
     want = target_chain - others
     pad = 0
     for _ in range(8):
-        cert = _build(cn, key, issuer_cert, issuer_key, ca=False, sans=sans, padding=pad)
+        cert = _build(cn, key, issuer_cert, issuer_key, ca=False, sans=sans, padding=pad, serial_seed=serial_seed)
         got = len(_der(cert))
         if got == want:
             return cert
@@ -209,7 +240,8 @@ def make_pki(out_dir: Path, domain: str = "lab.test", seed_name: str = "", *,
     A variant's "cert" is the chain PEM (leaf, then intermediates; no root)
     as Apache's SSLCertificateFile wants it; "key" is mode 0600 (Apache reads
     it as root before it drops to www-data). Clients trust "ca".
-    `seed_name` labels the CA's common name (e.g. the lab or run it is for).
+    `seed_name` labels the CA's common name (e.g. the lab or run it is for)
+    and seeds the Ed25519 keys and the serial numbers (see the module doc).
     The large variant's chain DER is exactly `large_chain_der_bytes`.
     `variants` picks a subset (the large one costs three RSA-4096 keys, ~2 s).
     """
@@ -222,42 +254,43 @@ def make_pki(out_dir: Path, domain: str = "lab.test", seed_name: str = "", *,
     www, static = f"www.{domain}", f"static.{domain}"
     label = f"Tortoise Lab CA {seed_name}".strip()
 
-    ca_key = _new_key("ecdsa-p256")
-    ca = _build(label, ca_key, None, ca_key, ca=True, path_len=None)
+    ca_key = _new_key("ed25519", seed_name, "ca")
+    ca = _build(label, ca_key, None, ca_key, ca=True, path_len=None, serial_seed=seed_name)
     ca_pem, ca_key_pem = out_dir / "ca.pem", out_dir / "ca.key"
     _write_chain(ca_pem, [ca])
     _write_key(ca_key_pem, ca_key)
 
-    # small chains: leaf <- one ECDSA intermediate <- root
-    int_key = _new_key("ecdsa-p256")
-    inter = _build("Tortoise Lab ECDSA Intermediate", int_key, ca, ca_key, ca=True, path_len=0)
+    # small chains: leaf <- one Ed25519 intermediate <- root
+    int_key = _new_key("ed25519", seed_name, "intermediate")
+    inter = _build("Tortoise Lab Ed25519 Intermediate", int_key, ca, ca_key, ca=True, path_len=0,
+                   serial_seed=seed_name)
 
     made: dict[str, dict] = {}
     if "shared" in variants:
         d = out_dir / "shared"
         d.mkdir(exist_ok=True)
-        k = _new_key("ecdsa-p256")
-        leaf = _build(www, k, inter, int_key, ca=False, sans=[www, static])
+        k = _new_key("ed25519", seed_name, "shared")
+        leaf = _build(www, k, inter, int_key, ca=False, sans=[www, static], serial_seed=seed_name)
         _write_chain(d / "cert.pem", [leaf, inter])
         _write_key(d / "key.pem", k)
         e = _leaf_entry(www, d / "cert.pem", d / "key.pem", [leaf, inter], k)
-        made["shared"] = {"coalescing": True, "key_type": "ecdsa-p256", "ca": str(ca_pem),
+        made["shared"] = {"coalescing": True, "key_type": "ed25519", "ca": str(ca_pem),
                           "www": e, "static": {**e, "host": static}}
 
     if "separate" in variants:
         d = out_dir / "separate"
         d.mkdir(exist_ok=True)
-        made["separate"] = {"coalescing": False, "key_type": "ecdsa-p256", "ca": str(ca_pem)}
+        made["separate"] = {"coalescing": False, "key_type": "ed25519", "ca": str(ca_pem)}
         for role, host in (("www", www), ("static", static)):
-            k = _new_key("ecdsa-p256")
-            leaf = _build(host, k, inter, int_key, ca=False, sans=[host])
+            k = _new_key("ed25519", seed_name, f"separate-{role}")
+            leaf = _build(host, k, inter, int_key, ca=False, sans=[host], serial_seed=seed_name)
             _write_chain(d / f"{role}.pem", [leaf, inter])
             _write_key(d / f"{role}.key", k)
             made["separate"][role] = _leaf_entry(host, d / f"{role}.pem", d / f"{role}.key", [leaf, inter], k)
 
     if "large" in variants:
         made["large"] = _large_variant(out_dir / "large", ca, ca_key, str(ca_pem), www, static,
-                                       large_chain_der_bytes)
+                                       large_chain_der_bytes, seed_name)
 
     pki = {"domain": domain, "ca": str(ca_pem), "ca_key": str(ca_key_pem), "hosts": {"www": www, "static": static},
            "window": {"mss_bytes": MSS_BYTES, "initcwnd_small_bytes": INITCWND_SMALL * MSS_BYTES,
@@ -267,7 +300,8 @@ def make_pki(out_dir: Path, domain: str = "lab.test", seed_name: str = "", *,
     return pki
 
 
-def _large_variant(d: Path, ca, ca_key, ca_pem: str, www: str, static: str, target: int) -> dict:
+def _large_variant(d: Path, ca, ca_key, ca_pem: str, www: str, static: str, target: int,
+                   seed_name: str = "") -> dict:
     """RSA-4096 leaf <- LARGE_INTERMEDIATES RSA-4096 intermediates <- root,
     the leaf padded so that the chain DER is exactly `target` bytes."""
     d.mkdir(exist_ok=True)
@@ -275,12 +309,12 @@ def _large_variant(d: Path, ca, ca_key, ca_pem: str, www: str, static: str, targ
     for i in range(LARGE_INTERMEDIATES):
         ik = _new_key("rsa-4096")
         ic = _build(f"Tortoise Lab RSA Intermediate {i + 1}", ik, issuer, issuer_key, ca=True,
-                    path_len=LARGE_INTERMEDIATES - 1 - i)
+                    path_len=LARGE_INTERMEDIATES - 1 - i, serial_seed=seed_name)
         inters.insert(0, ic)
         issuer, issuer_key = ic, ik
     k = _new_key("rsa-4096")
     leaf = _padded_leaf(target, sum(len(_der(c)) for c in inters), k, issuer, issuer_key,
-                        www, [www, static])
+                        www, [www, static], serial_seed=seed_name)
     _write_chain(d / "cert.pem", [leaf, *inters])
     _write_key(d / "key.pem", k)
     e = _leaf_entry(www, d / "cert.pem", d / "key.pem", [leaf, *inters], k)
@@ -292,11 +326,19 @@ def load_chain(path: Path) -> list[x509.Certificate]:
 
 
 def verify_chain(ca_pem: Path, chain_pem: Path, host: str) -> list[x509.Certificate]:
-    """Verify a chain PEM for `host` against the lab CA with cryptography's
-    web-PKI verifier; returns the verified path (leaf ... root), raises on failure."""
-    from cryptography.x509.verification import PolicyBuilder, Store
+    """Verify a chain PEM for `host` against the lab CA with OpenSSL, the
+    library the lab's clients and Apache use (`openssl verify`, strict, TLS
+    server purpose, host name checked). cryptography's web-PKI verifier is not
+    used: the CA/Browser Forum profile it enforces forbids Ed25519 keys, which
+    OpenSSL's TLS accepts. Returns the path (leaf ... root); raises
+    VerificationError naming OpenSSL's reason."""
+    import subprocess
 
-    chain = load_chain(chain_pem)
-    store = Store(load_chain(ca_pem))
-    verifier = PolicyBuilder().store(store).build_server_verifier(x509.DNSName(host))
-    return verifier.verify(chain[0], chain[1:])
+    from cryptography.x509.verification import VerificationError
+
+    argv = ["openssl", "verify", "-x509_strict", "-purpose", "sslserver", "-verify_hostname", host,
+            "-CAfile", str(ca_pem), "-untrusted", str(chain_pem), str(chain_pem)]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        raise VerificationError(f"{chain_pem} for {host}: {(r.stdout + r.stderr).strip()}")
+    return [*load_chain(chain_pem), *load_chain(ca_pem)]

@@ -1,0 +1,307 @@
+"""Deterministic mode: the same run twice on the virtual clock gives the same
+numbers, to the microsecond, and `tortoise run FILE --verify-determinism N`
+shows it for a sample of an experiment's completed runs.
+
+What had to be removed for that is in docs/determinism.md (the guest's wall
+clock start, certificate and header lengths, Python's hash seed, ...). This
+module holds what checks it:
+
+- `fingerprint(run_dir)`: what must repeat, read from a stored run: its PLT,
+  response bytes, the server's retransmissions (counted from server.pcap by
+  tortoiselab.flights) and every packet of the server-side capture, with its
+  timestamp in microseconds and its headers normalized (connections numbered
+  in order of appearance, sequence numbers and TCP timestamps relative to
+  their first value: ports, initial sequence numbers and timestamp offsets
+  are random in the kernel and change nothing else);
+- `compare(a, b)`: every difference between two fingerprints;
+- `verify(...)`: rerun a sample of completed runs into a scratch folder,
+  with the stored experiment's own pages and certificates, and compare;
+- `run_seeds(...)`: every seed a run used, recorded in run.json with the
+  digest of the code that ran in the guest (guest.code_digest), so that a
+  rerun can be checked against it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import socket
+import struct
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dpkt
+
+from . import backends
+
+def run_seeds(run_seed: int, client_seed: int, site: Path, pki_seed_name: str, task_seeds: dict,
+              clock: str) -> dict:
+    """Every seed a run used: the run's own, the loader's (cache-hit choices),
+    netem's per direction (derived from the run's seed in the guest), the
+    page generator's (from the site's manifest), the PKI's seed name, and on
+    the virtual clock the guest's wall-clock start."""
+    try:
+        site_seed = json.loads((Path(site) / "manifest.json").read_text()).get("seed")
+    except (OSError, ValueError):
+        site_seed = None
+    out = {"run": run_seed, "client": client_seed, "site": site_seed, "pki": pki_seed_name,
+           **{k: v for k, v in sorted(task_seeds.items())}}
+    if clock == "virtual":
+        out["virtual_epoch_s"] = backends.VIRTUAL_EPOCH_S
+    return out
+
+
+# --- fingerprints ------------------------------------------------------------
+
+@dataclass
+class Fingerprint:
+    """What must repeat in a run (see the module doc)."""
+
+    run_id: str
+    ok: bool
+    plt_ms: float | None
+    bytes: int | None
+    retransmissions: dict[str, int]
+    packets: list[tuple]
+    seeds: dict = field(default_factory=dict)
+    code: str | None = None
+    clock: str | None = None
+
+
+def _tcp_ts(opts: bytes) -> tuple[int, int] | None:
+    for kind, data in dpkt.tcp.parse_opts(opts):
+        if kind == dpkt.tcp.TCP_OPT_TIMESTAMP and len(data) == 8:
+            return struct.unpack("!II", data)
+    return None
+
+
+def _rel(x: int, base: int | None) -> int | None:
+    """A 32-bit sequence number or timestamp relative to `base` (mod 2^32)."""
+    return (x - base) % 2**32 if base is not None else None
+
+
+def pcap_packets(path: Path, server_port: int = 443) -> list[tuple]:
+    """One tuple per captured packet: (time in us, then the headers that
+    must repeat). TCP: ("tcp", connection number, "c2s"|"s2c", IP length,
+    flags, seq and ack relative to each side's first sequence number,
+    window, TSval and TSecr relative to each side's first TSval). UDP: ("udp",
+    IP length, the ports' roles). Anything else: ("other", frame length)."""
+    conns: dict[tuple, int] = {}
+    isn: dict[tuple, int] = {}
+    ts0: dict[tuple, int] = {}
+    out: list[tuple] = []
+    with open(path, "rb") as fh:
+        reader = dpkt.pcap.Reader(fh)
+        for ts, buf in reader:
+            t_us = round(float(ts) * 1e6)
+            ip = dpkt.ethernet.Ethernet(buf).data
+            if not isinstance(ip, dpkt.ip.IP):
+                out.append((t_us, "other", len(buf)))
+                continue
+            l4 = ip.data
+            if isinstance(l4, dpkt.udp.UDP):
+                out.append((t_us, "udp", ip.len, "to53" if l4.dport == 53 else "from53" if l4.sport == 53 else ""))
+                continue
+            if not isinstance(l4, dpkt.tcp.TCP):
+                out.append((t_us, "ip", ip.len, ip.p))
+                continue
+            s2c = l4.sport == server_port
+            client = (ip.dst, l4.dport) if s2c else (ip.src, l4.sport)
+            n = conns.setdefault(client, len(conns))
+            me, peer = (n, s2c), (n, not s2c)
+            isn.setdefault(me, l4.seq)
+            tsopt = _tcp_ts(l4.opts)
+            if tsopt is not None:
+                ts0.setdefault(me, tsopt[0])
+            out.append((t_us, "tcp", n, "s2c" if s2c else "c2s", ip.len, l4.flags, _rel(l4.seq, isn[me]),
+                        _rel(l4.ack, isn.get(peer)) if l4.flags & dpkt.tcp.TH_ACK else None, l4.win,
+                        _rel(tsopt[0], ts0[me]) if tsopt else None,
+                        _rel(tsopt[1], ts0.get(peer)) if tsopt and tsopt[1] else None))
+    return out
+
+
+def retransmissions(server_pcap: Path) -> dict[str, int]:
+    """The server's retransmissions by kind, summed over the page's
+    connections (tortoiselab.flights), plus their total."""
+    from .flights import RETRANS_KINDS, analyze_pcap
+
+    counts = {k: 0 for k in RETRANS_KINDS}
+    for c in analyze_pcap(server_pcap, keep_series=False):
+        for k in RETRANS_KINDS:
+            counts[k] += c["retrans_counts"][k]
+    counts["total"] = sum(counts[k] for k in RETRANS_KINDS)
+    return counts
+
+
+def fingerprint(run_dir: Path) -> Fingerprint:
+    rec = json.loads((Path(run_dir) / "run.json").read_text())
+    s = rec.get("summary") or {}
+    pcap = Path(run_dir) / "server.pcap"
+    meta = rec.get("meta", {})
+    return Fingerprint(
+        run_id=rec["run_id"], ok=bool(rec.get("ok")), plt_ms=s.get("plt_ms"), bytes=s.get("bytes"),
+        retransmissions=retransmissions(pcap) if pcap.exists() else {},
+        packets=pcap_packets(pcap) if pcap.exists() else [],
+        seeds=meta.get("seeds", {}), code=meta.get("code"),
+        clock=meta.get("clock"))
+
+
+# --- comparing -----------------------------------------------------------------
+
+@dataclass
+class Comparison:
+    run_id: str
+    label: str
+    a: Fingerprint
+    b: Fingerprint
+    differences: list[str]
+    max_dt_us: int | None  # the largest timestamp difference of packets matched by position
+    packets_differing: int  # packets whose time or headers differ
+
+    @property
+    def identical(self) -> bool:
+        return not self.differences
+
+
+def compare(a: Fingerprint, b: Fingerprint, label: str = "") -> Comparison:
+    """Every difference between two runs' fingerprints, one line each."""
+    diffs: list[str] = []
+    if not (a.ok and b.ok):
+        diffs.append(f"load failed: stored ok={a.ok}, rerun ok={b.ok}")
+    for name in ("plt_ms", "bytes", "retransmissions"):
+        va, vb = getattr(a, name), getattr(b, name)
+        if va != vb:
+            diffs.append(f"{name}: {va} vs {vb}")
+    if not a.packets or not b.packets:
+        diffs.append("server.pcap missing")
+    if len(a.packets) != len(b.packets):
+        diffs.append(f"server.pcap: {len(a.packets)} vs {len(b.packets)} packets")
+    dts = [abs(x[0] - y[0]) for x, y in zip(a.packets, b.packets)]
+    n_diff = sum(1 for x, y in zip(a.packets, b.packets) if x != y) + abs(len(a.packets) - len(b.packets))
+    first = next((i for i, (x, y) in enumerate(zip(a.packets, b.packets)) if x != y), None)
+    if first is not None:
+        x, y = a.packets[first], b.packets[first]
+        what = "time" if x[1:] == y[1:] else "headers"
+        diffs.append(f"server.pcap: {n_diff} packets differ, first #{first} ({what}): {x} vs {y}")
+    for k in sorted(set(a.seeds) | set(b.seeds)):
+        if k in a.seeds and k in b.seeds and a.seeds[k] != b.seeds[k]:
+            diffs.append(f"seed {k}: {a.seeds[k]} vs {b.seeds[k]}")
+    return Comparison(a.run_id, label, a, b, diffs, max(dts) if dts else None, n_diff)
+
+
+# --- tortoise run FILE --verify-determinism N ---------------------------------------
+
+class DeterminismError(ValueError):
+    """verify-determinism cannot run as asked; the message says what to do."""
+
+
+def sample_runs(exp_dir: Path, run_ids: list[str], n: int, seed: int) -> list[str]:
+    """n of the completed, successful runs among run_ids, chosen by the
+    experiment's seed (the same sample every time)."""
+    done = sorted(r for r in run_ids if (exp_dir / r / "run.json").exists()
+                  and json.loads((exp_dir / r / "run.json").read_text()).get("ok"))
+    return random.Random(seed).sample(done, min(n, len(done)))
+
+
+def verify(exp_file: Path, results: Path, n: int = 2, jobs: int = 1, backend: str = "auto",
+           clock: str = "auto", grid: str | None = None, scratch: Path | None = None,
+           on_progress=None) -> dict:
+    """Rerun n sampled completed runs of the experiment into a scratch folder
+    (never into its results) and compare each with its stored run. The
+    reruns use the stored experiment's pages and certificates (.lab), so
+    that they get the same bytes."""
+    from .experiment import expand, load, run_order
+    from .runner import run_one, tool_versions
+
+    if n < 1:
+        raise DeterminismError("verify-determinism: give the number of runs to rerun, at least 1 (e.g. 2)")
+    exp = load(Path(exp_file), grid=grid) if grid else load(Path(exp_file))
+    specs = {r.run_id: r for r in run_order(exp, expand(exp))}
+    exp_dir = Path(results).resolve() / exp.name
+    lab = exp_dir / ".lab"
+    if not (lab / "READY").exists():
+        raise DeterminismError(f"verify-determinism: {exp_dir} has no completed runs to compare with; "
+                               f"run the experiment first (tortoise run {exp_file})")
+    chosen = sample_runs(exp_dir, list(specs), n, exp.seed)
+    if not chosen:
+        raise DeterminismError(f"verify-determinism: no completed successful run of {exp.name} in {exp_dir}; "
+                               f"run the experiment first (tortoise run {exp_file})")
+    stored_clocks = {json.loads((exp_dir / r / "run.json").read_text()).get("meta", {}).get("clock") for r in chosen}
+    ccs = sorted({specs[r].config["server"]["cc"] for r in chosen})
+    info = backends.choose(backend, clock, ccs)
+    if info.clock != "virtual" or stored_clocks != {"virtual"}:
+        raise DeterminismError(
+            "verify-determinism: needs runs on the virtual clock (uml backend, --clock virtual); on the real "
+            f"clock a run depends on the machine's load and is not repeatable (stored runs: "
+            f"{', '.join(sorted(map(str, stored_clocks)))} clock; this rerun: {info.backend}, {info.clock} clock). "
+            "bench/determinism.py shows the spread of real-clock reruns.")
+    scratch = Path(scratch or tempfile.mkdtemp(prefix=f"tortoise-verify-{exp.name}-")).resolve()
+    work_dir = scratch / exp.name
+    work_dir.mkdir(parents=True, exist_ok=True)
+    versions = tool_versions()
+    t0 = time.monotonic()
+
+    def one(run_id: str) -> Comparison:
+        run_one(specs[run_id], work_dir, info, lab / "site", lab / "pki", versions)
+        c = compare(fingerprint(exp_dir / run_id), fingerprint(work_dir / run_id), _label(specs[run_id]))
+        if on_progress:
+            on_progress(c)
+        return c
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        comps = list(pool.map(one, chosen))
+    return {"experiment": exp.name, "stored": str(exp_dir), "scratch": str(scratch), "comparisons": comps,
+            "wall_seconds": round(time.monotonic() - t0, 1),
+            "backend": info.backend, "clock": info.clock}
+
+
+def _label(spec) -> str:
+    point = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in spec.point.items())
+    return f"{point + ', ' if point else ''}rep {spec.repetition}"
+
+
+def format_report(rep: dict) -> str:
+    lines = [f"verify-determinism: {rep['experiment']}: {len(rep['comparisons'])} runs rerun on the "
+             f"{rep['clock']} clock into {rep['scratch']} ({rep['wall_seconds']} s)",
+             f"{'run':<13} {'point':<32} {'PLT ms stored':>14} {'rerun':>11} {'bytes':>8} {'retrans':>8} "
+             f"{'packets':>8} {'max |dt| us':>11}  verdict"]
+    for c in rep["comparisons"]:
+        same = lambda x, y: "same" if x == y else "DIFF"  # noqa: E731
+        lines.append(f"{c.run_id:<13} {c.label[:32]:<32} {_f(c.a.plt_ms):>14} {_f(c.b.plt_ms):>11} "
+                     f"{same(c.a.bytes, c.b.bytes):>8} {same(c.a.retransmissions, c.b.retransmissions):>8} "
+                     f"{len(c.b.packets):>8} {_f(c.max_dt_us):>11}  "
+                     f"{'identical' if c.identical else 'DIFFERENT'}")
+        for d in c.differences:
+            lines.append(f"    {d}")
+        if not c.identical and c.a.code and c.b.code and c.a.code != c.b.code:
+            lines.append("    note: the lab's code changed since the stored run (code digest "
+                         f"{c.a.code[:12]} vs {c.b.code[:12]}); a run is repeatable only with the same code")
+    bad = [c for c in rep["comparisons"] if not c.identical]
+    lines.append(f"{len(rep['comparisons']) - len(bad)} of {len(rep['comparisons'])} runs identical "
+                 "(PLT, bytes, retransmissions, every server-side packet's time and headers)")
+    return "\n".join(lines)
+
+
+def _f(x) -> str:
+    return "-" if x is None else f"{x:.3f}" if isinstance(x, float) else str(x)
+
+
+def cli_verify(a) -> int:
+    """`tortoise run FILE --verify-determinism [N]`: 0 when every rerun run is
+    identical to its stored run, 3 otherwise (the scratch folder is kept
+    then, for a look; it is removed when all match)."""
+    rep = verify(Path(a.file), Path(a.results), n=a.verify_determinism, jobs=a.jobs, backend=a.backend,
+                 clock=a.clock, grid=getattr(a, "grid", None),
+                 on_progress=lambda c: print(f"  {c.run_id}: {'identical' if c.identical else 'DIFFERENT'}",
+                                             flush=True))
+    print(format_report(rep))
+    ok = all(c.identical for c in rep["comparisons"])
+    if ok:
+        shutil.rmtree(rep["scratch"], ignore_errors=True)
+    else:
+        print(f"reruns kept in {rep['scratch']} on {socket.gethostname()}")
+    return 0 if ok else 3

@@ -1,0 +1,510 @@
+"""`tortoise grade LAB [RESULTS]`: is a student's results folder complete for
+a course lab, and if not, what is missing and which command fixes it.
+
+A lab (labs/NN-name.md) declares what it needs in its front matter, the YAML
+block between the first two `---` lines of the handout:
+
+    ---
+    title: "Lab 1: the TCP Tortoise"
+    study: tortoise                      # tortoiselab.studies.STUDIES id
+    grid: reduced                        # the experiments' grid (default reduced)
+    min_repetitions: 5                   # completed runs per sweep point
+    fidelity_ok_share: 0.9               # of completed runs, measured RTT = configured
+    max_failed_share: 0.1                # of the lab's runs in the folder
+    expected_minutes: 25
+    notebook: notebooks/01_tortoise.ipynb
+    experiments:
+      - file: experiments/tortoise.yaml  # repository-relative
+        require: {server.cc: [htcp, hybla]}   # optional: only these sweep values
+        min_repetitions: 5                    # optional: overrides the lab's
+    ---
+
+The checks, per experiment, each printed with what is missing and the fix:
+
+- experiment: the folder holds runs of the lab's experiment and grid (each
+  run.json's `experiment` is <name>@<grid>), each run's resolved
+  configuration is one of the grid's points and its run id is the one the
+  lab's seed gives: a run from an edited experiment file is named with the
+  fields that differ. The folder's experiment.yaml (the file of its first
+  run) is compared with the lab's file too, to explain a difference; the runs
+  decide;
+- sweep points: every required point (all points of the grid, or those whose
+  values are in `require`) has at least one completed run;
+- repetitions: every required point has `min_repetitions` completed runs
+  (failed runs do not count);
+- failed runs: at most `max_failed_share` of the folder's matching runs
+  failed, each listed with its error;
+- fidelity: at least `fidelity_ok_share` of the completed runs measured the
+  configured handshake RTT (run.json `fidelity`).
+
+A point is a sweep point of the grid, i.e. one arm in one condition. The
+folder for experiment <name> is RESULTS itself when RESULTS is named
+<name>@<grid> or holds that experiment's runs, else RESULTS/<name>@<grid>
+(RESULTS defaults to results/), so a lab with two experiments is graded
+from the results root or from either folder.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .experiment import Experiment, ExperimentError, expand, load
+from .pathspec import describe_errors
+
+MAX_LINES = 8  # detail lines per check before "... and N more"
+
+
+class GradeError(ValueError):
+    """A bad LAB or RESULTS argument, or a lab file that is wrong: the message
+    names which and says how to fix it."""
+
+
+class ExperimentReq(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    file: str
+    grid: str | None = None
+    min_repetitions: int | None = Field(None, ge=1)
+    require: dict[str, list[Any]] = Field(default_factory=dict)
+
+
+class LabSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: str
+    study: str | None = None
+    grid: str = "reduced"
+    min_repetitions: int = Field(3, ge=1)
+    fidelity_ok_share: float = Field(0.9, ge=0, le=1)
+    max_failed_share: float = Field(0.1, ge=0, le=1)
+    expected_minutes: float | None = Field(None, gt=0)
+    notebook: str | None = None
+    experiments: list[ExperimentReq] = Field(min_length=1)
+
+
+@dataclass
+class Point:
+    """One sweep point of the lab's grid: its label and resolved config."""
+
+    label: str
+    values: dict[str, Any]
+    config: dict
+
+
+@dataclass
+class LabExperiment:
+    """One experiment of a lab, resolved: the grid's experiment and points."""
+
+    file: str
+    grid: str
+    exp: Experiment
+    points: dict[str, Point]  # config key -> point
+    required: list[str]  # config keys of the required points
+    min_repetitions: int
+
+
+@dataclass
+class Lab:
+    path: Path
+    repo: Path
+    spec: LabSpec
+    experiments: list[LabExperiment]
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    summary: str
+    details: list[str] = field(default_factory=list)
+    fix: str | None = None
+
+
+@dataclass
+class Section:
+    """The checks of one experiment of the lab against one folder."""
+
+    experiment: str  # <name>@<grid>
+    folder: Path
+    checks: list[Check]
+    info: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+
+# --- the lab file ----------------------------------------------------------------
+
+
+def find_lab(arg: str, labs_dir: Path = Path("labs")) -> Path:
+    """LAB as given: a handout (labs/01-tortoise.md), the same without .md, or
+    a unique prefix of one (labs/01, 01)."""
+    p = Path(arg)
+    if p.is_file():
+        return p
+    if p.with_suffix(".md").is_file():
+        return p.with_suffix(".md")
+    folder = p.parent if p.parent != Path(".") else labs_dir
+    hits = sorted(folder.glob(f"{p.name}*.md")) if folder.is_dir() else []
+    hits = [h for h in hits if h.name != "README.md"]
+    if len(hits) == 1:
+        return hits[0]
+    have = sorted(h.name for h in labs_dir.glob("*.md") if h.name != "README.md") if labs_dir.is_dir() else []
+    why = f"matches {', '.join(h.name for h in hits)}" if hits else "no such lab handout"
+    raise GradeError(f"LAB {arg!r}: {why}; give one of {', '.join(have) or '(no labs/ here: run from the repository)'}"
+                     ", e.g. tortoise grade labs/01-tortoise.md")
+
+
+def front_matter(text: str, where: str) -> dict:
+    """The YAML between the handout's first two `---` lines."""
+    m = re.match(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", text, re.S)
+    if not m:
+        raise GradeError(f"LAB {where}: no front matter; the handout must start with a --- YAML block "
+                         "(title, experiments, min_repetitions, ...) closed by ---")
+    try:
+        data = yaml.safe_load(m.group(1))
+    except yaml.YAMLError as exc:
+        raise GradeError(f"LAB {where}: front matter is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise GradeError(f"LAB {where}: front matter must be a mapping (title, experiments, ...)")
+    return data
+
+
+def load_lab(path: Path, repo: Path | None = None) -> Lab:
+    """Read and check a lab handout's requirements against its experiments:
+    every file loads with the grid, every required axis and value is in the
+    grid's sweep, and the grid has the repetitions the lab asks for."""
+    path = Path(path)
+    repo = repo or path.resolve().parent.parent
+    try:
+        spec = LabSpec(**front_matter(path.read_text(), str(path)))
+    except ValidationError as exc:
+        raise GradeError(f"LAB {path}: front matter: {describe_errors(exc)}") from None
+    return Lab(path, repo, spec, [_lab_experiment(path, repo, spec, i, req) for i, req in enumerate(spec.experiments)])
+
+
+def _lab_experiment(path: Path, repo: Path, spec: LabSpec, i: int, req: ExperimentReq) -> LabExperiment:
+    where = f"LAB {path}: experiments[{i}]"
+    grid = req.grid or spec.grid
+    f = repo / req.file
+    if not f.is_file():
+        raise GradeError(f"{where}.file: {req.file} does not exist under {repo}; name an experiment file "
+                         "relative to the repository, e.g. experiments/tortoise.yaml")
+    try:
+        exp = load(f, grid=grid)
+    except ExperimentError as exc:
+        raise GradeError(f"{where}: {req.file} with grid {grid!r}: {exc}") from None
+    points: dict[str, Point] = {}
+    for run in expand(exp):
+        points.setdefault(config_key(run.config), Point(point_label(run.point), run.point, _plain(run.config)))
+    for axis, values in req.require.items():
+        if axis not in exp.sweep:
+            raise GradeError(f"{where}.require.{axis}: not a sweep axis of {exp.name} "
+                             f"(axes: {', '.join(exp.sweep) or 'none'})")
+        missing = [v for v in values if v not in exp.sweep[axis]]
+        if missing:
+            raise GradeError(f"{where}.require.{axis}: {missing} not in the grid's values {exp.sweep[axis]}")
+    required = [k for k, p in points.items()
+                if all(p.values.get(a) in vs for a, vs in req.require.items())]
+    reps = req.min_repetitions or spec.min_repetitions
+    if reps > exp.repetitions:
+        raise GradeError(f"{where}.min_repetitions: {reps}, but grid {grid!r} of {req.file} has only "
+                         f"{exp.repetitions} repetitions; lower it or raise the grid's repetitions")
+    return LabExperiment(req.file, grid, exp, points, required, reps)
+
+
+# --- runs and configurations ---------------------------------------------------------
+
+
+def _plain(obj: Any) -> Any:
+    """As run.json stores it (JSON round trip), so configs compare equal."""
+    return json.loads(json.dumps(obj, sort_keys=True, default=str))
+
+
+def config_key(config: dict) -> str:
+    return json.dumps(_plain(config), sort_keys=True, separators=(",", ":"))
+
+
+def point_label(point: dict) -> str:
+    return ", ".join(f"{k}={_fmt(v)}" for k, v in point.items()) or "(the single point)"
+
+
+def _fmt(v: Any) -> str:
+    return json.dumps(v) if isinstance(v, (list, dict)) else str(v)
+
+
+def leaf_diff(mine: Any, lab: Any, prefix: str = "") -> list[tuple[str, Any, Any]]:
+    """(dotted field, yours, the lab's) for every leaf that differs."""
+    if isinstance(mine, dict) and isinstance(lab, dict):
+        out = []
+        for k in sorted(set(mine) | set(lab)):
+            out.extend(leaf_diff(mine.get(k), lab.get(k), f"{prefix}{k}."))
+        return out
+    return [] if mine == lab else [(prefix.rstrip("."), mine, lab)]
+
+
+def closest_diff(config: dict, points: dict[str, Point]) -> list[tuple[str, Any, Any]]:
+    """The differences to the lab's nearest point (fewest differing fields)."""
+    diffs = [leaf_diff(_plain(config), p.config) for p in points.values()]
+    return min(diffs, key=len) if diffs else []
+
+
+def read_runs(folder: Path) -> list[dict]:
+    """Every completed run's record in a results folder (not the in-progress
+    .tmp folders)."""
+    out = []
+    for rj in sorted(folder.glob("*/run.json")):
+        if rj.parent.name.startswith("."):
+            continue
+        try:
+            out.append(json.loads(rj.read_text()))
+        except (OSError, json.JSONDecodeError) as exc:
+            out.append({"run_id": rj.parent.name, "ok": False, "error": f"unreadable run.json: {exc}",
+                        "_unreadable": True})
+    return out
+
+
+def _folder_experiment(folder: Path) -> str | None:
+    """The experiment a results folder holds (its experiment.yaml's name or
+    a run's), None when it is not an experiment's folder."""
+    f = folder / "experiment.yaml"
+    if f.is_file():
+        try:
+            name = (yaml.safe_load(f.read_text()) or {}).get("name")
+            if name:
+                return str(name)
+        except (yaml.YAMLError, AttributeError):
+            pass
+    for rj in folder.glob("*/run.json"):
+        try:
+            return str(json.loads(rj.read_text()).get("experiment"))
+        except (OSError, json.JSONDecodeError):
+            continue
+    return None
+
+
+def results_folder(results: Path, exp: Experiment) -> Path:
+    """RESULTS itself when it holds this experiment (any grid: the grid
+    check then says which), its sibling <name>@<grid> when it holds another
+    experiment, else RESULTS/<name>@<grid>."""
+    base = exp.name.split("@")[0]
+    held = _folder_experiment(results) if results.is_dir() else None
+    if held is None:
+        return results if results.name == exp.name else results / exp.name
+    if held.split("@")[0] == base:
+        return results
+    return results.parent / exp.name
+
+
+# --- the checks ------------------------------------------------------------------
+
+
+def _more(lines: list[str]) -> list[str]:
+    return lines if len(lines) <= MAX_LINES else [*lines[:MAX_LINES], f"... and {len(lines) - MAX_LINES} more"]
+
+
+def run_command(le: LabExperiment, folder: Path) -> str:
+    cmd = f"tortoise run {le.file} --grid {le.grid} --backend uml"
+    parent = folder.parent
+    if parent != Path("results"):
+        cmd += f" --results {shlex.quote(str(parent))}"
+    return cmd
+
+
+def _stored_diff(folder: Path, le: LabExperiment) -> list[str]:
+    """What differs between the folder's experiment.yaml and the lab's file
+    with its grid: name, seed, sweep, settings."""
+    f = folder / "experiment.yaml"
+    if not f.exists():
+        return [f"{folder}/experiment.yaml is missing"]
+    try:
+        raw = yaml.safe_load(f.read_text()) or {}
+        stored = Experiment(**raw) if "@" in str(raw.get("name", "")) else load(f, grid=le.grid)
+    except (ExperimentError, ValidationError, yaml.YAMLError, TypeError) as exc:
+        return [f"experiment.yaml does not load with grid {le.grid!r}: {str(exc).splitlines()[0]}"]
+    ours = le.exp.model_dump(exclude={"grids", "description"})
+    theirs = stored.model_dump(exclude={"grids", "description"})
+    if theirs["repetitions"] >= ours["repetitions"]:  # more repetitions than the lab's are welcome
+        theirs["repetitions"] = ours["repetitions"]
+    return [f"{k}: yours {_fmt(a)}, the lab's {_fmt(b)}" for k, a, b in leaf_diff(theirs, ours)]
+
+
+def check_experiment(le: LabExperiment, folder: Path, runs: list[dict],
+                     matched: dict[str, list[dict]], unmatched: list[dict]) -> Check:
+    name = le.exp.name
+    wrong_name = Counter(str(r.get("experiment")) for r in runs if r.get("experiment") != name)
+    details = [f"{n} runs of {e!r}, not {name!r}" for e, n in wrong_name.items()]
+    fields: Counter = Counter()
+    for r in unmatched:
+        for k, mine, lab in closest_diff(r.get("config") or {}, le.points):
+            fields[(k, _fmt(mine), _fmt(lab))] += 1
+    if unmatched:
+        details.append(f"{len(unmatched)} runs are not at any point of the lab's grid; they differ in:")
+        details += [f"  {k}: yours {mine}, the lab's {lab} ({n} runs)" for (k, mine, lab), n in fields.most_common()]
+    reps = max([int(r.get("repetition") or 0) + 1 for r in runs] + [le.exp.repetitions])
+    ids = {s.run_id for s in expand(le.exp.model_copy(update={"repetitions": reps}))}
+    reseeded = [r for rs in matched.values() for r in rs if r.get("run_id") not in ids]
+    if reseeded:
+        details.append(f"{len(reseeded)} runs have the lab's settings but not its run ids "
+                       "(another seed: the experiment's seed was changed)")
+    n_ok = sum(len(v) for v in matched.values())
+    # the stored file explains a difference; the runs decide (the runner keeps the file of the folder's first run)
+    stored = [f"experiment.yaml: {d}" for d in _stored_diff(folder, le)]
+    if not details:
+        return Check("experiment", True, f"{n_ok} runs, all of {name} ({le.file}, grid {le.grid})", stored)
+    details = stored + details
+    grid_only = wrong_name and all(str(e).split("@")[0] == name.split("@")[0] for e in wrong_name)
+    fix = (f"these are runs of another grid; run the lab's: {run_command(le, folder.parent / name)}"
+           if grid_only else
+           f"run the lab's experiment unchanged (`git diff {le.file}` shows your edits; `git checkout "
+           f"{le.file}` undoes them) into a fresh folder: move {folder} aside (it is yours to keep), then "
+           f"{run_command(le, folder)}")
+    return Check("experiment", False, f"the folder differs from {name} as the lab defines it", _more(details), fix)
+
+
+def check_points(le: LabExperiment, folder: Path, done: dict[str, int]) -> Check:
+    missing = [le.points[k].label for k in le.required if done.get(k, 0) == 0]
+    total = len(le.required)
+    if not missing:
+        return Check("sweep points", True, f"all {total} required points have completed runs")
+    return Check("sweep points", False, f"{len(missing)} of {total} required points have no completed run",
+                 _more(missing), f"{run_command(le, folder)}   (it resumes: only the missing runs are done)")
+
+
+def check_repetitions(le: LabExperiment, folder: Path, done: dict[str, int], failed: dict[str, int]) -> Check:
+    short = [k for k in le.required if 0 < done.get(k, 0) < le.min_repetitions]
+    need = le.min_repetitions
+    if not short and all(done.get(k, 0) >= need for k in le.required):
+        return Check("repetitions", True, f"every required point has >= {need} completed runs")
+    lines = [f"{le.points[k].label}: {done.get(k, 0)} of {need}"
+             + (f" ({failed[k]} failed)" if failed.get(k) else "") for k in short]
+    return Check("repetitions", False, f"{len(short)} points have fewer than {need} completed runs"
+                 + ("" if short else " (see sweep points)"), _more(lines),
+                 f"{run_command(le, folder)}   (failed runs are kept and not redone: see failed runs)")
+
+
+def check_failures(le: LabExperiment, folder: Path, matched_all: list[dict], max_share: float) -> Check:
+    bad = [r for r in matched_all if not r.get("ok")]
+    n = len(matched_all)
+    share = len(bad) / n if n else 0.0
+    lines = [f"{r['run_id']} ({le.points[config_key(r.get('config') or {})].label}): "
+             f"{str(r.get('error') or 'failed').splitlines()[0][:160]}" for r in bad]
+    summary = f"{len(bad)} of {n} runs failed ({share:.0%}; at most {max_share:.0%} allowed)"
+    if share <= max_share:
+        return Check("failed runs", True, summary, _more(lines))
+    fix = (f"see why with `tortoise show RUN_ID --results {folder.parent}`; a failed run stays in the folder "
+           f"and is not redone: move its folder out of {folder} (keep it), then {run_command(le, folder)}")
+    return Check("failed runs", False, summary, _more(lines), fix)
+
+
+JITTER_SIGMAS = 3.0  # allowance for one RTT sample on a path with jitter
+
+
+def _fidelity(rec: dict) -> tuple[bool | None, str, bool]:
+    """The run's recorded RTT check: (faithful, why, by the jitter allowance).
+    The runner compares one handshake RTT with a tolerance of max(0.5 ms,
+    1 %), which a path with netem jitter (normal, sigma = jitter_ms per
+    direction, so sigma*sqrt(2) per round trip) cannot meet with one sample;
+    there the run counts as faithful when the sample is within JITTER_SIGMAS
+    of those sigmas around the expected RTT."""
+    fid = (rec.get("fidelity") or [None])[0]
+    if not isinstance(fid, dict):
+        return None, "no fidelity measurement", False
+    ok, measured, expected = bool(fid.get("ok")), fid.get("measured"), fid.get("expected")
+    why = (f"{fid.get('quantity', 'RTT')} measured {measured} {fid.get('unit', '')}, expected {expected} "
+           f"[{fid.get('low')}, {fid.get('high')}]")
+    jitter = float((rec.get("path") or {}).get("jitter_ms") or 0)
+    if ok or jitter <= 0 or not isinstance(measured, (int, float)) or not isinstance(expected, (int, float)):
+        return ok, why, False
+    band = JITTER_SIGMAS * jitter * 2 ** 0.5
+    return abs(measured - expected) <= band, f"{why}; jitter {jitter:g} ms allows +-{band:.1f} ms", True
+
+
+def check_fidelity(ok_runs: list[dict], share_needed: float) -> Check:
+    verdicts = [(r, *_fidelity(r)) for r in ok_runs]
+    good = sum(1 for _, v, _, _ in verdicts if v)
+    n = len(verdicts)
+    share = good / n if n else 0.0
+    jittered = sum(1 for _, v, _, by_jitter in verdicts if v and by_jitter)
+    summary = (f"{good} of {n} completed runs measured the configured path ({share:.0%}; {share_needed:.0%} needed"
+               + (f"; {jittered} of them within the path's jitter" if jittered else "") + ")")
+    lines = [f"{r['run_id']}: {why}" for r, v, why, _ in verdicts if not v]
+    if n and share >= share_needed:
+        return Check("fidelity", True, summary, _more(lines))
+    fix = ("runs whose measured RTT is off ran on a lab that was not doing what it was told: check it with "
+           "`tortoise probe --backend uml`, run on the uml backend with the virtual clock (its results do not "
+           "depend on how busy the laptop is), move the off runs out of the folder and run again")
+    return Check("fidelity", False, summary, _more(lines), fix if n else None)
+
+
+def grade_experiment(lab: Lab, le: LabExperiment, results: Path) -> Section:
+    folder = results_folder(results, le.exp)
+    if not folder.is_dir():
+        return Section(le.exp.name, folder, [Check(
+            "results folder", False, f"{folder} does not exist",
+            fix=f"{run_command(le, folder)}   (writes {folder}; or pass the folder it wrote as RESULTS)")])
+    runs = read_runs(folder)
+    if not runs:
+        return Section(le.exp.name, folder, [Check(
+            "results folder", False, f"{folder} has no completed runs",
+            fix=f"{run_command(le, folder)}")])
+    matched: dict[str, list[dict]] = {}
+    unmatched = []
+    for r in runs:
+        k = config_key(r.get("config") or {})
+        if k in le.points and r.get("experiment") == le.exp.name:
+            matched.setdefault(k, []).append(r)
+        elif k not in le.points:
+            unmatched.append(r)
+    done = {k: sum(1 for r in rs if r.get("ok")) for k, rs in matched.items()}
+    failed = {k: sum(1 for r in rs if not r.get("ok")) for k, rs in matched.items()}
+    matched_all = [r for rs in matched.values() for r in rs]
+    ok_runs = [r for r in matched_all if r.get("ok")]
+    checks = [check_experiment(le, folder, runs, matched, unmatched), check_points(le, folder, done),
+              check_repetitions(le, folder, done, failed),
+              check_failures(le, folder, matched_all, lab.spec.max_failed_share),
+              check_fidelity(ok_runs, lab.spec.fidelity_ok_share)]
+    envs = Counter(f"{(r.get('meta') or {}).get('backend')} backend, {(r.get('meta') or {}).get('clock')} clock"
+                   for r in ok_runs)
+    info = [f"ran on: " + "; ".join(f"{e} ({n} runs)" for e, n in envs.most_common())] if envs else []
+    return Section(le.exp.name, folder, checks, info)
+
+
+def grade(lab: Lab, results: Path) -> list[Section]:
+    results = Path(results)
+    if results.exists() and not results.is_dir():
+        raise GradeError(f"RESULTS {results}: is a file; give the results folder `tortoise run` printed "
+                         "(e.g. results/tortoise@reduced) or the results root (results)")
+    if not results.exists():
+        names = ", ".join(str(results_folder(Path("results"), le.exp)) for le in lab.experiments)
+        raise GradeError(f"RESULTS {results}: no such folder; run the lab first (its handout, {lab.path}, says "
+                         f"how), then give its folder ({names}) or the results root")
+    return [grade_experiment(lab, le, results) for le in lab.experiments]
+
+
+def format_report(lab: Lab, sections: list[Section]) -> str:
+    out = [f"{lab.spec.title} ({lab.path})"]
+    for s in sections:
+        out.append(f"\n{s.experiment}: {s.folder}")
+        for c in s.checks:
+            out.append(f"  [{'ok' if c.ok else 'MISSING'}] {c.name}: {c.summary}")
+            out.extend(f"        {d}" for d in c.details)
+            if not c.ok and c.fix:
+                out.append(f"        fix: {c.fix}")
+        out.extend(f"  {line}" for line in s.info)
+    n_bad = sum(1 for s in sections for c in s.checks if not c.ok)
+    out.append("\ncomplete: every requirement of the lab is met" if n_bad == 0 else
+               f"\nnot complete: {n_bad} requirement{'s' if n_bad > 1 else ''} missing (see fix: lines above)")
+    return "\n".join(out)
+
+
+def complete(sections: list[Section]) -> bool:
+    return all(s.ok for s in sections)

@@ -1,0 +1,86 @@
+"""What the notebooks (notebooks/*.ipynb) import: one call from an
+experiment's name to its tidy table, so that a notebook stays thin and the
+test suite can point it at a small dataset.
+
+    from tortoiselab import notebook
+    runs = notebook.load("quick")          # results/quick, one row per run
+
+The results folder is, in order: the `results` argument, the environment
+variable TORTOISE_RESULTS, then ./results (or ../results when a notebook
+runs from notebooks/).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from . import report
+
+RESULTS_ENV = "TORTOISE_RESULTS"
+
+
+def results_dir(results: str | Path | None = None) -> Path:
+    """Where the experiments' result folders are (see the module's docstring)."""
+    if results is not None:
+        return Path(results)
+    if os.environ.get(RESULTS_ENV):
+        return Path(os.environ[RESULTS_ENV])
+    here = Path("results")
+    return here if here.is_dir() or not Path("../results").is_dir() else Path("../results")
+
+
+def context(experiment: str, results: str | Path | None = None) -> report.Context:
+    """Everything the report knows about an experiment's runs (tortoiselab.report.Context:
+    the table, the swept axes, the arm and control it compares, run records)."""
+    exp_dir = results_dir(results) / experiment
+    if not exp_dir.is_dir():
+        raise FileNotFoundError(f"{exp_dir}: no results for experiment {experiment!r}; run "
+                                f"`tortoise run experiments/{experiment}.yaml` first, or set {RESULTS_ENV} "
+                                f"to the folder that holds {experiment}/")
+    return report.load_context(exp_dir)
+
+
+def load(experiment: str, results: str | Path | None = None, ok_only: bool = False) -> pd.DataFrame:
+    """The experiment's runs table (runs.parquet's columns, the swept axes,
+    object class, floor and measured / floor), one row per completed run in
+    the sweep's order; ok_only keeps the runs whose load succeeded."""
+    df = context(experiment, results).df
+    return df[df["ok"].astype(bool)].reset_index(drop=True) if ok_only else df
+
+
+def strip(path: str | Path) -> bool:
+    """Remove a notebook's outputs and execution counts in place, written as
+    nbformat writes it; True when the file changed. (Plain JSON: stripping
+    must not need Jupyter installed.)"""
+    import json
+
+    p = Path(path)
+    text = p.read_text(encoding="utf-8")
+    nb = json.loads(text)
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+        cell.get("metadata", {}).pop("execution", None)
+    nb.get("metadata", {}).pop("widgets", None)
+    out = json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    if out != text:
+        p.write_text(out, encoding="utf-8")
+    return out != text
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m tortoiselab.notebook --strip NOTEBOOK...: strip outputs."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m tortoiselab.notebook", description=main.__doc__)
+    ap.add_argument("--strip", nargs="+", metavar="NOTEBOOK", required=True)
+    for nb in ap.parse_args(argv).strip:
+        print(f"{nb}: {'stripped' if strip(nb) else 'already stripped'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,338 @@
+"""A sweep on a Slurm cluster, as an ordinary user: the pending runs go out
+as one job array (sbatch --array), each array task running one shard of the
+sweep (`tortoise run FILE --shard i/K --backend uml --jobs 1`) on its node
+and writing into the same results folder with the runner's atomic, claimed,
+resumable per-run writes. Slurm schedules; we only submit and look.
+
+Assumptions (checked where we can, before anything is submitted):
+  - the results folder is on a filesystem every node mounts at the same path
+    (NFS, Lustre, GPFS, BeeGFS, CephFS ...) and that honours flock across
+    nodes (NFSv4; Lustre mounted with -o flock), since the per-run claims are
+    flocks. A tmpfs is certainly not shared: we warn.
+  - the project, its venv and the lab kernel (`make setup kernel`, with
+    TORTOISE_CACHE on shared storage) are at the same paths on every node; an
+    array task on a node that lacks them stops at once with a clear message.
+
+results/<exp>/.slurm/
+  jobs.json                 one entry per submission: job id, K, run ids, ...
+  <utc stamp>/job.sh        the batch script; experiment.yaml, the file it ran
+  <utc stamp>/logs/         %A_%a.out per array task
+  <utc stamp>/task-<i>.rc   exit code of array task i (absent if it was killed)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import backends
+from .experiment import expand, load
+from .runner import RunnerError, completed, in_shard, probe_claim, rebuild_table, setup_lock
+
+MAX_TASKS = 1000  # Slurm's default MaxArraySize is 1001 (indices 0..1000)
+NOT_SHARED_FS = {"tmpfs", "ramfs", "devtmpfs"}
+NETWORK_FS = {"nfs", "nfs4", "lustre", "gpfs", "beegfs", "cephfs", "ceph", "glusterfs", "fuse.glusterfs",
+              "panfs", "wekafs", "fuse.sshfs", "cifs", "smb3", "9p", "virtiofs"}
+QUEUED = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "RESV_DEL_HOLD", "SUSPENDED"}
+RUNNING = {"RUNNING", "COMPLETING", "STAGE_OUT", "SIGNALING", "RESIZING"}
+FAILED = {"FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL", "DEADLINE",
+          "REVOKED", "SPECIAL_EXIT"}
+TIME_RE = re.compile(r"^(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+|\d+-\d+:\d{1,2}|\d+-\d+:\d{1,2}:\d{1,2})$")
+MEM_RE = re.compile(r"^\d+[KMGT]?$")
+PARTITION_RE = re.compile(r"^[A-Za-z0-9_.\-]+(,[A-Za-z0-9_.\-]+)*$")
+SLURM_OPTIONS = ("partition", "array_parallelism", "time", "mem", "wait")
+
+
+def check_options(partition: str | None, parallelism: int | None, time_limit: str | None,
+                  mem: str | None) -> None:
+    """Every option, before anything is written or submitted."""
+    if parallelism is not None and parallelism < 1:
+        raise RunnerError(f"array-parallelism: at most this many array tasks run at once; give 1 or more, "
+                          f"not {parallelism}")
+    if partition is not None and not PARTITION_RE.match(partition):
+        raise RunnerError(f"partition: {partition!r} is not a partition name (letters, digits, _ . -; "
+                          "several with commas); `sinfo -s` lists them")
+    if time_limit is not None and not TIME_RE.match(time_limit):
+        raise RunnerError(f"time: {time_limit!r} is not a Slurm time limit; write minutes (30), MM:SS, "
+                          "HH:MM:SS or D-HH[:MM[:SS]], e.g. --time 2:00:00")
+    if mem is not None and not MEM_RE.match(mem):
+        raise RunnerError(f"mem: {mem!r} is not a Slurm memory size; write a number with K, M, G or T, "
+                          "e.g. --mem 2G (the UML guest alone has 1G)")
+
+
+def refuse_slurm_options(a) -> None:
+    """Slurm's options mean nothing to the local executor: say so."""
+    given = [o for o in SLURM_OPTIONS if getattr(a, o, None) not in (None, False)]
+    if given:
+        raise RunnerError(f"{given[0].replace('_', '-')}: only with --executor slurm")
+
+
+def mount_of(path: Path) -> tuple[str, str]:
+    """(mount point, filesystem type) of the mount that holds path."""
+    best = ("/", "unknown")
+    p = str(path.resolve())
+    for line in Path("/proc/mounts").read_text().splitlines():
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        mnt = parts[1].replace("\\040", " ")
+        if (p == mnt or p.startswith(mnt.rstrip("/") + "/")) and len(mnt) >= len(best[0]):
+            best = (mnt, parts[2])
+    return best
+
+
+def shared_fs_warnings(paths: dict[str, Path]) -> list[str]:
+    """What we can tell of whether the nodes will see these folders."""
+    out, local = [], []
+    for what, p in paths.items():
+        mnt, fs = mount_of(p)
+        if fs in NOT_SHARED_FS:
+            out.append(f"{what} {p} is on {fs} ({mnt}), memory of this machine: other nodes will not see it")
+        elif fs not in NETWORK_FS:
+            local.append(f"{what} ({fs} {mnt})")
+    if local:
+        out.append(f"on local filesystems: {', '.join(local)}: fine if the cluster is this machine; other "
+                   "nodes need them shared at the same paths")
+    return out
+
+
+def check_lab() -> tuple[Path, Path]:
+    """The lab kernel and the venv must already be built (make setup kernel):
+    array tasks reuse them, never build them."""
+    kernel = backends.kernel_path()
+    if not kernel.exists():
+        raise RunnerError(f"executor: the UML lab kernel is not built ({kernel}); run 'make setup kernel' once, "
+                          "with TORTOISE_CACHE on storage every node mounts")
+    venv_tortoise = Path(sys.prefix) / "bin" / "tortoise"
+    if not venv_tortoise.exists():
+        raise RunnerError(f"executor: no tortoise in the venv ({venv_tortoise}); run 'make setup'")
+    return kernel, venv_tortoise
+
+
+def batch_script(sub: Path, exp_file: Path, results: Path, tasks: int, clock: str, grid: str | None,
+                 kernel: Path) -> str:
+    """The array task: check the node has what it needs, then run its shard."""
+    q = shlex.quote
+    grid_arg = f" --grid {q(grid)}" if grid else ""
+    run = (f"{q(sys.executable)} -m tortoiselab.cli run {q(str(exp_file))} --shard \"$shard\" --backend uml "
+           f"--clock {q(clock)} --jobs 1 --results {q(str(results))}{grid_arg}")
+    return f"""#!/bin/bash
+# tortoise: one shard of a sweep per array task (written by tortoise run --executor slurm)
+set -u
+task="${{SLURM_ARRAY_TASK_ID:?not an array task}}"
+shard="$((task + 1))/{tasks}"
+rc_file={q(str(sub))}/task-$task.rc
+fail() {{ echo "tortoise: array task $task on $(hostname): $*" >&2; echo 3 > "$rc_file"; exit 3; }}
+[ -d {q(str(backends.REPO_DIR))} ] || fail "no project at {backends.REPO_DIR}: it must be on storage every node mounts"
+[ -x {q(sys.executable)} ] || fail "no venv python at {sys.executable}: run 'make setup' where every node sees it"
+kernel="${{TORTOISE_KERNEL:-$(bash {q(str(backends.REPO_DIR / 'kernel' / 'build-uml.sh'))} --path)}}"
+[ -x "$kernel" ] || fail "no lab kernel at $kernel (built for {kernel} on the submit host): run 'make setup kernel' once with TORTOISE_CACHE on shared storage"
+echo "tortoise: array task $task, shard $shard, on $(hostname), kernel $kernel"
+{run}
+rc=$?
+echo "$rc" > "$rc_file"
+exit "$rc"
+"""
+
+
+def load_jobs(exp_dir: Path) -> list[dict]:
+    f = exp_dir / ".slurm" / "jobs.json"
+    return json.loads(f.read_text()) if f.exists() else []
+
+
+def _record_job(exp_dir: Path, entry: dict) -> None:
+    with setup_lock(exp_dir):
+        jobs = load_jobs(exp_dir) + [entry]
+        f = exp_dir / ".slurm" / "jobs.json"
+        tmp = f.with_name(f".jobs.json.tmp-{os.getpid()}")
+        tmp.write_text(json.dumps(jobs, indent=1))
+        os.replace(tmp, f)
+
+
+def _slurm(argv: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise RunnerError(f"executor: {argv[0]} not found; Slurm's client commands must be on PATH "
+                          "(Debian: slurm-client)") from None
+
+
+def task_states(job: dict) -> dict[int, str]:
+    """State of each array task: squeue (jobs the controller still knows),
+    then sacct (if accounting is on), then the exit codes the tasks wrote."""
+    states: dict[int, str] = {}
+    jid = str(job["job_id"])
+    if shutil.which("squeue"):
+        p = _slurm(["squeue", "-h", "-r", "-t", "all", "-j", jid, "-o", "%i|%T"])
+        for line in p.stdout.split() if p.returncode == 0 else []:
+            tid, _, state = line.partition("|")
+            if tid.startswith(jid + "_") and tid[len(jid) + 1:].isdigit():
+                states[int(tid[len(jid) + 1:])] = state
+    if len(states) < job["tasks"] and shutil.which("sacct"):
+        p = _slurm(["sacct", "-n", "-P", "-X", "-j", jid, "-o", "JobID,State"])
+        for line in p.stdout.split() if p.returncode == 0 else []:
+            tid, _, state = line.partition("|")
+            idx = tid.partition("_")[2]
+            if idx.isdigit():
+                states.setdefault(int(idx), state.split()[0] if state else "UNKNOWN")
+    for i in range(job["tasks"]):
+        rc = Path(job["dir"]) / f"task-{i}.rc"
+        if i not in states:
+            states[i] = ("COMPLETED" if rc.read_text().strip() == "0" else "FAILED") if rc.exists() else "UNKNOWN"
+    return states
+
+
+def _kind(state: str) -> str:
+    if state in QUEUED:
+        return "queued"
+    if state in RUNNING:
+        return "running"
+    if state == "COMPLETED":
+        return "done"
+    return "failed" if state in FAILED else "unknown"
+
+
+def status(exp_dir: Path) -> dict | None:
+    """Array tasks by kind (queued/running/done/failed) of every recorded job,
+    and the runs still queued in tasks that have not finished. None if the
+    experiment never went to Slurm."""
+    jobs = load_jobs(exp_dir)
+    if not jobs:
+        return None
+    out = {"jobs": [], "queued_runs": 0}
+    for job in jobs:
+        states = task_states(job)
+        kinds = {k: 0 for k in ("queued", "running", "done", "failed", "unknown")}
+        for s in states.values():
+            kinds[_kind(s)] += 1
+        active = {i for i, s in states.items() if _kind(s) in ("queued", "running")}
+        for rid in job["runs"]:
+            if completed(exp_dir, rid):
+                continue
+            if any(in_shard(rid, (i + 1, job["tasks"])) for i in active):
+                with probe_claim(exp_dir, rid) as (free, _):
+                    out["queued_runs"] += free
+        out["jobs"].append({"job_id": job["job_id"], "tasks": job["tasks"], **kinds})
+    return out
+
+
+def active_jobs(exp_dir: Path) -> list[str]:
+    """Recorded jobs that still have queued or running tasks."""
+    return [str(j["job_id"]) for j in load_jobs(exp_dir)
+            if any(_kind(s) in ("queued", "running") for s in task_states(j).values())]
+
+
+def submit(exp_file: Path, results: Path, partition: str | None = None, parallelism: int | None = None,
+           time_limit: str | None = None, mem: str | None = None, clock: str = "virtual",
+           grid: str | None = None) -> dict:
+    """Submit the pending runs of an experiment as one job array; nothing if
+    none is pending. Refuses while an earlier job of it is still queued or
+    running (re-run the command when it is over: only what is missing goes)."""
+    check_options(partition, parallelism, time_limit, mem)
+    if clock not in ("virtual", "real"):
+        raise RunnerError("clock: give virtual or real with --executor slurm (the nodes run the uml backend)")
+    exp = load(exp_file, grid=grid)
+    runs = expand(exp)
+    results = results.resolve()  # the nodes must find the very same folder
+    exp_dir = results / exp.name
+    kernel, _ = check_lab()
+    if shutil.which("sbatch") is None:
+        raise RunnerError("executor: sbatch not found; Slurm's client commands must be on PATH "
+                          "(Debian: slurm-client)")
+    exp_dir.mkdir(parents=True, exist_ok=True)
+    warnings = shared_fs_warnings({"results folder": results, "project": backends.REPO_DIR,
+                                   "venv": Path(sys.prefix), "lab kernel": kernel})
+    busy = active_jobs(exp_dir)
+    if busy:
+        raise RunnerError(f"executor: job {', '.join(busy)} of {exp.name} is still queued or running "
+                          f"(tortoise ls --results {results}); wait for it (or scancel it), then run this "
+                          "again: only the missing runs are submitted")
+    pending = [r.run_id for r in runs if not completed(exp_dir, r.run_id)]
+    out = {"experiment": exp.name, "dir": str(exp_dir), "total": len(runs), "pending": len(pending),
+           "warnings": warnings, "job_id": None}
+    if not pending:
+        return out
+    tasks = min(len(pending), MAX_TASKS)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    sub = exp_dir / ".slurm" / stamp
+    (sub / "logs").mkdir(parents=True)
+    frozen = sub / "experiment.yaml"  # what the tasks run, whatever happens to FILE meanwhile
+    frozen.write_text(Path(exp_file).read_text())
+    script = sub / "job.sh"
+    script.write_text(batch_script(sub, frozen, results, tasks, clock, grid, kernel))
+    throttle = f"%{parallelism}" if parallelism else ""  # none: as many at once as Slurm gives
+    argv = ["sbatch", "--parsable", f"--array=0-{tasks - 1}{throttle}", f"--job-name=tortoise-{exp.name}",
+            f"--output={sub}/logs/%A_%a.out", f"--chdir={sub}", "--cpus-per-task=1"]
+    argv += [f"--partition={partition}"] * bool(partition) + [f"--time={time_limit}"] * bool(time_limit)
+    argv += [f"--mem={mem}"] * bool(mem) + [str(script)]
+    t0 = time.monotonic()
+    p = _slurm(argv)
+    if p.returncode != 0:
+        raise RunnerError(f"executor: sbatch refused the job: {(p.stderr or p.stdout).strip()}")
+    job_id = p.stdout.strip().split(";")[0]
+    _record_job(exp_dir, {"job_id": job_id, "submitted": datetime.now(timezone.utc).isoformat(),
+                          "tasks": tasks, "parallelism": parallelism, "runs": pending, "dir": str(sub),
+                          "argv": argv, "clock": clock, "grid": grid})
+    return {**out, "job_id": job_id, "tasks": tasks, "submit_seconds": round(time.monotonic() - t0, 3),
+            "script": str(script)}
+
+
+def wait(exp_dir: Path, job_id: str, poll_s: float = 5.0, on_change=None) -> dict:
+    """Until no task of the job is queued or running; then the runs table."""
+    job = next(j for j in load_jobs(exp_dir) if str(j["job_id"]) == str(job_id))
+    last = None
+    while True:
+        states = task_states(job)
+        counts = {k: sum(1 for s in states.values() if _kind(s) == k) for k in ("queued", "running", "done",
+                                                                               "failed", "unknown")}
+        if counts != last and on_change:
+            on_change(counts)
+        last = counts
+        if counts["queued"] + counts["running"] == 0:
+            break
+        time.sleep(poll_s)
+    with setup_lock(exp_dir):
+        rebuild_table(exp_dir)
+    return counts
+
+
+def cli_run(a) -> int:
+    """`tortoise run FILE --executor slurm ...`."""
+    if a.shard or a.limit is not None:
+        raise RunnerError(f"{'shard' if a.shard else 'limit'}: not with --executor slurm (it shards the "
+                          "pending runs over the array's tasks itself)")
+    if a.jobs != 1:
+        raise RunnerError("jobs: with --executor slurm every array task runs one lab (--jobs 1); "
+                          "use --array-parallelism for more at once")
+    if a.backend == "native":
+        raise RunnerError("backend: the cluster's array tasks run the uml backend (no root); drop --backend native")
+    res = submit(Path(a.file), Path(a.results), partition=a.partition, parallelism=a.array_parallelism,
+                 time_limit=a.time, mem=a.mem, clock="real" if a.clock == "real" else "virtual",
+                 grid=getattr(a, "grid", None))
+    for w in res["warnings"]:
+        print(f"tortoise: warning: {w}", file=sys.stderr)
+    if res["job_id"] is None:
+        print(f"{res['experiment']}: all {res['total']} runs complete; nothing to submit ({res['dir']})")
+        return 0
+    print(f"{res['experiment']}: submitted job {res['job_id']}: {res['pending']} of {res['total']} runs in "
+          f"{res['tasks']} array tasks, {a.array_parallelism or 'as many as Slurm gives'} at once "
+          f"(sbatch took {res['submit_seconds']:.2f} s)\n  script {res['script']}\n"
+          f"  progress: tortoise ls --results {Path(a.results).resolve()}")
+    if not a.wait:
+        return 0
+    counts = wait(Path(res["dir"]), res["job_id"],
+                  on_change=lambda c: print("  tasks: " + ", ".join(f"{v} {k}" for k, v in c.items() if v),
+                                            flush=True))
+    exp_dir = Path(res["dir"])
+    missing = [r for r in load_jobs(exp_dir)[-1]["runs"] if not completed(exp_dir, r)]
+    print(f"job {res['job_id']} over: {counts['done']} tasks done, {counts['failed'] + counts['unknown']} failed; "
+          f"{len(missing)} runs missing" + ("; run the same command again to submit them" if missing else ""))
+    return 0 if not missing and counts["failed"] + counts["unknown"] == 0 else 3

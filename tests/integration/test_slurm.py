@@ -1,0 +1,144 @@
+"""The cluster executor on a real Slurm: a private single-node cluster
+(Debian's munged, slurmctld, slurmd; configured and started here, stopped by
+their pids) runs an 8-run sweep as a job array, 2 tasks at a time. One array
+task is cancelled midway; running the same command again submits only the
+missing runs. Every run completes exactly once, and the runs table matches
+the same sweep run locally."""
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TORTOISE, group_alive
+from tests.slurm_cluster import ClusterError, missing_binaries, private_cluster
+
+pytestmark = pytest.mark.lab
+
+EXP = """
+name: cluster
+repetitions: 4
+seed: 3
+path: {rtt_ms: 20, loss_pct: 0, rate_mbit: 50}
+server: {cc: cubic, initcwnd_pkts: 10}
+client: {page: tiny.html}
+sweep:
+  server.cc: [cubic, reno]
+"""
+# the same on both executors, to the bit: the configuration and what was counted
+EXACT = ["run_id", "experiment", "repetition", "seed", "ok", "error", "path.rtt_ms", "path.loss_pct",
+         "path.rate_mbit", "server.cc", "server.initcwnd_pkts", "client.page", "bytes", "connections_opened",
+         "backend", "clock", "kernel_release"]
+# times on the virtual clock: equal to the microsecond in practice; a tolerance of
+# 50 us leaves room for the last digit of guest timer rounding (see the report)
+TIMED = ["plt_ms", "plt_from_request_ms", "content_download_ms", "ttfb_ms", "tcp_rtt_ms"]
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("the private Slurm cluster needs root")
+    if missing_binaries():
+        pytest.fail(f"missing {', '.join(missing_binaries())}: run 'make setup'")
+    try:
+        with private_cluster(tmp_path / "slurm") as env:
+            yield env
+    except ClusterError as exc:
+        pytest.fail(str(exc))
+
+
+def _tortoise(args, env, timeout=900):
+    return subprocess.run([*TORTOISE, *args], capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def _wait_for(cond, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.5)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def _live_run(exp_dir: Path):
+    """(run id, uml pgid) of a run under way whose lab has booted."""
+    for d in exp_dir.glob(".*.tmp-*"):
+        pg = d / "lab" / "uml.pgid"
+        if pg.exists() and pg.read_text().strip():
+            return d.name[1:13], int(pg.read_text())
+    return None
+
+
+def test_sweep_on_slurm_with_a_cancelled_task(tmp_path, lab_kernel, cluster):
+    from tortoiselab import slurm
+
+    f = tmp_path / "cluster.yaml"
+    f.write_text(EXP)
+    results = tmp_path / "on-slurm"
+    exp_dir = results / "cluster"
+    submit = ["run", str(f), "--executor", "slurm", "--array-parallelism", "2", "--results", str(results)]
+
+    p = _tortoise(submit, cluster)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "8 of 8 runs in 8 array tasks" in p.stdout
+    job = slurm.load_jobs(exp_dir)[0]
+    assert job["tasks"] == 8 and len(job["runs"]) == 8
+
+    # midway: a run done and another one's lab up; cancel the array task doing it
+    _wait_for(lambda: list(exp_dir.glob("*/run.json")), 600, "a first completed run")
+    run_id, pgid = _wait_for(lambda: _live_run(exp_dir), 300, "a run with its lab booted")
+    task = int(run_id, 16) % job["tasks"]  # the slice that holds this run
+    ls = _tortoise(["ls", "--results", str(results)], cluster)
+    assert f"slurm job {job['job_id']}: 8 array tasks" in ls.stdout and " 0 running" not in ls.stdout, ls.stdout
+    subprocess.run(["scancel", f"{job['job_id']}_{task}"], check=True, env=cluster)
+
+    _wait_for(lambda: not slurm.active_jobs(exp_dir), 900, "the first job to be over")
+    states = slurm.task_states(job)
+    assert states[task] == "CANCELLED", states
+    assert not (exp_dir / run_id / "run.json").exists()
+    missing = {r for r in job["runs"] if not (exp_dir / r / "run.json").exists()}
+    assert run_id in missing
+    ls = _tortoise(["ls", "--results", str(results)], cluster)
+    assert f"{8 - len(missing)}/8 done" in ls.stdout and "1 failed" in ls.stdout, ls.stdout
+
+    # the same command again: only the missing runs go, and the sweep completes
+    p = _tortoise([*submit, "--wait"], cluster)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"{len(missing)} of 8 runs" in p.stdout
+    second = slurm.load_jobs(exp_dir)[1]
+    assert set(second["runs"]) == missing
+
+    done = sorted(d.name for d in exp_dir.iterdir() if (d / "run.json").exists())
+    assert done == sorted(job["runs"])
+    for r in done:  # one completed attempt per run, the cancelled one left no second folder
+        lines = (exp_dir / ".claims" / f"{r}.lock").read_text().splitlines()
+        assert sum(ln.startswith("done ") for ln in lines) == 1, (r, lines)
+    assert sum(ln.startswith("start ") for ln in
+               (exp_dir / ".claims" / f"{run_id}.lock").read_text().splitlines()) == 2
+    assert not list(exp_dir.glob(".*.tmp-*"))
+    assert not group_alive(pgid), "the cancelled task's lab still runs"
+    p = _tortoise(submit, cluster)
+    assert p.returncode == 0 and "nothing to submit" in p.stdout, p.stdout + p.stderr
+
+    # the same sweep on this machine's local executor
+    local = tmp_path / "local"
+    p = _tortoise(["run", str(f), "--results", str(local), "--backend", "uml", "--clock", "virtual",
+                   "--jobs", "2"], None)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+    import pandas as pd
+
+    a = pd.read_parquet(exp_dir / "runs.parquet").set_index("run_id", drop=False)
+    b = pd.read_parquet(local / "cluster" / "runs.parquet").set_index("run_id", drop=False)
+    assert sorted(a.index) == sorted(b.index) and len(a) == 8 and a["ok"].all()
+    b = b.loc[a.index]
+    pd.testing.assert_frame_equal(a[EXACT], b[EXACT])
+    for col in TIMED:
+        assert a[col].notna().all()
+        assert ((a[col] - b[col]).abs() <= 0.05).all(), (col, a[col].tolist(), b[col].tolist())
+    rec = json.loads((exp_dir / done[0] / "run.json").read_text())
+    assert rec["meta"]["backend"] == "uml" and rec["meta"]["clock"] == "virtual"

@@ -1,0 +1,319 @@
+"""`tortoise grade`: the lab's requirements against synthetic results folders
+(run.json records made from the experiment's own expansion, no lab)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tortoiselab import cli, grade
+from tortoiselab.experiment import expand, load
+
+REPO = Path(__file__).resolve().parents[2]
+
+EXP = """
+name: toy
+repetitions: 6
+seed: 3
+path: {rtt_ms: 100, loss_pct: 0, rate_mbit: 10}
+server: {cc: cubic}
+client: {page: tiny.html}
+sweep:
+  server.cc: [cubic, hybla]
+  path.loss_pct: [0, 2]
+grids:
+  ci: {repetitions: 1, sweep: {server.cc: [cubic, hybla]}}
+  reduced: {repetitions: 4}
+"""
+
+OTHER = """
+name: other
+repetitions: 2
+path: {rtt_ms: 50, rate_mbit: 10}
+client: {page: tiny.html}
+sweep:
+  server.cc: [reno, reno_beta]
+grids:
+  reduced: {repetitions: 2}
+"""
+
+LAB = """---
+title: "Lab 9: a toy"
+grid: reduced
+min_repetitions: 3
+fidelity_ok_share: 0.75
+max_failed_share: 0.1
+experiments:
+  - file: experiments/toy.yaml
+{extra}---
+
+# Lab 9
+
+Text.
+"""
+
+
+@pytest.fixture
+def repo(tmp_path):
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "labs").mkdir()
+    (tmp_path / "experiments" / "toy.yaml").write_text(EXP)
+    (tmp_path / "experiments" / "other.yaml").write_text(OTHER)
+    (tmp_path / "labs" / "09-toy.md").write_text(LAB.format(extra=""))
+    return tmp_path
+
+
+def write_runs(results: Path, exp_file: Path, grid: str, reps: int | None = None, fail=(), off=(), edit=None):
+    """Run folders as the runner writes them: experiment.yaml (the file as
+    given) and <run_id>/run.json. fail / off: (point label, repetition)
+    pairs that failed / measured the wrong RTT; edit(config) changes the
+    configuration the runs claim."""
+    exp = load(exp_file, grid=grid)
+    folder = results / exp.name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "experiment.yaml").write_text(exp_file.read_text())
+    for spec in expand(exp):
+        if reps is not None and spec.repetition >= reps:
+            continue
+        label = grade.point_label(spec.point)
+        config = json.loads(json.dumps(spec.config))
+        if edit:
+            edit(config)
+        ok = (label, spec.repetition) not in fail
+        fid_ok = (label, spec.repetition) not in off
+        rec = {"run_id": spec.run_id, "experiment": exp.name, "repetition": spec.repetition, "seed": spec.seed,
+               "point": spec.point, "config": config, "ok": ok, "error": None if ok else "lab: guest timed out",
+               "fidelity": [{"quantity": "base RTT", "configured": 100, "expected": 100.2,
+                             "measured": 100.2 if fid_ok else 130.0, "low": 99.7, "high": 100.7, "unit": "ms",
+                             "ok": fid_ok}] if ok else [],
+               "meta": {"backend": "uml", "clock": "virtual"}}
+        (folder / spec.run_id).mkdir()
+        (folder / spec.run_id / "run.json").write_text(json.dumps(rec))
+    return folder
+
+
+def graded(repo: Path, results: Path, lab: str = "labs/09-toy.md"):
+    lab_ = grade.load_lab(repo / lab)
+    sections = grade.grade(lab_, results)
+    return lab_, sections, {c.name: c for s in sections for c in s.checks}
+
+
+def test_complete_folder_passes(repo):
+    folder = write_runs(repo / "results", repo / "experiments" / "toy.yaml", "reduced")
+    lab, sections, checks = graded(repo, folder)
+    assert grade.complete(sections)
+    assert [c.name for c in sections[0].checks] == ["experiment", "sweep points", "repetitions", "failed runs",
+                                                    "fidelity"]
+    text = grade.format_report(lab, sections)
+    assert "complete: every requirement" in text and "MISSING" not in text
+    assert "uml backend, virtual clock (16 runs)" in text
+    # the results root finds the same folder
+    assert grade.grade(lab, repo / "results")[0].folder == folder
+
+
+def test_too_few_repetitions_and_a_missing_point(repo):
+    exp_file = repo / "experiments" / "toy.yaml"
+    folder = write_runs(repo / "results", exp_file, "reduced", reps=2)
+    # one whole point missing: remove its runs
+    exp = load(exp_file, grid="reduced")
+    gone = [s.run_id for s in expand(exp) if s.point == {"server.cc": "hybla", "path.loss_pct": 2}]
+    for rid in gone:
+        if (folder / rid).exists():
+            for f in (folder / rid).iterdir():
+                f.unlink()
+            (folder / rid).rmdir()
+    lab, sections, checks = graded(repo, folder)
+    assert not grade.complete(sections)
+    assert not checks["sweep points"].ok
+    assert checks["sweep points"].details == ["server.cc=hybla, path.loss_pct=2"]
+    assert "1 of 4 required points" in checks["sweep points"].summary
+    assert not checks["repetitions"].ok
+    assert "server.cc=cubic, path.loss_pct=0: 2 of 3" in checks["repetitions"].details
+    assert "tortoise run experiments/toy.yaml --grid reduced" in checks["repetitions"].fix
+    assert checks["experiment"].ok and checks["failed runs"].ok
+    text = grade.format_report(lab, sections)
+    assert "[MISSING] repetitions" in text and "not complete: 2 requirements missing" in text
+
+
+def test_failed_runs_are_listed_and_do_not_count(repo):
+    fail = {("server.cc=hybla, path.loss_pct=2", r) for r in (0, 1)}
+    folder = write_runs(repo / "results", repo / "experiments" / "toy.yaml", "reduced", fail=fail)
+    _, sections, checks = graded(repo, folder)
+    assert not checks["failed runs"].ok  # 2 of 16 = 12.5 % > 10 %
+    assert "2 of 16 runs failed" in checks["failed runs"].summary
+    assert all("lab: guest timed out" in d for d in checks["failed runs"].details)
+    assert "tortoise show RUN_ID" in checks["failed runs"].fix
+    assert not checks["repetitions"].ok  # 4 - 2 = 2 completed < 3
+    assert checks["repetitions"].details == ["server.cc=hybla, path.loss_pct=2: 2 of 3 (2 failed)"]
+
+
+def test_fidelity_share(repo):
+    off = {(lbl, r) for lbl in ("server.cc=cubic, path.loss_pct=0", "server.cc=hybla, path.loss_pct=0")
+           for r in range(3)}  # 6 of 16 off: 62 % < 75 %
+    folder = write_runs(repo / "results", repo / "experiments" / "toy.yaml", "reduced", off=off)
+    _, sections, checks = graded(repo, folder)
+    assert not checks["fidelity"].ok
+    assert "10 of 16 completed runs" in checks["fidelity"].summary
+    assert "measured 130.0 ms, expected 100.2" in checks["fidelity"].details[0]
+    assert [c.name for c in sections[0].checks if not c.ok] == ["fidelity"]
+
+
+def test_other_grid_is_not_the_lab(repo):
+    folder = write_runs(repo / "results", repo / "experiments" / "toy.yaml", "ci")
+    _, sections, checks = graded(repo, folder)
+    assert sections[0].folder == folder  # graded, not skipped
+    assert not checks["experiment"].ok
+    assert "2 runs of 'toy@ci', not 'toy@reduced'" in checks["experiment"].details
+    assert "another grid" in checks["experiment"].fix
+    assert not checks["sweep points"].ok  # none of the ci runs counts for reduced
+
+
+def test_edited_experiment_names_the_field(repo):
+    def edit(cfg):
+        cfg["server"]["initcwnd_pkts"] = 30
+
+    folder = write_runs(repo / "results", repo / "experiments" / "toy.yaml", "reduced", edit=edit)
+    _, _, checks = graded(repo, folder)
+    c = checks["experiment"]
+    assert not c.ok
+    assert "16 runs are not at any point of the lab's grid; they differ in:" in c.details
+    assert "  server.initcwnd_pkts: yours 30, the lab's 10 (16 runs)" in c.details
+    assert "git diff experiments/toy.yaml" in c.fix
+
+
+def test_a_changed_seed_is_named(repo):
+    mine = repo / "mine.yaml"
+    mine.write_text(EXP.replace("seed: 3", "seed: 4"))
+    folder = write_runs(repo / "results", mine, "reduced")
+    _, _, checks = graded(repo, folder)
+    assert not checks["experiment"].ok
+    assert checks["experiment"].details == [
+        "experiment.yaml: seed: yours 4, the lab's 3",
+        "16 runs have the lab's settings but not its run ids (another seed: the experiment's seed was changed)"]
+    assert checks["repetitions"].ok  # the runs themselves are at the lab's points
+
+
+def test_extra_repetitions_are_fine(repo):
+    more = repo / "more.yaml"  # the same experiment with a reduced grid of 5 repetitions
+    more.write_text(EXP.replace("reduced: {repetitions: 4}", "reduced: {repetitions: 5}"))
+    folder = write_runs(repo / "results", more, "reduced")
+    _, sections, checks = graded(repo, folder)
+    assert grade.complete(sections)
+    assert "20 runs, all of toy@reduced" in checks["experiment"].summary
+    fewer = repo / "fewer.yaml"
+    fewer.write_text(EXP.replace("reduced: {repetitions: 4}", "reduced: {repetitions: 3}"))
+    folder = write_runs(repo / "results2", fewer, "reduced")
+    _, sections, checks = graded(repo, folder)
+    assert checks["experiment"].details == ["experiment.yaml: repetitions: yours 3, the lab's 4"]
+    assert grade.complete(sections)  # the runs decide: 3 repetitions = min_repetitions
+
+
+def test_two_experiments_from_a_sibling_folder(repo):
+    lab = LAB.format(extra="  - file: experiments/other.yaml\n    min_repetitions: 2\n")
+    (repo / "labs" / "10-two.md").write_text(lab)
+    toy = write_runs(repo / "results", repo / "experiments" / "toy.yaml", "reduced")
+    _, sections, _ = graded(repo, toy, "labs/10-two.md")
+    assert [s.folder for s in sections] == [toy, repo / "results" / "other@reduced"]
+    assert sections[0].ok and not sections[1].ok
+    assert sections[1].checks[0].name == "results folder"
+    assert "tortoise run experiments/other.yaml --grid reduced" in sections[1].checks[0].fix
+    other = write_runs(repo / "results", repo / "experiments" / "other.yaml", "reduced")
+    sections = grade.grade(grade.load_lab(repo / "labs" / "10-two.md"), other)
+    assert [s.folder for s in sections] == [toy, other] and grade.complete(sections)
+
+
+def test_find_lab(repo):
+    labs = repo / "labs"
+    assert grade.find_lab(str(labs / "09-toy.md")) == labs / "09-toy.md"
+    assert grade.find_lab(str(labs / "09-toy")) == labs / "09-toy.md"
+    assert grade.find_lab(str(labs / "09")) == labs / "09-toy.md"
+    with pytest.raises(grade.GradeError, match=r"LAB .*07.*no such lab handout; give one of 09-toy.md"):
+        grade.find_lab(str(labs / "07"), labs_dir=labs)
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("    require: {server.initcwnd_pkts: [10]}\n", r"experiments\[0\]\.require\.server\.initcwnd_pkts: not a sweep axis"),
+    ("    require: {server.cc: [bbr]}\n", r"require\.server\.cc: \['bbr'\] not in the grid's values"),
+    ("    min_repetitions: 5\n", r"min_repetitions: 5, but grid 'reduced' of experiments/toy.yaml has only 4"),
+    ("    grid: full\n", r"experiments\[0\]: experiments/toy.yaml with grid 'full': grid: toy has no grid 'full'"),
+])
+def test_bad_lab_requirements_name_the_field(repo, extra, message):
+    (repo / "labs" / "11-bad.md").write_text(LAB.format(extra=extra))
+    with pytest.raises(grade.GradeError, match=message):
+        grade.load_lab(repo / "labs" / "11-bad.md")
+
+
+def test_lab_without_front_matter(repo):
+    (repo / "labs" / "12-plain.md").write_text("# no front matter\n")
+    with pytest.raises(grade.GradeError, match="no front matter"):
+        grade.load_lab(repo / "labs" / "12-plain.md")
+    (repo / "labs" / "13-typo.md").write_text(LAB.format(extra="").replace("min_repetitions", "min_reps"))
+    with pytest.raises(grade.GradeError, match="front matter: min_reps: Extra inputs are not permitted"):
+        grade.load_lab(repo / "labs" / "13-typo.md")
+
+
+def test_require_limits_the_points(repo):
+    (repo / "labs" / "14-part.md").write_text(LAB.format(extra="    require: {path.loss_pct: [0]}\n"))
+    exp_file = repo / "experiments" / "toy.yaml"
+    folder = write_runs(repo / "results", exp_file, "reduced")
+    for s in expand(load(exp_file, grid="reduced")):  # drop every loss-2 run
+        if s.point["path.loss_pct"] == 2:
+            (folder / s.run_id / "run.json").unlink()
+    _, sections, checks = graded(repo, folder, "labs/14-part.md")
+    assert grade.complete(sections), grade.format_report(grade.load_lab(repo / "labs" / "14-part.md"), sections)
+    assert "all 2 required points" in checks["sweep points"].summary
+
+
+def test_cli_exit_codes(repo, monkeypatch, capsys):
+    monkeypatch.chdir(repo)
+    assert cli.main(["grade", "labs/09", "results"]) == 2  # no results yet: a named argument error
+    assert "RESULTS results: no such folder" in capsys.readouterr().err
+    write_runs(Path("results"), Path("experiments/toy.yaml"), "reduced", reps=1)
+    assert cli.main(["grade", "labs/09"]) == 1
+    out = capsys.readouterr().out
+    assert "[MISSING] repetitions" in out and "fix: tortoise run experiments/toy.yaml --grid reduced" in out
+    write_runs(Path("results2"), Path("experiments/toy.yaml"), "reduced")
+    assert cli.main(["grade", "labs/09-toy.md", "results2/toy@reduced"]) == 0
+    assert cli.main(["grade", "labs/nope"]) == 2
+    assert "LAB 'labs/nope'" in capsys.readouterr().err
+    Path("afile").write_text("x")
+    assert cli.main(["grade", "labs/09", "afile"]) == 2
+    assert "RESULTS afile: is a file" in capsys.readouterr().err
+
+
+def test_run_command_names_a_results_root_other_than_results(repo):
+    folder = write_runs(repo / "elsewhere", repo / "experiments" / "toy.yaml", "reduced", reps=1)
+    _, _, checks = graded(repo, folder)
+    assert f"--results {repo / 'elsewhere'}" in checks["repetitions"].fix
+
+
+@pytest.mark.parametrize("handout", sorted(p.name for p in (REPO / "labs").glob("[0-9]*.md")))
+def test_the_repository_labs_load(handout):
+    """Every lab handout's requirements match its experiments and grids."""
+    from tortoiselab import studies
+
+    lab = grade.load_lab(REPO / "labs" / handout)
+    assert lab.spec.expected_minutes and lab.spec.expected_minutes <= 30
+    assert lab.spec.notebook and (REPO / lab.spec.notebook).exists()
+    study = studies.STUDIES[lab.spec.study]
+    assert study.notebook == lab.spec.notebook
+    assert {le.file for le in lab.experiments} >= set(study.experiments) - {"experiments/tortoise-screen.yaml"}
+    for le in lab.experiments:
+        assert le.required and le.min_repetitions <= le.exp.repetitions
+
+
+def test_fidelity_allows_for_jitter():
+    """One handshake RTT on a jittered path: within 3 sigma of the round trip
+    counts; the recorded verdict stands without jitter."""
+    fid = {"quantity": "base RTT", "expected": 80.257, "measured": 113.088, "low": 79.457, "high": 81.057,
+           "unit": "ms", "ok": False}
+    jittered = {"fidelity": [fid], "path": {"rtt_ms": 80, "jitter_ms": 20}}  # 3 * 20 * sqrt(2) = 84.9 ms
+    ok, why, by_jitter = grade._fidelity(jittered)
+    assert ok is True and by_jitter and "jitter 20 ms allows +-84.9 ms" in why
+    assert grade._fidelity({"fidelity": [fid], "path": {"rtt_ms": 80, "jitter_ms": 5}})[0] is False  # +-21.2
+    assert grade._fidelity({"fidelity": [fid], "path": {"rtt_ms": 80}})[:3:2] == (False, False)
+    assert grade._fidelity({"fidelity": [{**fid, "ok": True}], "path": {"jitter_ms": 20}})[::2] == (True, False)
+    assert grade._fidelity({"fidelity": []}) == (None, "no fidelity measurement", False)
+    c = grade.check_fidelity([{"run_id": "a", **jittered}, {"run_id": "b", "fidelity": [{**fid, "ok": True}]}], 0.9)
+    assert c.ok and c.summary.endswith("(100%; 90% needed; 1 of them within the path's jitter)")
+

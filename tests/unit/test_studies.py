@@ -1,0 +1,180 @@
+"""The studies' logic without the lab: verdict rules, paired changes,
+grids and linked sweep axes, and the studies' own consistency (every claim
+reads an experiment of its study, every experiment file has its grids)."""
+
+import math
+import textwrap
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tortoiselab import studies as S
+from tortoiselab.experiment import ExperimentError, expand, load
+
+
+# --- verdict rules ----------------------------------------------------------------
+
+
+def m(value, low=math.nan, high=math.nan, p=None, n=10):
+    return S.Measurement(value, low, high, p, n)
+
+
+@pytest.mark.parametrize("meas, want", [
+    (m(-6, -8, -4, 0.001), "agree"),          # significant, CI overlaps [-7, -5]
+    (m(-6, -12, 1, 0.2), "partly"),           # overlaps, not significant
+    (m(-20, -25, -15, 0.001), "partly"),      # significant, larger than claimed
+    (m(-1, -2, -0.5, 0.001), "partly"),       # significant, smaller than claimed
+    (m(-30, -50, -12, 0.1), "partly"),        # the claimed direction, larger, not significant
+    (m(0.5, -1, 2, 0.6), "disagree"),         # nothing, CI excludes the claim
+    (m(5, 3, 7, 0.001), "disagree"),          # significant the other way
+])
+def test_improvement_rule(meas, want):
+    judge, rule = S.improvement(-7, -5)
+    assert judge(meas)[0] == want
+    assert "[-7, -5]" in rule
+
+
+def test_direction_equivalence_and_exact_rules():
+    higher, _ = S.direction("higher")
+    assert higher(m(3, 1, 5, 0.01))[0] == "agree"
+    assert higher(m(3, -1, 5, 0.3))[0] == "partly"
+    assert higher(m(-3, -5, -1, 0.01))[0] == "disagree"
+    eq, _ = S.equivalent(5)
+    assert eq(m(1, -2, 3))[0] == "agree"
+    assert eq(m(1, -9, 11))[0] == "partly"
+    assert eq(m(8, 6, 10))[0] == "disagree"
+    ex, _ = S.exact(10, 0, "packets")
+    assert ex(m(10, 10, 10))[0] == "agree"
+    assert ex(m(10.5, 10, 11))[0] == "disagree"
+
+
+# --- paired changes ---------------------------------------------------------------
+
+
+def _runs(control_vals, arm_vals, arm="hybla"):
+    rows = []
+    for i, (c, a) in enumerate(zip(control_vals, arm_vals)):
+        for cc, v in (("htcp", c), (arm, a)):
+            rows.append({"ok": True, "server.cc": cc, "cond": f'{{"x": 1, "server.cc": "{cc}"}}', "repetition": i,
+                         "plt_ms": v})
+    return pd.DataFrame(rows)
+
+
+def test_change_of_a_uniformly_faster_arm():
+    rng = np.random.default_rng(1)
+    c = rng.uniform(900, 1100, 12)
+    df = _runs(c, 0.9 * c)
+    r = S.change(df, "plt_ms", "server.cc", "htcp", "hybla", "ratio")
+    assert r.value == pytest.approx(-10) and r.low == pytest.approx(-10) and r.n == 12
+    assert r.p_value < 0.001 and "Wilcoxon" in r.detail
+    p90 = S.change(df, "plt_ms", "server.cc", "htcp", "hybla", "p90")
+    assert p90.value == pytest.approx(-10)
+
+
+def test_few_pairs_fall_back_to_a_t_test_and_no_pairs_is_no_data():
+    df = _runs([100, 200, 300], [90, 185, 270])
+    r = S.change(df, "plt_ms", "server.cc", "htcp", "hybla")
+    assert "t-test" in r.detail and r.n == 3 and r.p_value < 0.05
+    with pytest.raises(S.NoData):
+        S.change(df, "plt_ms", "server.cc", "htcp", "yeah")
+    assert S.paired_test([1.0], [2.0])[0] is None
+
+
+def test_hybla_rho_is_linux_integer_ratio():
+    assert [S.hybla_rho(x) for x in (10, 54, 100, 130, 200, 304)] == [1, 2, 4, 5, 8, 12]
+
+
+# --- the studies as data ------------------------------------------------------------------
+
+
+def test_every_claim_reads_an_experiment_of_its_study_and_every_file_has_its_grids():
+    seen = set()
+    for sid, study in S.STUDIES.items():
+        names = {S.experiment_name(f): f for f in study.experiments}
+        assert study.claims and all(c.study == sid and c.id.startswith(sid + ".") for c in study.claims)
+        for c in study.claims:
+            assert c.experiment in names, c.id
+            assert c.seed_file in study.seed_files and c.text and c.rule
+        for f in study.experiments:
+            exp = load(S.REPO / f)
+            assert {"ci", "reduced"} <= set(exp.grids), f
+            assert len(expand(load(S.REPO / f, grid="ci"))) <= 4, f
+            seen.add(f)
+    total = sum(len(S.current_run_ids(f, "reduced")) for f in seen)
+    print(f"reduced grids: {total} runs")
+    assert total <= 500
+    assert len({c.id for s in S.STUDIES.values() for c in s.claims}) == sum(len(s.claims) for s in S.STUDIES.values())
+
+
+def test_evaluate_without_results_says_no_data(tmp_path):
+    for sid in S.STUDIES:
+        vs = S.evaluate(sid, tmp_path, "ci")
+        assert vs and all(v.verdict == "no data" for v in vs)
+    text = S.reproduction_markdown(tmp_path, "ci")
+    assert "0 agree" in text and "| 0 of " in text
+    with pytest.raises(KeyError, match="unknown study"):
+        S.evaluate("nope", tmp_path)
+
+
+# --- grids and linked axes -----------------------------------------------------------------
+
+EXP = """
+name: g
+repetitions: 3
+path: {rtt_ms: 100, loss_pct: 0, rate_mbit: 10}
+server: {cc: cubic}
+client: {page: tiny.html}
+sweep:
+  server.cc: [cubic, hybla]
+  path.rtt_ms+path.loss_pct: [[100, 0], [20, 2], [200, 6]]
+exclude:
+  - {server.cc: hybla, path.rtt_ms+path.loss_pct: [20, 2]}
+grids:
+  ci: {repetitions: 1, sweep: {server.cc: [cubic]}, client: {page: small.html}}
+"""
+
+
+def _write(tmp_path, text):
+    f = tmp_path / "g.yaml"
+    f.write_text(textwrap.dedent(text))
+    return f
+
+
+def test_linked_axes_vary_together_and_grids_get_their_own_folder(tmp_path):
+    f = _write(tmp_path, EXP)
+    runs = expand(load(f))
+    assert len(runs) == (2 * 3 - 1) * 3
+    assert {(r.path.rtt_ms, r.path.loss_pct) for r in runs} == {(100, 0), (20, 2), (200, 6)}
+    ci = load(f, grid="ci")
+    assert ci.name == "g@ci" and ci.grids == {}
+    (one,) = expand(ci)
+    assert one.config["client"]["page"] == "small.html" and one.config["server"]["cc"] == "cubic"
+    # a grid's runs are the same runs as the full sweep's where the configuration is the same
+    full_ids = {r.run_id for r in runs}
+    assert one.run_id not in full_ids  # the page differs
+    assert S.results_folder(f, "ci", tmp_path) == tmp_path / "g@ci"
+
+
+@pytest.mark.parametrize("change, error", [
+    (("[[100, 0], [20, 2], [200, 6]]", "[[100, 0], [20]]"), "path.rtt_ms+path.loss_pct"),
+    (("path.rtt_ms+path.loss_pct", "path.rtt_ms+path.colour"), "write <path|server|client>.<field>"),
+    (("ci: {repetitions: 1,", "ci: {repetitions: 0,"), "grids.ci.repetitions"),
+    (("sweep: {server.cc: [cubic]}", "sweep: {server.cc: [tortoise]}"), "grids.ci: server.cc"),
+    (("name: g", "name: g@x"), "name"),
+])
+def test_bad_grids_and_linked_axes_are_refused_with_their_field(tmp_path, change, error):
+    with pytest.raises(ExperimentError, match=error.replace("+", r"\+").replace("|", r"\|")):
+        load(_write(tmp_path, EXP.replace(*change)))
+
+
+def test_unknown_grid_names_the_grids_there_are(tmp_path):
+    with pytest.raises(ExperimentError, match="grid: g has no grid 'big' .*its grids: ci"):
+        load(_write(tmp_path, EXP), grid="big")
+
+
+def test_report_needs_an_experiment_or_reproduction(capsys):
+    from tortoiselab.cli import main
+
+    assert main(["report"]) == 2
+    assert "--reproduction" in capsys.readouterr().err
