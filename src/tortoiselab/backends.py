@@ -227,10 +227,23 @@ def uml_argv(kernel: str, work: Path, clock: str, umid: str, mem_mb: int = 1024,
     return argv
 
 
+def _compile_package() -> None:
+    """Byte-compile the project's package before a guest reads it. The guest
+    runs with PYTHONDONTWRITEBYTECODE but reads the host's __pycache__: a
+    module with no .pyc costs it failed system calls (1 us of virtual time
+    each), so whether the host had imported a module yet would move the run
+    (docs/determinism.md). Idempotent: up-to-date .pyc files are kept."""
+    import compileall
+
+    compileall.compile_dir(str(Path(__file__).resolve().parent), quiet=2)
+
+
 def _run_uml(info: BackendInfo, work: Path, timeout_s: float) -> dict:
     assert info.kernel is not None
     work = Path(work).resolve()  # UML panics in make_umid on a relative uml_dir (e.g. results/ from the CLI)
-    umid = f"tl-{os.getpid()}-{int(time.time() * 1000) % 10**8}"
+    # fixed length: the umid is on the guest's command line (docs/determinism.md)
+    umid = f"tl-{os.getpid() % 10**7:07d}-{int(time.time() * 1000) % 10**8:08d}"
+    _compile_package()
     (work / "uml").mkdir(exist_ok=True)
     req = json.loads((work / "request.json").read_text())
     extra = ([req["modules_dir"]] if req.get("modules_dir") else []) + list(req.get("ro_paths", []))

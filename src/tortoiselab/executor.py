@@ -28,7 +28,9 @@ class Executor:
         self.records.append(rec)
         if self.log_path is not None:
             with open(self.log_path, "a") as fh:
-                fh.write(f"[{where}] rc={rc} {shlex.join(argv)}\n")
+                # the guest's monotonic time at the start and the duration: on the
+                # virtual clock a timeline that repeats exactly (docs/determinism.md)
+                fh.write(f"{t0:.6f} +{rec['seconds']:.6f} [{where}] rc={rc} {shlex.join(argv)}\n")
                 if rc != 0 and err:
                     fh.write("    " + err.strip().replace("\n", "\n    ") + "\n")
 

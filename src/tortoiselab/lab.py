@@ -9,7 +9,9 @@ traffic, netem on s2's WAN port shapes server-to-client traffic.
 from __future__ import annotations
 
 import json
+import math
 import os
+import random
 import subprocess
 import threading
 import time
@@ -44,6 +46,26 @@ def uptime_s() -> float:
     return float(Path("/proc/uptime").read_text().split()[0])
 
 
+def sleep_until_monotonic(t_s: float) -> None:
+    """Sleep until CLOCK_MONOTONIC reads t_s (an absolute deadline,
+    clock_nanosleep TIMER_ABSTIME); at once if it has passed. On the virtual
+    clock every later event then happens at the same instant in every run,
+    whatever the boot cost: boot took a few microseconds more or less from
+    run to run (docs/determinism.md), and a relative sleep carried that on."""
+    import ctypes
+
+    class Timespec(ctypes.Structure):
+        _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    ns = int(round(t_s * 1e9))
+    ts = Timespec(ns // 10**9, ns % 10**9)
+    while True:  # CLOCK_MONOTONIC = 1, TIMER_ABSTIME = 1; restart after a signal
+        rc = libc.clock_nanosleep(1, 1, ctypes.byref(ts), None)
+        if rc != 4:  # EINTR
+            return
+
+
 @dataclass
 class LabContext:
     """What a task needs: the executor, where to write, and how the lab runs."""
@@ -55,22 +77,50 @@ class LabContext:
     seed: int = 1  # the run's seed; every random stream is derived from it
 
 
+def align_to_grid(step_s: float = 0.5) -> None:
+    """Sleep until the next multiple of step_s (at least step_s/2 away) of
+    the monotonic clock: two runs that drifted apart by microseconds meet
+    again at the same instant (docs/determinism.md)."""
+    now = time.monotonic()
+    sleep_until_monotonic(math.ceil((now + step_s / 2) / step_s) * step_s)
+
+
+def seeded_entropy_argv(argv: list[str], entropy_file: Path) -> list[str]:
+    """argv run in a mount namespace of its own in which /dev/urandom is
+    entropy_file: Open vSwitch seeds its random draws (hash bases, timer
+    jitter) from /dev/urandom, so with the run's bytes it makes the same
+    choices in every run (docs/determinism.md). Guest only."""
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            f'mount --bind {entropy_file} /dev/urandom && exec "$@"', "ovs", *argv]
+
+
 @contextmanager
-def private_ovs(ex: Executor) -> Iterator[None]:
+def private_ovs(ex: Executor, seed: int | None = None) -> Iterator[None]:
     """ovsdb-server + ovs-vswitchd with their files under /run (a tmpfs in
-    the guest); stopped by the pids they recorded."""
+    the guest); stopped by the pids they recorded. With a seed, both read
+    bytes derived from it as /dev/urandom."""
     OVS_RUN.mkdir(parents=True, exist_ok=True)
     db = OVS_RUN / "conf.db"
+
+    def daemon(argv: list[str]) -> list[str]:
+        if seed is None:
+            return argv
+        entropy = OVS_RUN / "entropy"
+        if not entropy.exists():
+            entropy.write_bytes(random.Random(C.derive_seed(seed, "ovs", "entropy")).randbytes(4096))
+        return seeded_entropy_argv(argv, entropy)
+
     ex.run(["ovsdb-tool", "create", str(db), "/usr/share/openvswitch/vswitch.ovsschema"])
-    ex.run(["ovsdb-server", str(db), f"--remote=punix:{OVS_RUN}/db.sock",
-            f"--pidfile={OVS_RUN}/ovsdb-server.pid", "--detach", "--no-chdir",
-            f"--log-file={OVS_RUN}/ovsdb-server.log"])
+    ex.run(daemon(["ovsdb-server", str(db), f"--remote=punix:{OVS_RUN}/db.sock",
+                   f"--pidfile={OVS_RUN}/ovsdb-server.pid", "--detach", "--no-chdir",
+                   f"--log-file={OVS_RUN}/ovsdb-server.log"]))
     ex.run(["ovs-vsctl", "--no-wait", "init"])
-    wait = OVS_MIN_UPTIME_S - uptime_s()
-    if wait > 0:
-        time.sleep(wait)
-    ex.run(["ovs-vswitchd", f"unix:{OVS_RUN}/db.sock", f"--pidfile={OVS_RUN}/ovs-vswitchd.pid",
-            "--detach", "--no-chdir", f"--log-file={OVS_RUN}/ovs-vswitchd.log"])
+    # vswitchd counts its handler threads right only after 10 s of uptime
+    # (docs/determinism.md); the absolute deadline also aligns every run
+    sleep_until_monotonic(OVS_MIN_UPTIME_S)
+    ex.run(daemon(["ovs-vswitchd", f"unix:{OVS_RUN}/db.sock", f"--pidfile={OVS_RUN}/ovs-vswitchd.pid",
+                   "--detach", "--no-chdir", f"--log-file={OVS_RUN}/ovs-vswitchd.log"]))
+    align_to_grid()  # vswitchd's start-up work is over; every run goes on from the same instant
     try:
         yield
     finally:
@@ -104,6 +154,13 @@ def mininet_path(ctx: LabContext, graph: Graph = ONE_PATH) -> Iterator["PathLab"
     links = {}
     for a, b in graph.links:
         links[(a, b)] = net.addLink(nodes[a], nodes[b])
+    if ctx.private_ovs:
+        # uml: the guest's own kernel. Switch ports are born without IPv6:
+        # turning it off port by port afterwards woke ovs-vswitchd, whose
+        # work (it seeds its own random draws from the kernel) took a few
+        # microseconds more in some runs than in others (docs/determinism.md)
+        for key in ("all", "default"):
+            ctx.ex.run(C.sysctl_set(f"net.ipv6.conf.{key}.disable_ipv6", 1))
     try:
         net.build()
         net.start()
@@ -480,7 +537,9 @@ def run_task(ctx: LabContext, req: dict) -> dict:
                 host_modules(ctx.ex, requested_algorithms(req), req.get("module_params", {})))
         result.update({"available_cc": available_algorithms(), "switch": ctx.switch})
         if ctx.switch == "ovs" and ctx.private_ovs:
-            stack.enter_context(private_ovs(ctx.ex))
+            stack.enter_context(private_ovs(ctx.ex, ctx.seed))
+        elif ctx.private_ovs and req.get("clock") == "virtual":  # uml, Linux bridge: the same alignment point
+            sleep_until_monotonic(OVS_MIN_UPTIME_S)
         result["task"] = task(ctx, req)
     result["uptime_end_s"] = uptime_s()
     return result

@@ -273,7 +273,9 @@ def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path,
             versions: dict, timeout_s: float = 1800) -> dict:
     """One run in its own lab boot, written to a temporary folder and renamed
     into place only when complete."""
-    tmp = exp_dir / f".{run.run_id}.tmp-{os.getpid()}-{threading.get_ident() % 100000}"
+    # fixed-length digits: the guest sees this path, and on the virtual clock
+    # two runs repeat only if what the guest sees is the same (docs/determinism.md)
+    tmp = exp_dir / f".{run.run_id}.tmp-{os.getpid() % 10**7:07d}-{threading.get_ident() % 100000:05d}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     (tmp / "config.json").write_text(json.dumps(run.as_dict(), indent=1, sort_keys=True))

@@ -165,13 +165,27 @@ def _slurm(argv: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
                           "(Debian: slurm-client)") from None
 
 
+def _squeue_job(jid: str, attempts: int = 5) -> subprocess.CompletedProcess:
+    """squeue for one job's tasks. A job the controller has forgotten
+    (MinJobAge) is an error that says so, and then the caller looks elsewhere;
+    any other error (seen on a loaded machine: the controller did not answer
+    in time) is retried, and raised if it persists, never read as "no task
+    queued or running": that would resubmit runs that are still under way."""
+    for attempt in range(attempts):
+        p = _slurm(["squeue", "-h", "-r", "-t", "all", "-j", jid, "-o", "%i|%T"])
+        if p.returncode == 0 or "invalid job id" in p.stderr.lower():
+            return p
+        time.sleep(1 + attempt)
+    raise RunnerError(f"executor: squeue -j {jid} failed {attempts} times: {p.stderr.strip()[-300:]}")
+
+
 def task_states(job: dict) -> dict[int, str]:
     """State of each array task: squeue (jobs the controller still knows),
     then sacct (if accounting is on), then the exit codes the tasks wrote."""
     states: dict[int, str] = {}
     jid = str(job["job_id"])
     if shutil.which("squeue"):
-        p = _slurm(["squeue", "-h", "-r", "-t", "all", "-j", jid, "-o", "%i|%T"])
+        p = _squeue_job(jid)
         for line in p.stdout.split() if p.returncode == 0 else []:
             tid, _, state = line.partition("|")
             if tid.startswith(jid + "_") and tid[len(jid) + 1:].isdigit():

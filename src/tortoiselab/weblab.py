@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from . import commands as C
-from .lab import LabContext, PathLab, mininet_path
+from .lab import LabContext, PathLab, align_to_grid, mininet_path
 from .pathspec import PathSpec
 from .topology import SERVER_IP2, WEB_PATH
 
@@ -213,7 +213,9 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, path: PathSpec, load: 
     pcap, cpcap = d / "server.pcap", d / "client.pcap"
     cap = ctx.ex.start(tcpdump_argv(lab.server.defaultIntf().name, str(pcap)), lab.server)
     ccap = ctx.ex.start(tcpdump_argv(lab.client.defaultIntf().name, str(cpcap)), lab.client)
-    time.sleep(0.5)  # tcpdump attached before the first packet
+    # tcpdump attached before the first packet (0.25-0.75 s); the load starts
+    # on a grid point, at the same instant in every run (docs/determinism.md)
+    align_to_grid(0.5)
     page = c.get("page", "feed.html")
     url = c.get("url") or f"https://{WWW}/{page}"
     loader = c.get("loader", "loader")

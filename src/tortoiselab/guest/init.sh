@@ -11,6 +11,9 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/tmp PYTHONDONTWRITEBYTECODE=1 LANG=C.UTF-8 PYTHONHASHSEED=0
 
 mount -t proc proc /proc
+# no address-space randomization: thread ids and pointer-keyed hashes (Open
+# vSwitch seeds its draws with pthread_self) repeat run to run (docs/determinism.md)
+echo 0 > /proc/sys/kernel/randomize_va_space
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mkdir -p /dev/pts /dev/shm 2>/dev/null
