@@ -269,8 +269,13 @@ def _load_request(run: RunSpec, site: Path, pki: Path) -> dict:
             "loads": [{"label": run.run_id, "server": s, "client": client}]}
 
 
+class RunInterrupted(RunnerError):
+    """The runner was stopped while this run's lab ran: nothing is stored,
+    the run stays pending."""
+
+
 def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path, pki: Path,
-            versions: dict, timeout_s: float = 1800) -> dict:
+            versions: dict, timeout_s: float = 1800, stop: threading.Event | None = None) -> dict:
     """One run in its own lab boot, written to a temporary folder and renamed
     into place only when complete."""
     # fixed-length digits: the guest sees this path, and on the virtual clock
@@ -311,6 +316,12 @@ def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path,
             if src and Path(src).exists():
                 os.replace(src, tmp / name)
     except backends.LabError as exc:
+        # a lab that died because the runner is being stopped (Ctrl-C, or a
+        # scheduler's SIGTERM to every process of the job) is not a failed run:
+        # store nothing, so that the run is done again next time
+        if stop is not None and stop.wait(0.5):
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise RunInterrupted(f"run {run.run_id}: interrupted") from exc
         record["ok"] = False
         record["error"] = f"lab: {exc}"[:2000]
     wall = time.monotonic() - t0
@@ -340,14 +351,14 @@ def _floor(run: RunSpec, site: Path, pki: Path, summary: dict) -> dict:
             if f["floor_ms"] else None, "floor_model": f.get("model") or {"why": f.get("why")}}
 
 
-def _claimed_run(run: RunSpec, exp_dir: Path, *args) -> dict | None:
+def _claimed_run(run: RunSpec, exp_dir: Path, *args, stop: threading.Event | None = None) -> dict | None:
     """run_one under the run's claim; None if it was complete by the time
     the claim was ours (done by another runner)."""
     with claim(exp_dir, run.run_id) as fh:
         if completed(exp_dir, run.run_id):
             return None
         _note(fh, f"start {socket.gethostname()} {os.getpid()}")
-        rec = run_one(run, exp_dir, *args)
+        rec = run_one(run, exp_dir, *args, stop=stop)
         _note(fh, "done")
         return rec
 
@@ -379,15 +390,22 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
             pending = pending[:limit]
         versions = tool_versions()
         records, t0 = [], time.monotonic()
+        stop = threading.Event()
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futs = {pool.submit(_claimed_run, r, exp_dir, info, site, pki, versions): r for r in pending}
-            for n, fut in enumerate(as_completed(futs), 1):
-                rec = fut.result()
-                if rec is None:  # another runner completed it meanwhile
-                    continue
-                records.append(rec)
-                if on_progress:
-                    on_progress(rec, n, len(pending))
+            futs = {pool.submit(_claimed_run, r, exp_dir, info, site, pki, versions, stop=stop): r
+                    for r in pending}
+            try:
+                for n, fut in enumerate(as_completed(futs), 1):
+                    rec = fut.result()
+                    if rec is None:  # another runner completed it meanwhile
+                        continue
+                    records.append(rec)
+                    if on_progress:
+                        on_progress(rec, n, len(pending))
+            except BaseException:  # interrupted: runs under way store nothing, queued ones never start
+                stop.set()
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
         with setup_lock(exp_dir):
             table = rebuild_table(exp_dir)
     return {"experiment": exp.name, "dir": str(exp_dir), "total": len(runs), "pending": len(pending),

@@ -85,7 +85,7 @@ def test_two_virtual_clock_passes_agree_to_microseconds(two_passes):
     assert not other.identical and other.packets_differing > 0
 
 
-@pytest.mark.xfail(strict=False, reason="issue 9, open: about 1 run in 8 still differs by 1-3 us; Open vSwitch's "
+@pytest.mark.xfail(strict=False, reason="issue 9, open: some runs (up to 4 of 8 seen) still differ by 1-3 us; Open vSwitch's "
                                         "start-up inside Mininet's build is the last source seen "
                                         "(docs/determinism.md)")
 def test_two_virtual_clock_passes_are_identical(two_passes):

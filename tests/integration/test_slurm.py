@@ -60,21 +60,29 @@ def _wait_for(cond, timeout, what):
         got = cond()
         if got:
             return got
-        time.sleep(0.5)
+        time.sleep(0.2)
     pytest.fail(f"timed out waiting for {what}")
 
 
 def _live_run(exp_dir: Path):
-    """(run id, uml pgid) of a run under way whose lab has booted."""
+    """(run id, uml pgid) of the run whose lab guest booted last and still runs."""
+    live = []
     for d in exp_dir.glob(".*.tmp-*"):
         pg = d / "lab" / "uml.pgid"
-        if pg.exists() and pg.read_text().strip():
-            return d.name[1:13], int(pg.read_text())
-    return None
+        try:
+            pgid = int(pg.read_text())
+            if group_alive(pgid):  # the guest still runs (not just the host-side analysis)
+                live.append((pg.stat().st_mtime, d.name[1:13], pgid))
+        except (OSError, ValueError):
+            continue  # not there yet, or the run just finished
+    return max(live)[1:] if live else None
 
 
-def test_sweep_on_slurm_with_a_cancelled_task(tmp_path, lab_kernel, cluster):
+def test_sweep_on_slurm_with_a_cancelled_task(tmp_path, lab_kernel, cluster, monkeypatch):
     from tortoiselab import slurm
+
+    for k, v in cluster.items():  # squeue called from this process must find the private cluster too
+        monkeypatch.setenv(k, v)
 
     f = tmp_path / "cluster.yaml"
     f.write_text(EXP)
@@ -90,10 +98,12 @@ def test_sweep_on_slurm_with_a_cancelled_task(tmp_path, lab_kernel, cluster):
 
     # midway: a run done and another one's lab up; cancel the array task doing it
     _wait_for(lambda: list(exp_dir.glob("*/run.json")), 600, "a first completed run")
-    run_id, pgid = _wait_for(lambda: _live_run(exp_dir), 300, "a run with its lab booted")
-    task = int(run_id, 16) % job["tasks"]  # the slice that holds this run
     ls = _tortoise(["ls", "--results", str(results)], cluster)
     assert f"slurm job {job['job_id']}: 8 array tasks" in ls.stdout and " 0 running" not in ls.stdout, ls.stdout
+    # a run takes a few seconds of wall time from boot to result: cancel its
+    # task as soon as its lab is seen (a `tortoise ls` in between let it finish)
+    run_id, pgid = _wait_for(lambda: _live_run(exp_dir), 300, "a run with its lab booted")
+    task = int(run_id, 16) % job["tasks"]  # the slice that holds this run
     subprocess.run(["scancel", f"{job['job_id']}_{task}"], check=True, env=cluster)
 
     _wait_for(lambda: not slurm.active_jobs(exp_dir), 900, "the first job to be over")
