@@ -145,7 +145,8 @@ def cmd_run(a: argparse.Namespace) -> int:
                                f"{'ok' if rec['ok'] else 'FAILED: ' + str(rec['error'])[:60]}")
 
         res = run_experiment(Path(a.file), Path(a.results), jobs=a.jobs, backend=a.backend, clock=a.clock,
-                             limit=a.limit, on_progress=progress, grid=a.grid, shard=shard)
+                             limit=a.limit, on_progress=progress, grid=a.grid, shard=shard,
+                             runs_file=Path(a.runs_file) if a.runs_file else None)
     import pandas as pd
 
     df = pd.read_parquet(res["table"])
@@ -346,7 +347,11 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "results/<name>@<grid>; default: the file's own sweep")
     p.add_argument("--results", default="results")
     p.add_argument("--shard", default=None, metavar="i/N",
-                   help="only the i-th of N disjoint slices of the sweep (by run id), for any scheduler or a loop")
+                   help="only the i-th of N disjoint slices of the sweep (every N-th run in the sweep's order, "
+                        "from the i-th), for any scheduler or a loop")
+    p.add_argument("--runs-file", default=None, metavar="FILE",
+                   help="only the runs whose ids FILE lists, one per line (--shard then slices this list); "
+                        "the Slurm executor's array tasks use it")
     p.add_argument("--executor", default="local", choices=["local", "slurm"],
                    help="slurm: submit the pending runs as a job array (see README 'On a cluster')")
     p.add_argument("--partition", default=None, help="slurm: the partition (sbatch --partition)")

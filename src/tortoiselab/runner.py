@@ -101,14 +101,31 @@ def parse_shard(spec: str) -> tuple[int, int]:
     return i, n
 
 
-def in_shard(run_id: str, shard: tuple[int, int]) -> bool:
-    """Slice i of N holds the runs whose id, read as a number, is i-1 mod N.
-    The id is a hash of the run's configuration, so the slices are even and
-    a run's slice depends on nothing else: N runners that each work out what
-    is pending at a different moment still split the sweep disjointly, and
-    their union is the whole sweep."""
+def shard_slice(run_ids: list[str], shard: tuple[int, int]) -> list[str]:
+    """Slice i of N holds the runs at positions i-1, i-1+N, ... of run_ids
+    (the sweep in its expansion order, or a run list the Slurm executor
+    froze at submission). The slices differ in size by one at most, and a
+    run's slice depends on the list alone, not on what is pending: N runners
+    that each work out what is pending at a different moment still split
+    the sweep disjointly, and their union is the whole list."""
     i, n = shard
-    return int(run_id, 16) % n == i - 1
+    return run_ids[i - 1::n]
+
+
+def read_run_list(path: Path, sweep_ids: list[str]) -> list[str]:
+    """A run list (--runs-file): one run id per line, each of this sweep."""
+    try:
+        ids = [ln.strip() for ln in Path(path).read_text().splitlines() if ln.strip()]
+    except OSError as e:
+        raise RunnerError(f"runs-file: cannot read {path}: {e.strerror}") from None
+    known = set(sweep_ids)
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        raise RunnerError(f"runs-file: {len(unknown)} run id(s) of {path} are not in this sweep (first: "
+                          f"{unknown[0]}); list ids from the same experiment file and grid")
+    if len(set(ids)) != len(ids):
+        raise RunnerError(f"runs-file: {path} lists a run id twice; give each run once")
+    return ids
 
 
 def completed(exp_dir: Path, run_id: str) -> bool:
@@ -366,21 +383,30 @@ def _claimed_run(run: RunSpec, exp_dir: Path, *args, stop: threading.Event | Non
 def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 1, backend: str = "auto",
                    clock: str = "auto", limit: int | None = None,
                    on_progress: Callable[[dict, int, int], None] | None = None, grid: str | None = None,
-                   shard: tuple[int, int] | None = None) -> dict:
-    """Every pending run (of slice shard=(i, N) only, if given), each under
-    its claim, so that shards running side by side never do a run twice."""
+                   shard: tuple[int, int] | None = None, runs_file: Path | None = None) -> dict:
+    """Every pending run (of slice shard=(i, N) only, if given; of the runs
+    listed in runs_file only, if given), each under its claim, so that
+    shards running side by side never do a run twice."""
     if shard is not None:
         parse_shard(f"{shard[0]}/{shard[1]}")
     exp = load(exp_file, grid=grid)  # a grid runs into results/<name>@<grid>
-    runs = run_order(exp, expand(exp))
-    mine = [r for r in runs if shard is None or in_shard(r.run_id, shard)]
+    sweep = expand(exp)
+    ids = [r.run_id for r in sweep]
+    if runs_file is not None:
+        ids = read_run_list(runs_file, ids)
+    if shard is not None:
+        ids = shard_slice(ids, shard)
+    keep = set(ids)
+    runs = run_order(exp, sweep)
+    mine = [r for r in runs if r.run_id in keep]
+    sliced = shard is not None or runs_file is not None
     exp_dir = Path(results).resolve() / exp.name  # the guest is given absolute paths only
     ccs = sorted({r.config["server"]["cc"] for r in runs})
     info = backends.choose(backend, clock, ccs)
     if info.backend == "native" and jobs > 1:
         raise RunnerError("jobs: runs on the native backend share the host's kernel; use --jobs 1 (or uml)")
-    with experiment_lock(exp_dir, shared=shard is not None):
-        cleaned = clean_stale(exp_dir, None if shard is None else {r.run_id for r in mine})
+    with experiment_lock(exp_dir, shared=sliced):
+        cleaned = clean_stale(exp_dir, keep if sliced else None)
         with setup_lock(exp_dir):
             (exp_dir / "experiment.yaml").write_text(Path(exp_file).read_text()) \
                 if not (exp_dir / "experiment.yaml").exists() else None

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from . import backends
 from .experiment import expand, load
-from .runner import RunnerError, completed, in_shard, probe_claim, rebuild_table, setup_lock
+from .runner import RunnerError, completed, probe_claim, rebuild_table, setup_lock, shard_slice
 
 MAX_TASKS = 1000  # Slurm's default MaxArraySize is 1001 (indices 0..1000)
 NOT_SHARED_FS = {"tmpfs", "ramfs", "devtmpfs"}
@@ -122,7 +122,8 @@ def batch_script(sub: Path, exp_file: Path, results: Path, tasks: int, clock: st
     """The array task: check the node has what it needs, then run its shard."""
     q = shlex.quote
     grid_arg = f" --grid {q(grid)}" if grid else ""
-    run = (f"{q(sys.executable)} -m tortoiselab.cli run {q(str(exp_file))} --shard \"$shard\" --backend uml "
+    run = (f"{q(sys.executable)} -m tortoiselab.cli run {q(str(exp_file))} --runs-file {q(str(sub / 'runs.txt'))} "
+           f"--shard \"$shard\" --backend uml "
            f"--clock {q(clock)} --jobs 1 --results {q(str(results))}{grid_arg}")
     return f"""#!/bin/bash
 # tortoise: one shard of a sweep per array task (written by tortoise run --executor slurm)
@@ -228,12 +229,11 @@ def status(exp_dir: Path) -> dict | None:
         for s in states.values():
             kinds[_kind(s)] += 1
         active = {i for i, s in states.items() if _kind(s) in ("queued", "running")}
-        for rid in job["runs"]:
-            if completed(exp_dir, rid):
-                continue
-            if any(in_shard(rid, (i + 1, job["tasks"])) for i in active):
-                with probe_claim(exp_dir, rid) as (free, _):
-                    out["queued_runs"] += free
+        for i in sorted(active):  # task i runs slice i+1 of the run list frozen at submission
+            for rid in shard_slice(job["runs"], (i + 1, job["tasks"])):
+                if not completed(exp_dir, rid):
+                    with probe_claim(exp_dir, rid) as (free, _):
+                        out["queued_runs"] += free
         out["jobs"].append({"job_id": job["job_id"], "tasks": job["tasks"], **kinds})
     return out
 
@@ -280,6 +280,7 @@ def submit(exp_file: Path, results: Path, partition: str | None = None, parallel
     (sub / "logs").mkdir(parents=True)
     frozen = sub / "experiment.yaml"  # what the tasks run, whatever happens to FILE meanwhile
     frozen.write_text(Path(exp_file).read_text())
+    (sub / "runs.txt").write_text("".join(f"{rid}\n" for rid in pending))  # task i: every tasks-th from i
     script = sub / "job.sh"
     script.write_text(batch_script(sub, frozen, results, tasks, clock, grid, kernel))
     throttle = f"%{parallelism}" if parallelism else ""  # none: as many at once as Slurm gives
@@ -299,7 +300,7 @@ def submit(exp_file: Path, results: Path, partition: str | None = None, parallel
             "script": str(script)}
 
 
-def wait(exp_dir: Path, job_id: str, poll_s: float = 5.0, on_change=None) -> dict:
+def wait(exp_dir: Path, job_id: str, poll_s: float = 2.0, on_change=None) -> dict:
     """Until no task of the job is queued or running; then the runs table."""
     job = next(j for j in load_jobs(exp_dir) if str(j["job_id"]) == str(job_id))
     last = None
@@ -320,9 +321,10 @@ def wait(exp_dir: Path, job_id: str, poll_s: float = 5.0, on_change=None) -> dic
 
 def cli_run(a) -> int:
     """`tortoise run FILE --executor slurm ...`."""
-    if a.shard or a.limit is not None:
-        raise RunnerError(f"{'shard' if a.shard else 'limit'}: not with --executor slurm (it shards the "
-                          "pending runs over the array's tasks itself)")
+    given = [o for o, v in (("shard", a.shard), ("limit", a.limit), ("runs-file", a.runs_file)) if v is not None]
+    if given:
+        raise RunnerError(f"{given[0]}: not with --executor slurm (it shares the pending runs out over the "
+                          "array's tasks itself)")
     if a.jobs != 1:
         raise RunnerError("jobs: with --executor slurm every array task runs one lab (--jobs 1); "
                           "use --array-parallelism for more at once")

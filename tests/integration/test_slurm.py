@@ -3,10 +3,12 @@
 their pids) runs an 8-run sweep as a job array, 2 tasks at a time. One array
 task is cancelled midway; running the same command again submits only the
 missing runs. Every run completes exactly once, and the runs table matches
-the same sweep run locally."""
+the same sweep run on this machine as three hand-made shards side by side
+(--shard 1/3, 2/3, 3/3), whose runs are disjoint and cover the sweep."""
 
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -99,11 +101,15 @@ def test_sweep_on_slurm_with_a_cancelled_task(tmp_path, lab_kernel, cluster, mon
     # midway: a run done and another one's lab up; cancel the array task doing it
     _wait_for(lambda: list(exp_dir.glob("*/run.json")), 600, "a first completed run")
     ls = _tortoise(["ls", "--results", str(results)], cluster)
-    assert f"slurm job {job['job_id']}: 8 array tasks" in ls.stdout and " 0 running" not in ls.stdout, ls.stdout
+    m = re.search(rf"slurm job {job['job_id']}: 8 array tasks: (\d+) queued, (\d+) running, (\d+) done, "
+                  r"0 failed", ls.stdout)
+    assert m and sum(map(int, m.groups())) == 8 and int(m[3]) >= 1, ls.stdout
     # a run takes a few seconds of wall time from boot to result: cancel its
     # task as soon as its lab is seen (a `tortoise ls` in between let it finish)
     run_id, pgid = _wait_for(lambda: _live_run(exp_dir), 300, "a run with its lab booted")
-    task = int(run_id, 16) % job["tasks"]  # the slice that holds this run
+    runs_txt = (Path(job["dir"]) / "runs.txt").read_text().split()
+    assert runs_txt == job["runs"]  # the list the tasks slice, frozen at submission
+    task = runs_txt.index(run_id) % job["tasks"]  # the task whose slice holds this run
     subprocess.run(["scancel", f"{job['job_id']}_{task}"], check=True, env=cluster)
 
     _wait_for(lambda: not slurm.active_jobs(exp_dir), 900, "the first job to be over")
@@ -134,11 +140,28 @@ def test_sweep_on_slurm_with_a_cancelled_task(tmp_path, lab_kernel, cluster, mon
     p = _tortoise(submit, cluster)
     assert p.returncode == 0 and "nothing to submit" in p.stdout, p.stdout + p.stderr
 
-    # the same sweep on this machine's local executor
+    # the same sweep on this machine, by hand: --shard 1/3, 2/3 and 3/3 side by side, one folder
     local = tmp_path / "local"
-    p = _tortoise(["run", str(f), "--results", str(local), "--backend", "uml", "--clock", "virtual",
-                   "--jobs", "2"], None)
-    assert p.returncode == 0, p.stdout + p.stderr
+    shards = {k: subprocess.Popen([*TORTOISE, "run", str(f), "--results", str(local), "--backend", "uml",
+                                   "--clock", "virtual", "--shard", f"{k}/3"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True) for k in (1, 2, 3)}
+    for k, sp in shards.items():
+        out, _ = sp.communicate(timeout=900)
+        assert sp.returncode == 0, (k, out)
+    by_pid = {sp.pid: k for k, sp in shards.items()}
+    did = {1: set(), 2: set(), 3: set()}
+    for r in job["runs"]:
+        starts = [ln.split() for ln in (local / "cluster" / ".claims" / f"{r}.lock").read_text().splitlines()
+                  if ln.startswith("start ")]
+        assert len(starts) == 1, (r, starts)  # each run done once, by one shard
+        did[by_pid[int(starts[0][2])]].add(r)
+    from tortoiselab.experiment import expand, load
+    from tortoiselab.runner import shard_slice
+
+    ids = [r.run_id for r in expand(load(f))]
+    for k in (1, 2, 3):
+        assert did[k] == set(shard_slice(ids, (k, 3))) and len(did[k]) in (2, 3), did
+    assert did[1] | did[2] | did[3] == set(job["runs"])
 
     import pandas as pd
 

@@ -13,30 +13,51 @@ import pytest
 from tests.conftest import TORTOISE
 from tortoiselab import slurm
 from tortoiselab.experiment import Experiment, expand
-from tortoiselab.runner import (RunnerError, claim, clean_stale, experiment_lock, in_shard, parse_shard,
-                                probe_claim)
+from tortoiselab.runner import (RunnerError, claim, clean_stale, experiment_lock, parse_shard, probe_claim,
+                                read_run_list, shard_slice)
 
 EXP = Experiment(name="sh", repetitions=5, seed=2, path={"rtt_ms": 50, "loss_pct": 1, "rate_mbit": 10},
                  client={"page": "tiny.html"},
                  sweep={"server.cc": ["cubic", "reno", "hybla"], "path.loss_pct": [0, 1]})
 
 
-def test_three_shards_are_disjoint_and_cover_the_sweep():
+def test_three_shards_are_disjoint_even_and_cover_the_sweep():
     ids = [r.run_id for r in expand(EXP)]
     assert len(ids) == 30
-    slices = [{i for i in ids if in_shard(i, (k, 3))} for k in (1, 2, 3)]
-    assert all(slices)  # 30 hashed ids: every slice has some
+    slices = [set(shard_slice(ids, (k, 3))) for k in (1, 2, 3)]
+    assert [len(x) for x in slices] == [10, 10, 10]
     assert not (slices[0] & slices[1]) and not (slices[0] & slices[2]) and not (slices[1] & slices[2])
     assert slices[0] | slices[1] | slices[2] == set(ids)
+
+
+@pytest.mark.parametrize("n", [1, 4, 7, 30, 31])
+def test_slices_differ_in_size_by_one_at_most(n):
+    ids = [r.run_id for r in expand(EXP)]
+    sizes = [len(shard_slice(ids, (k, n))) for k in range(1, n + 1)]
+    assert sum(sizes) == 30 and max(sizes) - min(sizes) <= 1
 
 
 def test_a_runs_slice_does_not_depend_on_what_is_pending():
     ids = [r.run_id for r in expand(EXP)]
     done = set(ids[::3])  # whatever is complete, each pending run keeps its slice
     for k in (1, 2, 3, 4):
-        assert {i for i in ids if i not in done and in_shard(i, (k, 4))} == \
-               {i for i in ids if in_shard(i, (k, 4))} - done
-    assert all(in_shard(i, (1, 1)) for i in ids)
+        assert {i for i in shard_slice(ids, (k, 4)) if i not in done} == set(shard_slice(ids, (k, 4))) - done
+    assert shard_slice(ids, (1, 1)) == ids
+
+
+def test_run_list_keeps_its_order_and_refuses_strangers(tmp_path):
+    ids = [r.run_id for r in expand(EXP)]
+    f = tmp_path / "runs.txt"
+    f.write_text("\n".join([ids[5], ids[2], "", ids[9]]) + "\n")
+    assert read_run_list(f, ids) == [ids[5], ids[2], ids[9]]
+    f.write_text(f"{ids[1]}\nfeedfacecafe\n")
+    with pytest.raises(RunnerError, match=r"^runs-file: 1 run id\(s\) .* not in this sweep \(first: feedfacecafe\)"):
+        read_run_list(f, ids)
+    f.write_text(f"{ids[1]}\n{ids[1]}\n")
+    with pytest.raises(RunnerError, match="^runs-file: .* lists a run id twice"):
+        read_run_list(f, ids)
+    with pytest.raises(RunnerError, match="^runs-file: cannot read"):
+        read_run_list(tmp_path / "missing.txt", ids)
 
 
 @pytest.mark.parametrize("spec, words", [
