@@ -143,6 +143,18 @@ def mininet_path(ctx: LabContext, graph: Graph = ONE_PATH) -> Iterator["PathLab"
 
     setLogLevel("warning")
     switch_cls = OVSSwitch if ctx.switch == "ovs" else LinuxBridge
+    if ctx.private_ovs:
+        # uml: the guest's own kernel. No IPv6 anywhere, from the first
+        # namespace on: Mininet makes the hosts' namespaces and links as soon
+        # as they are added, and a new namespace otherwise starts with IPv6
+        # on, whose DAD, router solicitations and MLD reports wait random
+        # delays; those woke the kernel's workers at random moments and moved
+        # the run by microseconds (docs/determinism.md). devconf_inherit_init_net=1:
+        # new namespaces copy the root's all/default settings. Switch ports are
+        # born without IPv6 too (turning it off port by port woke vswitchd).
+        ctx.ex.run(C.sysctl_set("net.core.devconf_inherit_init_net", 1))
+        for key in ("all", "default"):
+            ctx.ex.run(C.sysctl_set(f"net.ipv6.conf.{key}.disable_ipv6", 1))
     net = Mininet(topo=None, build=False, controller=None, autoSetMacs=True,
                   autoStaticArp=True, waitConnected=False)
     nodes = {}
@@ -152,15 +164,12 @@ def mininet_path(ctx: LabContext, graph: Graph = ONE_PATH) -> Iterator["PathLab"
         opts = {"failMode": "standalone"} if ctx.switch == "ovs" else {}
         nodes[s] = net.addSwitch(s, cls=switch_cls, **opts)
     links = {}
-    for a, b in graph.links:
-        links[(a, b)] = net.addLink(nodes[a], nodes[b])
-    if ctx.private_ovs:
-        # uml: the guest's own kernel. Switch ports are born without IPv6:
-        # turning it off port by port afterwards woke ovs-vswitchd, whose
-        # work (it seeds its own random draws from the kernel) took a few
-        # microseconds more in some runs than in others (docs/determinism.md)
-        for key in ("all", "default"):
-            ctx.ex.run(C.sysctl_set(f"net.ipv6.conf.{key}.disable_ipv6", 1))
+    for i, (a, b) in enumerate(graph.links, 1):
+        # switch ports get fixed MACs (hosts get theirs from autoSetMacs): the
+        # kernel's random ones decided when OVS re-picked a bridge's own MAC
+        # as ports joined, work that took more time in some runs (docs/determinism.md)
+        macs = {f"addr{k}": f"02:00:00:00:{i:02x}:{k:02x}" for k, n in ((1, a), (2, b)) if n in graph.switches}
+        links[(a, b)] = net.addLink(nodes[a], nodes[b], **macs)
     try:
         net.build()
         net.start()
