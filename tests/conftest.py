@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,10 @@ def lab_kernel() -> Path:
     if not k.exists():
         pytest.fail(f"the UML lab kernel is not built ({k}): run 'make kernel' (make test does)")
     return k
+
+
+def write_yaml(folder: Path, text: str, name: str = "e.yaml") -> Path:
+    """An experiment file in folder, from an indented literal."""
+    f = folder / name
+    f.write_text(textwrap.dedent(text))
+    return f

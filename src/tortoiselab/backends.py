@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from .pathspec import STOCK_ALGORITHMS
 PKG_DIR = Path(__file__).resolve().parent
 REPO_DIR = PKG_DIR.parent.parent
 GUEST_INIT = PKG_DIR / "guest" / "init.sh"
+NO_HOST_ENTROPY = PKG_DIR / "tools" / "no_host_entropy.py"
 
 # kernel config symbol -> registered name (net/ipv4/Kconfig)
 CONFIG_TO_ALGO = {
@@ -202,29 +204,45 @@ def _run_native(work: Path, timeout_s: float) -> dict:
     return _read_result(work, log)
 
 
+def plain_paths(paths: list[str]) -> list[str]:
+    """Paths the guest's init gets colon-separated: no ':' or space in them."""
+    for p in paths:
+        if ":" in p or " " in p:
+            raise LabError(f"the path {p!r} contains ':' or a space, which the lab guest's init cannot carry; "
+                           "move the project, cache or results to a plain path")
+    return paths
+
+
 def guest_ro_paths(extra: list[str] | None = None) -> list[str]:
     """Host folders the guest reads: the project (editable install) and the
     venv, plus e.g. our modules' folder. The guest re-mounts any of them that
     its own tmpfs mounts hide (a clone under /tmp, say)."""
-    paths = [str(REPO_DIR), sys.prefix, *(extra or [])]
-    for p in paths:
-        if ":" in p or " " in p:
-            raise LabError(f"the path {p!r} contains ':' or a space, which the UML command line cannot carry; "
-                           "move the project or cache to a plain path")
-    return paths
+    return plain_paths([str(REPO_DIR), sys.prefix, *(extra or [])])
 
 
 def uml_argv(kernel: str, work: Path, clock: str, umid: str, mem_mb: int = 1024,
              extra_ro: list[str] | None = None) -> list[str]:
     """The UML command line: host tree as read-only root through hostfs, our
-    init, the console on stdout, the UML control dir inside the work folder."""
-    argv = [kernel, f"mem={mem_mb}M", f"umid={umid}", f"uml_dir={work / 'uml'}",
+    init, the console on stdout; started with the host's getrandom failing
+    for it (tools/no_host_entropy.py).
+
+    The kernel mixes its command line into its random pool, so nothing that
+    differs between two boots of one run is on it: the work folder is the
+    UML process's working directory (the guest's init reads it through the
+    host's /proc), the UML control dir (umid, mconsole) is UML's default
+    $HOME/.uml with HOME set to the work folder, and the umid is not passed
+    on to the kernel (docs/determinism.md)."""
+    argv = [sys.executable, "-S", str(NO_HOST_ENTROPY), kernel, f"mem={mem_mb}M", f"umid={umid}",
             "root=/dev/root", "rootfstype=hostfs", "rootflags=/", "ro",
             f"init={GUEST_INIT}", "con=null", "con0=null,fd:1", "quiet",
-            f"TL_WORK={work}", f"TL_PYTHON={sys.executable}", f"TL_RO={':'.join(guest_ro_paths(extra_ro))}"]
+            f"TL_PYTHON={sys.executable}", f"TL_RO={':'.join(guest_ro_paths(extra_ro))}"]
     if clock == "virtual":
         argv += [f"time-travel-start={VIRTUAL_EPOCH_S * 10**9}", "time-travel=inf-cpu"]
     return argv
+
+
+_compiled = threading.Lock()
+_compiled_once: list[bool] = []
 
 
 def _compile_package() -> None:
@@ -232,10 +250,14 @@ def _compile_package() -> None:
     runs with PYTHONDONTWRITEBYTECODE but reads the host's __pycache__: a
     module with no .pyc costs it failed system calls (1 us of virtual time
     each), so whether the host had imported a module yet would move the run
-    (docs/determinism.md). Idempotent: up-to-date .pyc files are kept."""
+    (docs/determinism.md). Once per process (a later edit of the code
+    changes the run anyway, and the run records the code's digest)."""
     import compileall
 
-    compileall.compile_dir(str(Path(__file__).resolve().parent), quiet=2)
+    with _compiled:  # once per process; runs side by side wait for the first
+        if not _compiled_once:
+            compileall.compile_dir(str(Path(__file__).resolve().parent), quiet=2)
+            _compiled_once.append(True)
 
 
 def _run_uml(info: BackendInfo, work: Path, timeout_s: float) -> dict:
@@ -244,10 +266,12 @@ def _run_uml(info: BackendInfo, work: Path, timeout_s: float) -> dict:
     # fixed length: the umid is on the guest's command line (docs/determinism.md)
     umid = f"tl-{os.getpid() % 10**7:07d}-{int(time.time() * 1000) % 10**8:08d}"
     _compile_package()
-    (work / "uml").mkdir(exist_ok=True)
     req = json.loads((work / "request.json").read_text())
-    extra = ([req["modules_dir"]] if req.get("modules_dir") else []) + list(req.get("ro_paths", []))
-    argv = uml_argv(info.kernel, work, info.clock, umid, extra_ro=extra)
+    # on the command line only what every boot of a run shares (the kernel
+    # mixes it into its random pool); the run's own folders go in a file
+    argv = uml_argv(info.kernel, work, info.clock, umid,
+                    extra_ro=[req["modules_dir"]] if req.get("modules_dir") else [])
+    (work / "ro_paths").write_text(":".join(plain_paths([str(x) for x in req.get("ro_paths", [])])))
     log = work / "console.log"
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(work), "TMPDIR": "/dev/shm"}
     with open(log, "w") as fh:
@@ -257,7 +281,7 @@ def _run_uml(info: BackendInfo, work: Path, timeout_s: float) -> dict:
         try:
             _wait_or_kill(p, timeout_s)
         finally:
-            shutil.rmtree(work / "uml", ignore_errors=True)
+            shutil.rmtree(work / ".uml", ignore_errors=True)
     return _read_result(work, log)
 
 

@@ -28,7 +28,6 @@ import random
 import shutil
 import socket
 import struct
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -239,7 +238,7 @@ def verify(exp_file: Path, results: Path, n: int = 2, jobs: int = 1, backend: st
             f"clock a run depends on the machine's load and is not repeatable (stored runs: "
             f"{', '.join(sorted(map(str, stored_clocks)))} clock; this rerun: {info.backend}, {info.clock} clock). "
             "bench/determinism.py shows the spread of real-clock reruns.")
-    scratch = Path(scratch or tempfile.mkdtemp(prefix=f"tortoise-verify-{exp.name}-")).resolve()
+    scratch = Path(scratch).resolve() if scratch else scratch_like(Path(results).resolve())
     work_dir = scratch / exp.name
     work_dir.mkdir(parents=True, exist_ok=True)
     versions = tool_versions()
@@ -257,6 +256,29 @@ def verify(exp_file: Path, results: Path, n: int = 2, jobs: int = 1, backend: st
     return {"experiment": exp.name, "stored": str(exp_dir), "scratch": str(scratch), "comparisons": comps,
             "wall_seconds": round(time.monotonic() - t0, 1),
             "backend": info.backend, "clock": info.clock}
+
+
+def scratch_like(results: Path) -> Path:
+    """A new scratch folder beside the results folder, with a name as long as
+    its name: the same depth, the same lengths. The guest sees its run's
+    folder at the host's path and makes it anew in its own /tmp when the
+    path lies there, and the shape of that path moves a run by a microsecond
+    or two (seen: a rerun under a /tmp path of other depth and length
+    differed by 1-2 us; runs under two results folders of one shape did
+    not). Hidden (a leading dot) where the name has room for one."""
+    import secrets
+    import string
+
+    n = len(results.name)
+    for _ in range(100):
+        tail = "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(n))
+        cand = results.parent / (("." + tail[1:]) if n >= 2 else tail)
+        try:
+            cand.mkdir()
+            return cand
+        except FileExistsError:
+            continue
+    raise DeterminismError(f"verify-determinism: found no free scratch name beside {results}")
 
 
 def _label(spec) -> str:

@@ -20,7 +20,8 @@ class Executor:
     log_path: Path | None = None
     records: list[dict] = field(default_factory=list)
 
-    def _log(self, where: str, argv: list[str], rc: int, out: str, err: str, t0: float) -> None:
+    def record(self, where: str, argv: list[str], rc: int, out: str, err: str, t0: float) -> None:
+        """Log a step done without a subprocess (e.g. a file written), as run() logs its commands."""
         rec = {"t": round(t0, 6), "where": where, "argv": argv, "rc": rc,
                "seconds": round(time.monotonic() - t0, 6)}
         if rc != 0:
@@ -52,12 +53,12 @@ class Executor:
                 out, err = proc.communicate()
                 err += f"\n(timed out after {timeout} s)"
             rc = proc.returncode
-        self._log(where, argv, rc, out, err, t0)
+        self.record(where, argv, rc, out, err, t0)
         if check and rc != 0:
             raise CommandError(f"[{where}] {shlex.join(argv)} exited {rc}: {err.strip()[-500:]}")
         return out
 
     def start(self, argv: list[str], host: Any) -> subprocess.Popen:
         """Start a long-running argv in a Mininet host; the caller waits."""
-        self._log(host.name, argv, 0, "", "", time.monotonic())
+        self.record(host.name, argv, 0, "", "", time.monotonic())
         return host.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -8,6 +8,8 @@ traffic, netem on s2's WAN port shapes server-to-client traffic.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import json
 import math
 import os
@@ -46,22 +48,25 @@ def uptime_s() -> float:
     return float(Path("/proc/uptime").read_text().split()[0])
 
 
+class _Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
 def sleep_until_monotonic(t_s: float) -> None:
     """Sleep until CLOCK_MONOTONIC reads t_s (an absolute deadline,
     clock_nanosleep TIMER_ABSTIME); at once if it has passed. On the virtual
     clock every later event then happens at the same instant in every run,
     whatever the boot cost: boot took a few microseconds more or less from
     run to run (docs/determinism.md), and a relative sleep carried that on."""
-    import ctypes
-
-    class Timespec(ctypes.Structure):
-        _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
-
-    libc = ctypes.CDLL(None, use_errno=True)
     ns = int(round(t_s * 1e9))
-    ts = Timespec(ns // 10**9, ns % 10**9)
+    ts = _Timespec(ns // 10**9, ns % 10**9)
     while True:  # CLOCK_MONOTONIC = 1, TIMER_ABSTIME = 1; restart after a signal
-        rc = libc.clock_nanosleep(1, 1, ctypes.byref(ts), None)
+        rc = _libc().clock_nanosleep(1, 1, ctypes.byref(ts), None)
         if rc != 4:  # EINTR
             return
 
@@ -383,7 +388,7 @@ def set_module_params(ex: Executor, algorithm: str, params: dict[str, str]) -> d
             rc, err = 0, ""
         except OSError as exc:
             rc, err = exc.errno or 1, str(exc)
-        ex._log("root", ["write", str(f), str(v)], rc, "", err, t0)
+        ex.record("root", ["write", str(f), str(v)], rc, "", err, t0)
         if rc:
             raise RuntimeError(f"module parameter {algorithm}.{k}={v} refused by the module: {err}")
     return module_params_now(algorithm)
@@ -538,6 +543,8 @@ def run_task(ctx: LabContext, req: dict) -> dict:
     else:
         task = TASKS[req["task"]]
     result = {"kernel_release": kernel_release(), "uptime_start_s": uptime_s()}
+    if ctx.private_ovs:  # uml: a draw from the guest's CRNG; the same in every boot of a run when seeded
+        result["boot_id"] = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     with ExitStack() as stack:
         if req.get("modules_dir"):  # uml: the guest's own kernel, ours to change
             result["modules"] = load_modules(ctx.ex, req["modules_dir"], req.get("module_params", {}))

@@ -323,6 +323,9 @@ def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path,
             "seeds": run_seeds(run.seed, _load_request(run, site, pki)["loads"][0]["client"]["seed"], site,
                                Path(pki).parent.parent.name, res["task"].get("seeds", {}), info.clock),
             "kernel": info.kernel, "code": res.get("code_digest"),  # the lab code that ran (guest.code_digest)
+            # uml: the guest kernel's boot id, a draw from its CRNG: equal in two boots of a run
+            # exactly when the CRNG followed the run's seed (docs/determinism.md)
+            "guest_boot_id": res.get("boot_id"),
         }
         # configured vs measured: the TCP handshake's round trip in the capture
         rtts = [c["tcp_rtt_ms"] for c in ld["connections"] if c.get("tcp_rtt_ms")]

@@ -1,11 +1,10 @@
 """Experiment files: every bad value refused with its path, before anything starts."""
 
 import subprocess
-import textwrap
 
 import pytest
 
-from tests.conftest import TORTOISE
+from tests.conftest import TORTOISE, write_yaml
 from tortoiselab.experiment import ExperimentError, expand, load, run_order
 
 GOOD = """
@@ -23,18 +22,12 @@ exclude:
 """
 
 
-def _write(tmp_path, text):
-    f = tmp_path / "e.yaml"
-    f.write_text(textwrap.dedent(text))
-    return f
-
-
 def test_sweep_expands_with_exclude_and_stable_ids(tmp_path):
-    exp = load(_write(tmp_path, GOOD))
+    exp = load(write_yaml(tmp_path, GOOD))
     runs = expand(exp)
     assert len(runs) == (4 - 1) * 2
     assert len({r.run_id for r in runs}) == len(runs)
-    assert [r.run_id for r in expand(load(_write(tmp_path, GOOD)))] == [r.run_id for r in runs]
+    assert [r.run_id for r in expand(load(write_yaml(tmp_path, GOOD)))] == [r.run_id for r in runs]
     assert {(r.point["server.cc"], r.point["path.loss_pct"]) for r in runs} == {
         ("cubic", 0), ("cubic", 2), ("hybla", 2)}
     assert sorted(r.run_id for r in run_order(exp, runs)) == sorted(r.run_id for r in runs)
@@ -43,12 +36,12 @@ def test_sweep_expands_with_exclude_and_stable_ids(tmp_path):
 
 
 def test_paired_runs_share_seeds_across_arms(tmp_path):
-    exp = load(_write(tmp_path, GOOD.replace("seed: 3", "seed: 3\npaired: true")))
+    exp = load(write_yaml(tmp_path, GOOD.replace("seed: 3", "seed: 3\npaired: true")))
     seeds = {}
     for r in expand(exp):
         seeds.setdefault(r.repetition, set()).add(r.seed)
     assert all(len(s) == 1 for s in seeds.values())
-    unpaired = {r.seed for r in expand(load(_write(tmp_path, GOOD)))}
+    unpaired = {r.seed for r in expand(load(write_yaml(tmp_path, GOOD)))}
     assert len(unpaired) == 6
 
 
@@ -64,7 +57,7 @@ def test_paired_runs_share_seeds_across_arms(tmp_path):
     (("server.cc: [cubic, hybla]", "server.ccc: [cubic]"), "sweep"),
 ])
 def test_validate_names_each_bad_field(tmp_path, change, path):
-    f = _write(tmp_path, GOOD.replace(*change))
+    f = write_yaml(tmp_path, GOOD.replace(*change))
     with pytest.raises(ExperimentError) as e:
         load(f)
     assert path in str(e.value)
@@ -73,7 +66,7 @@ def test_validate_names_each_bad_field(tmp_path, change, path):
 
 
 def test_validate_ok(tmp_path):
-    p = subprocess.run([*TORTOISE, "validate", str(_write(tmp_path, GOOD))], capture_output=True, text=True)
+    p = subprocess.run([*TORTOISE, "validate", str(write_yaml(tmp_path, GOOD))], capture_output=True, text=True)
     assert p.returncode == 0 and "6 runs" in p.stdout
 
 

@@ -3,11 +3,12 @@ grids and linked sweep axes, and the studies' own consistency (every claim
 reads an experiment of its study, every experiment file has its grids)."""
 
 import math
-import textwrap
 
 import numpy as np
 import pandas as pd
 import pytest
+
+from tests.conftest import write_yaml
 
 from tortoiselab import studies as S
 from tortoiselab.experiment import ExperimentError, expand, load
@@ -135,14 +136,12 @@ grids:
 """
 
 
-def _write(tmp_path, text):
-    f = tmp_path / "g.yaml"
-    f.write_text(textwrap.dedent(text))
-    return f
+def _g(tmp_path, text):
+    return write_yaml(tmp_path, text, "g.yaml")
 
 
 def test_linked_axes_vary_together_and_grids_get_their_own_folder(tmp_path):
-    f = _write(tmp_path, EXP)
+    f = _g(tmp_path, EXP)
     runs = expand(load(f))
     assert len(runs) == (2 * 3 - 1) * 3
     assert {(r.path.rtt_ms, r.path.loss_pct) for r in runs} == {(100, 0), (20, 2), (200, 6)}
@@ -165,12 +164,12 @@ def test_linked_axes_vary_together_and_grids_get_their_own_folder(tmp_path):
 ])
 def test_bad_grids_and_linked_axes_are_refused_with_their_field(tmp_path, change, error):
     with pytest.raises(ExperimentError, match=error.replace("+", r"\+").replace("|", r"\|")):
-        load(_write(tmp_path, EXP.replace(*change)))
+        load(_g(tmp_path, EXP.replace(*change)))
 
 
 def test_unknown_grid_names_the_grids_there_are(tmp_path):
     with pytest.raises(ExperimentError, match="grid: g has no grid 'big' .*its grids: ci"):
-        load(_write(tmp_path, EXP), grid="big")
+        load(_g(tmp_path, EXP), grid="big")
 
 
 def test_report_needs_an_experiment_or_reproduction(capsys):

@@ -5,10 +5,19 @@
 # folder read-write, runs the lab task with the project's Python, and powers
 # the guest off. It never writes to the host outside TL_WORK.
 #
-# The kernel passes TL_WORK, TL_PYTHON and TL_RO from its command line.
+# The kernel passes TL_PYTHON and TL_RO from its command line. The run's
+# work folder (TL_WORK) is the UML process's working directory on the host,
+# read here through the host's /proc (hostfs) before the guest mounts its
+# own: it differs from boot to boot, and the kernel mixes its command line
+# into its random pool (docs/determinism.md).
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # PYTHONHASHSEED: the same set/dict iteration order in every run (docs/determinism.md)
 export HOME=/tmp PYTHONDONTWRITEBYTECODE=1 LANG=C.UTF-8 PYTHONHASHSEED=0
+TL_WORK="${TL_WORK:-$(readlink /proc/self/cwd)}"
+case "$TL_WORK" in
+  /?*) export TL_WORK ;;
+  *) echo "tortoise-guest: cannot find the work folder (host /proc/self/cwd: '$TL_WORK')"; exec "$TL_PYTHON" -c 'import ctypes; ctypes.CDLL(None).reboot(0x4321FEDC)' ;;
+esac
 
 mount -t proc proc /proc
 # no address-space randomization: thread ids and pointer-keyed hashes (Open
@@ -23,19 +32,28 @@ for d in /tmp /var/tmp; do mount -t tmpfs -o mode=1777 tmpfs "$d"; done
 for d in /run /var/log /var/lib; do mount -t tmpfs -o mode=755 tmpfs "$d"; done
 mkdir -p /run/lock && chmod 1777 /run/lock
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
-# host folders the guest must read (the project, its venv, our modules)
-# that the tmpfs mounts above hid, e.g. a clone under /tmp: read-only again
-IFS_SAVE="$IFS"; IFS=:
-for p in $TL_RO; do
-  if [ -n "$p" ] && [ ! -e "$p" ]; then
-    mkdir -p "$p" && mount -t hostfs -r -o "$p" hostfs "$p"
-  fi
-done
-IFS="$IFS_SAVE"
+# host folders the guest must read that the tmpfs mounts above hid, e.g. a
+# clone under /tmp: read-only again. $1: a colon-separated list.
+mount_ro() {
+  IFS_SAVE="$IFS"; IFS=:
+  for p in $1; do
+    if [ -n "$p" ] && [ ! -e "$p" ]; then
+      mkdir -p "$p" && mount -t hostfs -r -o "$p" hostfs "$p"
+    fi
+  done
+  IFS="$IFS_SAVE"
+}
+mount_ro "$TL_RO"  # the project, its venv, our modules: the same in every boot
 # the work folder at the same path as on the host (mkdir only succeeds
 # inside the tmpfs mounts above; elsewhere the folder already exists)
 mkdir -p "$TL_WORK" 2>/dev/null
 mount -t hostfs -o "$TL_WORK" hostfs "$TL_WORK"
+# the run's own read-only folders (e.g. the experiment's site and PKI): from
+# a file, not the command line, as they differ from results folder to folder
+[ -f "$TL_WORK/ro_paths" ] && mount_ro "$(cat "$TL_WORK/ro_paths")"
+# the kernel's CRNG from the run's seed, before anything draws from it
+"$TL_PYTHON" -S "$(dirname "$0")/../tools/crng_seed.py" "$TL_WORK/request.json" ||
+  echo "tortoise-guest: could not seed the CRNG; this run's kernel random numbers are not the seed's"
 hostname tortoise-lab
 ip link set lo up
 
