@@ -262,7 +262,7 @@ def _compile_package() -> None:
 
 def _run_uml(info: BackendInfo, work: Path, timeout_s: float) -> dict:
     assert info.kernel is not None
-    work = Path(work).resolve()  # UML panics in make_umid on a relative uml_dir (e.g. results/ from the CLI)
+    work = Path(work).resolve()  # HOME below: UML panics in make_umid on a relative $HOME/.uml
     # fixed length: the umid is on the guest's command line (docs/determinism.md)
     umid = f"tl-{os.getpid() % 10**7:07d}-{int(time.time() * 1000) % 10**8:08d}"
     _compile_package()
