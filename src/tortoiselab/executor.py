@@ -38,11 +38,24 @@ class Executor:
     def run(self, argv: list[str], host: Any = None, check: bool = True, timeout: float = 120) -> str:
         """Run argv in the guest's root namespace (host=None) or in a Mininet
         host's namespaces; return stdout."""
+        rc, out, err = self.capture(argv, host, timeout)
+        if check and rc != 0:
+            raise CommandError(f"[{host.name if host else 'root'}] {shlex.join(argv)} exited {rc}: "
+                               f"{err.strip()[-500:]}")
+        return out
+
+    def capture(self, argv: list[str], host: Any = None, timeout: float = 120) -> tuple[int, str, str]:
+        """Run argv as run() does, never raising on its exit code: (exit code,
+        stdout, stderr). A command still running after timeout s is killed;
+        what it printed is kept and its stderr says so."""
         t0 = time.monotonic()
         if host is None:
             where = "root"
-            p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-            out, err, rc = p.stdout, p.stderr, p.returncode
+            try:
+                p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+                out, err, rc = p.stdout, p.stderr, p.returncode
+            except subprocess.TimeoutExpired as exc:
+                out, err, rc = _text(exc.stdout), _text(exc.stderr) + f"\n(timed out after {timeout} s)", -9
         else:
             where = host.name
             proc = host.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -54,11 +67,13 @@ class Executor:
                 err += f"\n(timed out after {timeout} s)"
             rc = proc.returncode
         self.record(where, argv, rc, out, err, t0)
-        if check and rc != 0:
-            raise CommandError(f"[{where}] {shlex.join(argv)} exited {rc}: {err.strip()[-500:]}")
-        return out
+        return rc, out, err
 
     def start(self, argv: list[str], host: Any) -> subprocess.Popen:
         """Start a long-running argv in a Mininet host; the caller waits."""
         self.record(host.name, argv, 0, "", "", time.monotonic())
         return host.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _text(b: bytes | str | None) -> str:
+    return b.decode(errors="replace") if isinstance(b, bytes) else (b or "")

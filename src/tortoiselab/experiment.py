@@ -53,6 +53,13 @@ PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html", "b
 KNOWN_CC = (*STOCK_ALGORITHMS, *OUR_MODULES)
 
 
+def _one_of(v: str, allowed: tuple[str, ...], what: str, has: str) -> str:
+    """A field validator's check that v is one of allowed; the error lists them."""
+    if v not in allowed:
+        raise ValueError(f"unknown {what} {v!r}; {has} {', '.join(allowed)}")
+    return v
+
+
 class ExperimentError(ValueError):
     """Every problem of an experiment file, one per line, each with its path."""
 
@@ -97,9 +104,7 @@ class ServerCfg(BaseModel):
     @field_validator("cc")
     @classmethod
     def _known_cc(cls, v: str) -> str:
-        if v not in KNOWN_CC:
-            raise ValueError(f"unknown congestion control algorithm {v!r}; the lab has {', '.join(KNOWN_CC)}")
-        return v
+        return _one_of(v, KNOWN_CC, "congestion control algorithm", "the lab has")
 
     @model_validator(mode="after")
     def _params(self) -> "ServerCfg":
@@ -128,9 +133,7 @@ class ClientCfg(BaseModel):
     @field_validator("page")
     @classmethod
     def _page(cls, v: str) -> str:
-        if v not in PAGES:
-            raise ValueError(f"unknown page {v!r}; the lab serves {', '.join(PAGES)}")
-        return v
+        return _one_of(v, PAGES, "page", "the lab serves")
 
 
 class RunConfig(BaseModel):

@@ -620,6 +620,26 @@ def _summary(c: _Conn) -> dict:
     }
 
 
+def handshake_summary(conn: dict) -> dict:
+    """The few fields of a connection (a dict from analyze_pcap) that a run
+    stores for every connection (run.json -> connections): its ends, the TCP
+    round trip, the TLS handshake in ms and in round trips, and the server's
+    flights before the client could send its request."""
+    tls = conn.get("tls") or {}
+    return {"client": conn["client"], "server": conn["server"], "tcp_rtt_ms": conn["tcp_rtt_ms"],
+            "tls_version": tls.get("version"), "tls_ms": tls.get("handshake_ms"),
+            "tls_rtts": conn["handshake_rtts"]["tls"],
+            "server_flights_before_finished": [{"segments": f["segments"], "bytes": f["bytes"]}
+                                               for f in _handshake_flights(conn)]}
+
+
+def _handshake_flights(conn: dict) -> list[dict]:
+    try:
+        return flights(conn, phase="handshake")
+    except ValueError:  # a split by silence with no RTT (the handshake not captured)
+        return []
+
+
 def flights(conn: dict, method: str | None = None, phase: str | None = None) -> list[dict]:
     """The server's flights of one connection (a dict from analyze_pcap):
     [{"round", "phase", "t_ms", "segments", "bytes", "new_bytes",

@@ -474,7 +474,7 @@ def grade_experiment(lab: Lab, le: LabExperiment, results: Path) -> Section:
               check_fidelity(ok_runs, lab.spec.fidelity_ok_share)]
     envs = Counter(f"{(r.get('meta') or {}).get('backend')} backend, {(r.get('meta') or {}).get('clock')} clock"
                    for r in ok_runs)
-    info = [f"ran on: " + "; ".join(f"{e} ({n} runs)" for e, n in envs.most_common())] if envs else []
+    info = ["ran on: " + "; ".join(f"{e} ({n} runs)" for e, n in envs.most_common())] if envs else []
     return Section(le.exp.name, folder, checks, info)
 
 

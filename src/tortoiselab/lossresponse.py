@@ -11,6 +11,7 @@ from pathlib import Path
 from . import backends
 from .ccanalysis import cubic_k, find_loss_event, fit_k, rtt_aware_factor
 from .ccparams import beta_effective, check_params
+from .parsers import parse_tc_filter_drops
 from .pathspec import PathSpec
 
 # A loss-free path far from full: 100 ms, 100 Mbit/s (BDP 826 frames, and as
@@ -67,7 +68,7 @@ def analyze(arms: list[Arm], task: dict) -> list[dict]:
     rows = []
     for arm, rec in zip(arms, task["arms"]):
         ev = find_loss_event(rec["samples"])
-        drops = _dropped(rec["filter_stats"])
+        drops = parse_tc_filter_drops(rec["filter_stats"])
         row = {"label": arm.label, "cc": arm.cc, "params": rec["params"], "expected": round(arm.expected, 4),
                "tol": arm.tol, "drops": drops, "samples": len(rec["samples"]), "in_use": rec["server_cc"]}
         if ev is None:
@@ -81,14 +82,6 @@ def analyze(arms: list[Arm], task: dict) -> list[dict]:
                 row.update(fit_k(rec["samples"], ev, ev.cwnd_before))
         rows.append(row)
     return rows
-
-
-def _dropped(stats: str) -> int | None:
-    """Packets the drop filter's actions dropped (`tc -s filter show`)."""
-    import re
-
-    counts = [int(x) for x in re.findall(r"\(dropped (\d+),", stats)]
-    return sum(counts) if counts else None
 
 
 def run(backend: str = "uml", clock: str = "virtual", work: Path | None = None,

@@ -119,3 +119,10 @@ def parse_h2load(text: str) -> dict:
     return {"seconds": secs, "req_per_s": float(f.group(3)), "requests": int(r.group(1)),
             "succeeded": int(r.group(4)), "failed": int(r.group(5)), "total_bytes": int(t.group(1)),
             "data_bytes": data, "throughput_mbit": round(data * 8 / secs / 1e6, 4) if secs > 0 else None}
+
+
+def parse_tc_filter_drops(text: str) -> int | None:
+    """Packets dropped by the actions of `tc -s filter show` (the sum over
+    every "(dropped N," counter); None when the text has no counters."""
+    counts = [int(x) for x in re.findall(r"\(dropped (\d+),", text)]
+    return sum(counts) if counts else None

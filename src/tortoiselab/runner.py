@@ -36,7 +36,7 @@ from typing import Callable, Iterator
 
 from . import backends
 from .determinism import run_seeds
-from .experiment import Experiment, RunSpec, expand, load, run_order
+from .experiment import RunSpec, expand, load, run_order
 from .fidelity import rtt_check
 
 

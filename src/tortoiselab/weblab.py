@@ -9,7 +9,6 @@ lab task "pageload".
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -246,17 +245,12 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, path: PathSpec, load: 
         # it parses them, -n discards bodies, -s prints per-request timings.
         # It resolves through the system resolver (the guest's resolv.conf
         # points at the lab's DNS server) and does not verify certificates.
-        proc = ex.start(["nghttp", "-nas", url], lab.client)
-        try:
-            text, err = proc.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            text, err = proc.communicate()
         from .parsers import parse_nghttp_stats
 
+        rc, text, err = ex.capture(["nghttp", "-nas", url], lab.client, timeout=120)
         st = parse_nghttp_stats(text)
-        summary = {"rc": proc.returncode, "plt_ms": st["plt_ms"], "requests": st["requests"],
-                   "error": err.strip()[-500:] or None if proc.returncode else None,
+        summary = {"rc": rc, "plt_ms": st["plt_ms"], "requests": st["requests"],
+                   "error": err.strip()[-500:] or None if rc else None,
                    "raw": text[-8000:], "stderr": err[-2000:]}
         har = None
     elif loader == "h2load":
@@ -265,16 +259,12 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, path: PathSpec, load: 
         from .parsers import parse_h2load
 
         n = int(c.get("h2load_requests", 3))
-        proc = ex.start(["h2load", "-n", str(n), "-c", "1", "-m", "1", url], lab.client)
+        rc, text, err = ex.capture(["h2load", "-n", str(n), "-c", "1", "-m", "1", url], lab.client,
+                                   timeout=float(c.get("timeout_s", 300)))
         try:
-            text, err = proc.communicate(timeout=float(c.get("timeout_s", 300)))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            text, err = proc.communicate()
-        try:
-            summary = {"rc": proc.returncode, "error": None, **parse_h2load(text), "raw": text[-4000:]}
+            summary = {"rc": rc, "error": None, **parse_h2load(text), "raw": text[-4000:]}
         except ValueError as exc:
-            summary = {"rc": proc.returncode, "error": f"{exc}: {err.strip()[-300:]}", "raw": text[-4000:]}
+            summary = {"rc": rc, "error": f"{exc}: {err.strip()[-300:]}", "raw": text[-4000:]}
         har = None
     else:
         raise ValueError(f"loader: unknown loader {loader!r}; use loader, nghttp or h2load")
@@ -286,9 +276,9 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, path: PathSpec, load: 
     time.sleep(1.0)  # the last packets reach tcpdump (costs nothing on the virtual clock)
     capstats = _tcpdump_stop(cap)
     ccapstats = _tcpdump_stop(ccap)
-    from .pcapstats import connections
+    from .flights import analyze_pcap, handshake_summary
 
-    conns = connections(str(pcap)) if pcap.exists() else []
+    conns = [handshake_summary(x) for x in analyze_pcap(pcap, keep_series=False)] if pcap.exists() else []
     sysctls = {k: ex.run(C.sysctl_get(k), host=lab.server, check=False).strip() for k in SERVER_SYSCTLS}
     route = ex.run(["ip", "route", "show"], host=lab.server, check=False).strip()
     return {"index": i, "server": s, "client": c, "names": names, "summary": summary, "har": har,

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import TORTOISE
+from tests.conftest import TORTOISE, write_yaml
 
 pytestmark = pytest.mark.lab
 
@@ -67,8 +67,7 @@ def test_report_of_a_real_experiment(tmp_path, lab_kernel):
 
     from tortoiselab import report
 
-    f = tmp_path / "report-smoke.yaml"
-    f.write_text(EXP)
+    f = write_yaml(tmp_path, EXP, "report-smoke.yaml")
     results = tmp_path / "results"
     run = subprocess.run([*TORTOISE, "run", str(f), "--results", str(results), "--backend", "uml",
                           "--clock", "virtual"], capture_output=True, text=True, timeout=1200)

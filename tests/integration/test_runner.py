@@ -2,7 +2,6 @@
 completed is touched; the runs table loads with pandas and DuckDB."""
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -10,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TORTOISE, group_alive, host_state
+from tests.conftest import TORTOISE, group_alive, host_state, write_yaml
 
 pytestmark = pytest.mark.lab
 
@@ -36,8 +35,7 @@ def _snapshot(exp_dir: Path) -> dict:
 
 def test_sigkill_then_resume(tmp_path, lab_kernel):
     before = host_state()
-    f = tmp_path / "resume.yaml"
-    f.write_text(EXP)
+    f = write_yaml(tmp_path, EXP, "resume.yaml")
     results = tmp_path / "results"
     exp_dir = results / "resume"
     proc = subprocess.Popen([*TORTOISE, "run", str(f), "--results", str(results), "--backend", "uml",

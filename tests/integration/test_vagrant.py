@@ -20,8 +20,6 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import REPO
 
 VAGRANTFILE = REPO / "Vagrantfile"

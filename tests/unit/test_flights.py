@@ -95,6 +95,22 @@ def test_napkin_article_reproduced_tls12_large_chain_at_iw3():
     assert N.tls_round_trips("1.3", 3, t13["tls"]["server_handshake_bytes"]) == 2
 
 
+def test_handshake_summary_is_what_a_run_stores():
+    """run.json -> connections: one compact line per connection of the capture."""
+    s12 = F.handshake_summary(one("flights_tls12_large_iw3.pcap"))
+    assert set(s12) == {"client", "server", "tcp_rtt_ms", "tls_version", "tls_ms", "tls_rtts",
+                        "server_flights_before_finished"}
+    assert s12["tls_version"] == "1.2" and s12["tls_rtts"] == 3
+    assert [f["segments"] for f in s12["server_flights_before_finished"]] == [3, 3, 2]
+    assert s12["tls_ms"] == pytest.approx(3 * s12["tcp_rtt_ms"], rel=0.05)
+    s13 = F.handshake_summary(one("flights_iw10.pcap", keep_series=False))
+    assert s13["server"].endswith(":443") and s13["tls_rtts"] == 1
+    assert s13["tcp_rtt_ms"] == pytest.approx(100, abs=0.5)
+    # a client-side capture splits by silence, which needs the series
+    cli = F.handshake_summary(one("flights_iw3_client.pcap", keep_series=False))
+    assert cli["server_flights_before_finished"] == [] and cli["tls_rtts"] == 1
+
+
 def test_client_side_capture_gives_the_same_flights_by_silence():
     srv, cli = one("flights_iw3.pcap"), one("flights_iw3_client.pcap")
     assert cli["vantage"] == "client" and cli["flight_method"] == "gap"

@@ -1,13 +1,4 @@
-from pathlib import Path
-
 from tortoiselab import lossresponse as L
-
-DATA = Path(__file__).parent.parent / "data"
-
-
-def test_drop_count_sums_the_filters_actions():
-    assert L._dropped((DATA / "tc_filter_drop_stats.txt").read_text()) == 1
-    assert L._dropped("no stats") is None
 
 
 def test_expected_ratios_are_the_formulas():

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from tortoiselab.parsers import parse_ping, parse_ss_ti
+from tortoiselab.parsers import parse_ping, parse_ss_ti, parse_tc_filter_drops
 
 DATA = Path(__file__).parent.parent / "data"
 
@@ -54,3 +54,8 @@ def test_h2load_summary():
     assert r["throughput_mbit"] == round(3_000_000 * 8 / 1.46 / 1e6, 4)
     with pytest.raises(ValueError, match="summary"):
         parse_h2load("connect failed")
+
+
+def test_tc_filter_drops_sum_the_filters_actions():
+    assert parse_tc_filter_drops((DATA / "tc_filter_drop_stats.txt").read_text()) == 1
+    assert parse_tc_filter_drops("no stats") is None

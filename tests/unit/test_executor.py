@@ -1,0 +1,36 @@
+"""The executor's bookkeeping, on real processes in this namespace (no lab)."""
+
+import sys
+
+import pytest
+
+from tortoiselab.executor import CommandError, Executor
+
+
+def test_capture_keeps_the_exit_code_and_both_streams(tmp_path):
+    ex = Executor(log_path=tmp_path / "commands.log")
+    rc, out, err = ex.capture([sys.executable, "-c", "import sys; print('o'); print('e', file=sys.stderr); sys.exit(3)"])
+    assert (rc, out, err) == (3, "o\n", "e\n")
+    assert ex.records[-1]["rc"] == 3 and ex.records[-1]["where"] == "root" and ex.records[-1]["stderr"] == "e\n"
+    line = (tmp_path / "commands.log").read_text().splitlines()[0]
+    assert "[root] rc=3 " in line and line.split()[1].startswith("+")
+
+
+def test_capture_kills_at_the_timeout_and_says_so():
+    rc, _out, err = Executor().capture([sys.executable, "-c", "import time; print('x', flush=True); time.sleep(30)"],
+                                       timeout=1)
+    assert rc != 0 and "timed out after 1 s" in err
+
+
+def test_run_raises_with_the_command_and_its_stderr():
+    ex = Executor()
+    assert ex.run([sys.executable, "-c", "print('fine')"]) == "fine\n"
+    with pytest.raises(CommandError, match=r"\[root\] .* exited 2: boom"):
+        ex.run([sys.executable, "-c", "import sys; print('boom', file=sys.stderr); sys.exit(2)"])
+    assert ex.run([sys.executable, "-c", "import sys; sys.exit(1)"], check=False) == ""
+
+
+def test_record_logs_a_step_without_a_process():
+    ex = Executor()
+    ex.record("root", ["write", "/x", "1"], 0, "", "", 0.0)
+    assert ex.records[0]["argv"] == ["write", "/x", "1"] and "stderr" not in ex.records[0]
