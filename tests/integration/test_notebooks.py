@@ -43,7 +43,7 @@ def notebook_results(tmp_path_factory, lab_kernel):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_executes_on_its_test_dataset(path, notebook_results, study_results, monkeypatch):
+def test_notebook_executes_on_its_test_dataset(path, notebook_results, study_results, monkeypatch, tmp_path):
     nb = nbformat.read(path, as_version=4)
     decl = declared(nb)
     study_ids = (nb.metadata.get("tortoiselab") or {}).get("studies")
@@ -55,6 +55,7 @@ def test_notebook_executes_on_its_test_dataset(path, notebook_results, study_res
         folders = {notebook_results(d["test_experiment"]) for d in decl}
     (results,) = folders
     monkeypatch.setenv(notebook.RESULTS_ENV, str(results))  # the kernel inherits the environment
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # figures a notebook writes to a temporary folder: ours to remove
     before = path.read_bytes()
     NotebookClient(nb, timeout=300, kernel_name="python3",
                    resources={"metadata": {"path": str(path.parent)}}).execute()

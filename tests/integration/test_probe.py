@@ -70,14 +70,16 @@ def test_loss_draws_follow_the_seed(tmp_path, lab_kernel):
 
 
 def test_every_algorithm_is_selectable_on_the_server(tmp_path, lab_kernel):
+    # its work folder (kept for a look) goes under this test's own temporary folder
     p = subprocess.run([*TORTOISE, "cc-check", "--backend", "uml", "--clock", "virtual"],
-                       capture_output=True, text=True, timeout=900)
+                       capture_output=True, text=True, timeout=900, env={**os.environ, "TMPDIR": str(tmp_path)})
     print(p.stdout)
     assert p.returncode == 0, p.stdout + p.stderr
     rows = [ln.split() for ln in p.stdout.splitlines()[2:] if ln.strip()]
     assert len(rows) >= 17  # the 17 stock algorithms of 6.12
     for row in rows:
         assert row[-1] == "yes", row
+    assert [x.name for x in tmp_path.iterdir() if x.name.startswith("tortoise-cc-")]
 
 
 def test_interrupt_leaves_nothing_behind(tmp_path, lab_kernel):
