@@ -220,7 +220,7 @@ def guest_ro_paths(extra: list[str] | None = None) -> list[str]:
     return plain_paths([str(REPO_DIR), sys.prefix, *(extra or [])])
 
 
-def uml_argv(kernel: str, work: Path, clock: str, umid: str, mem_mb: int = 1024,
+def uml_argv(kernel: str, clock: str, umid: str, mem_mb: int = 1024,
              extra_ro: list[str] | None = None) -> list[str]:
     """The UML command line: host tree as read-only root through hostfs, our
     init, the console on stdout; started with the host's getrandom failing
@@ -241,8 +241,8 @@ def uml_argv(kernel: str, work: Path, clock: str, umid: str, mem_mb: int = 1024,
     return argv
 
 
-_compiled = threading.Lock()
-_compiled_once: list[bool] = []
+_compile_lock = threading.Lock()
+_compiled = False
 
 
 def _compile_package() -> None:
@@ -254,10 +254,11 @@ def _compile_package() -> None:
     changes the run anyway, and the run records the code's digest)."""
     import compileall
 
-    with _compiled:  # once per process; runs side by side wait for the first
-        if not _compiled_once:
-            compileall.compile_dir(str(Path(__file__).resolve().parent), quiet=2)
-            _compiled_once.append(True)
+    global _compiled
+    with _compile_lock:  # runs side by side wait for the first
+        if not _compiled:
+            compileall.compile_dir(str(PKG_DIR), quiet=2)
+            _compiled = True
 
 
 def _run_uml(info: BackendInfo, work: Path, timeout_s: float) -> dict:
@@ -269,7 +270,7 @@ def _run_uml(info: BackendInfo, work: Path, timeout_s: float) -> dict:
     req = json.loads((work / "request.json").read_text())
     # on the command line only what every boot of a run shares (the kernel
     # mixes it into its random pool); the run's own folders go in a file
-    argv = uml_argv(info.kernel, work, info.clock, umid,
+    argv = uml_argv(info.kernel, info.clock, umid,
                     extra_ro=[req["modules_dir"]] if req.get("modules_dir") else [])
     (work / "ro_paths").write_text(":".join(plain_paths([str(x) for x in req.get("ro_paths", [])])))
     log = work / "console.log"
