@@ -20,6 +20,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
 
 VAGRANTFILE = REPO / "Vagrantfile"
@@ -359,9 +361,32 @@ def test_kernel_deb_dry_run():
         shutil.rmtree(cache, ignore_errors=True)
 
 
+def test_kernel_deb_check_refuses_a_folder_without_packages(tmp_path):
+    p = _run(["bash", str(REPO / "kernel/deb/check-debs.sh"), str(tmp_path)])
+    assert p.returncode == 1
+    assert f"no linux-image-{_vars()['LAB_RELEASE']} / linux-headers-" in p.stderr, p.stderr
+    assert "make kernel-deb-build" in p.stderr, p.stderr
+
+
+def test_kernel_deb_packages_check():
+    """The full build's packages, checked without installing them (kernel/deb/check-debs.sh):
+    only where `make kernel-deb-build` has run for the current inputs (hours; the
+    benchmark in kernel/deb/README.md), since the packages are cached by input hash."""
+    out = Path(_run(["bash", str(REPO / "kernel/deb/build-deb.sh"), "--path"]).stdout.strip())
+    if not (out / "BUILD_OK").is_file():
+        pytest.skip(f"no full kernel build for the current inputs ({out}); make kernel-deb-build makes one")
+    p = _run(["bash", str(REPO / "kernel/deb/check-debs.sh"), str(out)], timeout=1200)
+    assert p.returncode == 0, p.stdout + p.stderr
+    for m in OUR_MODULES:
+        assert f"check-debs: {m}: " in p.stderr and "vermagic " + _vars()["LAB_RELEASE"] in p.stderr
+    assert "all symbols resolve" in p.stderr and "our modules build out of tree against them" in p.stderr
+
+
 def test_top_makefile_has_vm_targets():
     """`make kernel-deb`, `kernel-deb-dry-run` and `vm-modules` from the project's Makefile."""
     p = _run(["make", "-C", str(REPO), "-n", "kernel-deb", "kernel-deb-dry-run", "vm-modules"], timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "build-deb.sh install" in p.stdout and "build-deb.sh dry-run" in p.stdout
+    # the packages are checked before they are installed
+    assert p.stdout.index("check-debs.sh") < p.stdout.index("build-deb.sh install")
     assert "dkms.sh install" in p.stdout
