@@ -24,6 +24,12 @@ rel="$LAB_RELEASE"
 
 log() { echo "check-debs: $*" >&2; }
 die() { log "FAIL: $*"; exit 1; }
+# a module must be built for this release: its vermagic's first word
+expect_release() {
+  local vm
+  vm="$(modinfo -F vermagic "$1" | cut -d' ' -f1)"
+  [ "$vm" = "$rel" ] || die "$2: vermagic $vm, expected $rel"
+}
 
 dir="${1:-$(bash "$here/deb/build-deb.sh" --path)}"
 [ -d "$dir" ] || die "no folder $dir: build the packages first (make kernel-deb-build)"
@@ -61,11 +67,10 @@ done
 for m in $(cd "$here/modules" && ls tcp_*.c | sed 's/\.c$//'); do
   ko="$(find "$mods/kernel" -name "$m.ko*" | head -1)"
   [ -n "$ko" ] || die "image lacks $m.ko"
-  vm="$(modinfo -F vermagic "$ko" | cut -d' ' -f1)"
-  [ "$vm" = "$rel" ] || die "$m: vermagic $vm, expected $rel"
+  expect_release "$ko" "$m"
   parms="$(modinfo -F parm "$ko" | cut -d: -f1 | tr '\n' ' ')"
   [ -n "$parms" ] || die "$m: no module parameters"
-  log "$m: ${ko#"$root"}, vermagic $vm, parameters: $parms"
+  log "$m: ${ko#"$root"}, vermagic $rel, parameters: $parms"
 done
 [ -n "$(find "$mods/kernel/net/openvswitch" -name 'openvswitch.ko*' 2>/dev/null)" ] || die "image lacks openvswitch.ko"
 nko="$(find "$mods/kernel" -name '*.ko*' | wc -l)"
@@ -89,9 +94,6 @@ build="$tmp/modules"
 blog="$tmp/modules.log"
 make -C "$here" modules KDIR="$kdir" BUILD="$build" > "$blog" 2>&1 || { cat "$blog" >&2; die "our modules did not build against the headers package"; }
 if grep -qi "warning" "$blog"; then cat "$blog" >&2; die "building against the headers package printed warnings"; fi
-for ko in "$build"/*.ko; do
-  vm="$(modinfo -F vermagic "$ko" | cut -d' ' -f1)"
-  [ "$vm" = "$rel" ] || die "$(basename "$ko") built against the headers: vermagic $vm, expected $rel"
-done
+for ko in "$build"/*.ko; do expect_release "$ko" "$(basename "$ko") built against the headers"; done
 log "headers: our modules build out of tree against them ($(cd "$build" && ls -- *.ko | tr '\n' ' '))"
 log "ok: $(basename "$image") $(basename "$headers")"
