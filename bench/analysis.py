@@ -8,7 +8,7 @@ Both inputs are made here, from a seed, so that the figures do not depend on
 what a results folder happens to hold:
 
 - runs: an experiment of 2 algorithms x 5 loss rates x 4 Stony Brook pages x
-  25 repetitions (1,000 runs), expanded by tortoiselab.experiment as a real
+  25 repetitions (1,000 runs), expanded by tortoiselab.spec.experiment as a real
   one is, each run folder holding a run.json shaped like the runner's (no
   captures); PLTs drawn around a floor, heavier-tailed with loss;
 - capture: one TLS connection on port 443 seen at the server with the lab's
@@ -39,7 +39,10 @@ from typing import Iterator
 
 import numpy as np
 
-from tortoiselab import experiment, flights, report, runner
+from tortoiselab.spec import experiment
+from tortoiselab.analysis import flights
+from tortoiselab.report import core as report
+from tortoiselab.host import runner
 
 RESULTS: list[tuple[str, float, float]] = []  # (step, seconds, peak RSS MB)
 

@@ -10,7 +10,7 @@
    has its own seed (independent loss and jitter draws). Paired (`paired:
    true`): the two arms of a repetition share the seed, so they meet the same
    draws. Printed: the p90 PLT difference hybla vs htcp in percent with its
-   95 % bootstrap CI (tortoiselab.stats.percent_diff: pairs resampled
+   95 % bootstrap CI (tortoiselab.analysis.stats.percent_diff: pairs resampled
    together when paired, each arm on its own otherwise), the CI widths and
    their ratio paired / unpaired, and the rank test of each design
    (Wilcoxon signed-rank, Mann-Whitney U).
@@ -55,7 +55,7 @@ sweep:
 
 def run(yaml_text: str, results: Path, clock: str, jobs: int) -> dict[str, dict]:
     """Run an experiment (uml backend) and return its records by run id."""
-    from tortoiselab.runner import run_experiment
+    from tortoiselab.host.runner import run_experiment
 
     results.mkdir(parents=True, exist_ok=True)
     f = results / "experiment-in.yaml"
@@ -78,7 +78,7 @@ def _same_code(c) -> str:
 
 
 def clocks(out: Path, reps: int, jobs: int) -> None:
-    from tortoiselab.determinism import compare, fingerprint
+    from tortoiselab.host.determinism import compare, fingerprint
 
     print("== 1. the same sweep twice, on each clock ==", flush=True)
     text = REAL_VS_VIRTUAL.format(reps=reps)
@@ -108,7 +108,7 @@ def clocks(out: Path, reps: int, jobs: int) -> None:
 def pairing(out: Path, reps: int, jobs: int, region: str) -> None:
     import numpy as np
 
-    from tortoiselab import stats
+    from tortoiselab.analysis import stats
 
     print(f"== 2. paired vs unpaired: hybla vs htcp on {region}, {reps} runs per arm each ==", flush=True)
     widths = {}

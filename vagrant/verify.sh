@@ -34,7 +34,7 @@ py="$project/.venv/bin/python"
 if [ -x "$py" ]; then
   (cd "$project" && "$py" - "${algos[@]}" <<'EOF'
 import sys
-from tortoiselab import backends
+from tortoiselab.host import backends
 algos = sys.argv[1:]
 ok, why = backends.host_can_emulate(algos)
 info = backends.choose("auto", "auto", algos)

@@ -9,11 +9,11 @@ import signal
 import sys
 from pathlib import Path
 
-from .backends import LabError
-from .ccparams import ParamError, parse_assignments
-from .experiment import ExperimentError
-from .runner import RunnerError
-from .pathspec import PathError, parse_path
+from tortoiselab.host.backends import LabError
+from tortoiselab.spec.ccparams import ParamError, parse_assignments
+from tortoiselab.spec.experiment import ExperimentError
+from tortoiselab.host.runner import RunnerError
+from tortoiselab.spec.pathspec import PathError, parse_path
 
 
 def _sigterm_as_interrupt(signum, frame):  # so the lab's finally-blocks run
@@ -21,7 +21,7 @@ def _sigterm_as_interrupt(signum, frame):  # so the lab's finally-blocks run
 
 
 def cmd_probe(a: argparse.Namespace) -> int:
-    from .probe import run_probe
+    from tortoiselab.host.probe import run_probe
 
     fields = {"rtt_ms": a.rtt_ms, "loss_pct": a.loss_pct, "rate_mbit": a.rate_mbit,
               "jitter_ms": a.jitter_ms}
@@ -39,7 +39,7 @@ def cmd_probe(a: argparse.Namespace) -> int:
 
 
 def cmd_cc_check(a: argparse.Namespace) -> int:
-    from .probe import run_cc_check
+    from tortoiselab.host.probe import run_cc_check
 
     res = run_cc_check(a.algorithms or None, backend=a.backend, clock=a.clock)
     bad = 0
@@ -53,7 +53,7 @@ def cmd_cc_check(a: argparse.Namespace) -> int:
 
 
 def cmd_loss_response(a: argparse.Namespace) -> int:
-    from . import lossresponse
+    from tortoiselab.host import lossresponse
 
     rows, meta = lossresponse.run(backend=a.backend, clock=a.clock, work=Path(a.work) if a.work else None)
     if a.json:
@@ -70,9 +70,9 @@ def cmd_loss_response(a: argparse.Namespace) -> int:
 
 
 def cmd_pageload(a: argparse.Namespace) -> int:
-    from .pageload import run_loads
-    from .probe import known_algorithms
-    from .pathspec import check_algorithm
+    from tortoiselab.host.pageload import run_loads
+    from tortoiselab.host.probe import known_algorithms
+    from tortoiselab.spec.pathspec import check_algorithm
 
     path = parse_path({"rtt_ms": a.rtt_ms, "loss_pct": a.loss_pct, "rate_mbit": a.rate_mbit})
     check_algorithm(a.cc, known_algorithms(), field="cc")
@@ -104,7 +104,7 @@ def cmd_pageload(a: argparse.Namespace) -> int:
 
 
 def cmd_validate(a: argparse.Namespace) -> int:
-    from .experiment import expand, load
+    from tortoiselab.spec.experiment import expand, load
 
     exp = load(Path(a.file))
     runs = expand(exp)
@@ -121,11 +121,11 @@ def cmd_run(a: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
     from rich.table import Table
 
-    from . import slurm
-    from .runner import parse_shard, run_experiment
+    from tortoiselab.host import slurm
+    from tortoiselab.host.runner import parse_shard, run_experiment
 
     if a.verify_determinism is not None:
-        from .determinism import cli_verify
+        from tortoiselab.host.determinism import cli_verify
 
         return cli_verify(a)
     if a.executor == "slurm":
@@ -175,7 +175,7 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 def cmd_ls(a: argparse.Namespace) -> int:
-    from .runner import list_experiments
+    from tortoiselab.host.runner import list_experiments
 
     rows = list_experiments(Path(a.results))
     if not rows:
@@ -193,7 +193,7 @@ def cmd_ls(a: argparse.Namespace) -> int:
 
 
 def cmd_show(a: argparse.Namespace) -> int:
-    from .runner import find_run
+    from tortoiselab.host.runner import find_run
 
     d = find_run(Path(a.results), a.run_id)
     rec = json.loads((d / "run.json").read_text())
@@ -214,7 +214,7 @@ def cmd_show(a: argparse.Namespace) -> int:
 
 
 def cmd_clean(a: argparse.Namespace) -> int:
-    from .runner import clean_stale, experiment_lock
+    from tortoiselab.host.runner import clean_stale, experiment_lock
 
     n = 0
     for d in sorted(p for p in Path(a.results).glob("*") if p.is_dir()):
@@ -227,7 +227,7 @@ def cmd_clean(a: argparse.Namespace) -> int:
 
 
 def cmd_report(a: argparse.Namespace) -> int:
-    from .report import write_report
+    from tortoiselab.report.core import write_report
 
     if a.reproduction:
         return _report_reproduction(a)
@@ -239,7 +239,7 @@ def cmd_report(a: argparse.Namespace) -> int:
     if not (d / "runs.parquet").exists() and not any(d.glob("*/run.json")):
         raise RunnerError(f"experiment: no results in {d}; run it first with tortoise run")
     out = write_report(d, Path(a.out) if a.out else None)
-    from .report import floor_table, format_floor_table, load_context
+    from tortoiselab.report.core import floor_table, format_floor_table, load_context
 
     print(format_floor_table(floor_table(load_context(d))))
     print(f"report: {out}")
@@ -247,7 +247,7 @@ def cmd_report(a: argparse.Namespace) -> int:
 
 
 def cmd_grade(a: argparse.Namespace) -> int:
-    from .grade import complete, find_lab, format_report, grade, load_lab
+    from tortoiselab.course.grade import complete, find_lab, format_report, grade, load_lab
 
     lab = load_lab(find_lab(a.lab))
     sections = grade(lab, Path(a.results))
@@ -257,7 +257,7 @@ def cmd_grade(a: argparse.Namespace) -> int:
 
 def _report_reproduction(a: argparse.Namespace) -> int:
     """REPRODUCTION.md: every seed claim against the studies' results."""
-    from .studies import reproduction_markdown
+    from tortoiselab.studies.core import reproduction_markdown
 
     out = Path(a.out or "REPRODUCTION.md")
     text = reproduction_markdown(Path(a.results), None if a.grid == "full" else a.grid)
@@ -270,7 +270,7 @@ def _report_reproduction(a: argparse.Namespace) -> int:
 
 
 def cmd_regions(a: argparse.Namespace) -> int:
-    from .regions import format_regions_table, load_regions
+    from tortoiselab.spec.regions import format_regions_table, load_regions
 
     print(format_regions_table(load_regions()))
     return 0

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import report
+from tortoiselab.report import core as report
 
 RESULTS_ENV = "TORTOISE_RESULTS"
 
@@ -33,7 +33,7 @@ def results_dir(results: str | Path | None = None) -> Path:
 
 
 def context(experiment: str, results: str | Path | None = None) -> report.Context:
-    """Everything the report knows about an experiment's runs (tortoiselab.report.Context:
+    """Everything the report knows about an experiment's runs (tortoiselab.report.core.Context:
     the table, the swept axes, the arm and control it compares, run records)."""
     exp_dir = results_dir(results) / experiment
     if not exp_dir.is_dir():

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from tests.conftest import TORTOISE
-from tortoiselab.lossresponse import run_module_check
+from tortoiselab.host.lossresponse import run_module_check
 
 pytestmark = pytest.mark.lab
 
@@ -33,7 +33,7 @@ def test_one_loss_cuts_the_window_by_the_formula(tmp_path, lab_kernel):
                         "--work", str(tmp_path / "w")], capture_output=True, text=True, timeout=1800)
     assert p.stdout.strip().startswith("{"), p.stderr
     res = json.loads(p.stdout)
-    from tortoiselab.lossresponse import format_rows
+    from tortoiselab.host.lossresponse import format_rows
     print("\n" + format_rows(res["rows"]))
     for row in res["rows"]:
         assert row["drops"] == 1, row["label"]  # exactly one data segment dropped

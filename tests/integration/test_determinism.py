@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TORTOISE
-from tortoiselab import determinism as D
+from tortoiselab.host import determinism as D
 
 pytestmark = pytest.mark.lab
 

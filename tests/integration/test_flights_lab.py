@@ -7,10 +7,10 @@ from collections import Counter
 
 import pytest
 
-from tortoiselab import flights as F
-from tortoiselab import napkin as N
-from tortoiselab.pageload import run_loads
-from tortoiselab.pathspec import PathSpec
+from tortoiselab.analysis import flights as F
+from tortoiselab.analysis import napkin as N
+from tortoiselab.host.pageload import run_loads
+from tortoiselab.spec.pathspec import PathSpec
 
 pytestmark = pytest.mark.lab
 

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from tests.conftest import REPO, TORTOISE
-from tortoiselab import grade
+from tortoiselab.course import grade
 
 pytestmark = pytest.mark.lab
 

@@ -15,7 +15,8 @@ from nbclient import NotebookClient
 
 from tests.conftest import REPO, TORTOISE
 from tests.unit.test_notebooks import NOTEBOOKS, declared
-from tortoiselab import experiment, notebook
+from tortoiselab.spec import experiment
+from tortoiselab import notebook
 
 pytestmark = pytest.mark.lab
 

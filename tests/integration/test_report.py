@@ -65,7 +65,7 @@ def _screenshot(report: Path, png: Path) -> str:
 def test_report_of_a_real_experiment(tmp_path, lab_kernel):
     from PIL import Image
 
-    from tortoiselab import report
+    from tortoiselab.report import core as report
 
     f = write_yaml(tmp_path, EXP, "report-smoke.yaml")
     results = tmp_path / "results"

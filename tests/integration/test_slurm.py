@@ -81,7 +81,7 @@ def _live_run(exp_dir: Path):
 
 
 def test_sweep_on_slurm_with_a_cancelled_task(tmp_path, lab_kernel, cluster, monkeypatch):
-    from tortoiselab import slurm
+    from tortoiselab.host import slurm
 
     for k, v in cluster.items():  # squeue called from this process must find the private cluster too
         monkeypatch.setenv(k, v)
@@ -155,8 +155,8 @@ def test_sweep_on_slurm_with_a_cancelled_task(tmp_path, lab_kernel, cluster, mon
                   if ln.startswith("start ")]
         assert len(starts) == 1, (r, starts)  # each run done once, by one shard
         did[by_pid[int(starts[0][2])]].add(r)
-    from tortoiselab.experiment import expand, load
-    from tortoiselab.runner import shard_slice
+    from tortoiselab.spec.experiment import expand, load
+    from tortoiselab.host.runner import shard_slice
 
     ids = [r.run_id for r in expand(load(f))]
     for k in (1, 2, 3):

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from tests.conftest import REPO, TORTOISE
-from tortoiselab import studies as S
+from tortoiselab.studies import core as S
 
 pytestmark = pytest.mark.lab
 

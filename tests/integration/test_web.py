@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from tortoiselab.pageload import run_loads
-from tortoiselab.pathspec import PathSpec
+from tortoiselab.host.pageload import run_loads
+from tortoiselab.spec.pathspec import PathSpec
 
 pytestmark = pytest.mark.lab
 

@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from tortoiselab import backends as B
+from tortoiselab.host import backends as B
 
 
 def test_uml_argv_virtual():

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from tortoiselab.ccanalysis import CUBIC_C, cubic_k, find_loss_event, fit_k, rtt_aware_factor
+from tortoiselab.analysis.ccanalysis import CUBIC_C, cubic_k, find_loss_event, fit_k, rtt_aware_factor
 
 
 def test_loss_event_skips_hystart_and_reads_the_decrease():

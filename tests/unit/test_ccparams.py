@@ -1,6 +1,6 @@
 import pytest
 
-from tortoiselab.ccparams import ParamError, beta_effective, check_params, parse_assignments
+from tortoiselab.spec.ccparams import ParamError, beta_effective, check_params, parse_assignments
 
 
 def test_assignments_are_checked_and_normalised():

@@ -1,5 +1,5 @@
-from tortoiselab import commands as C
-from tortoiselab.pathspec import PathSpec
+from tortoiselab.guest import commands as C
+from tortoiselab.spec.pathspec import PathSpec
 
 
 def test_netem_default_path():

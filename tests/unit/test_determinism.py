@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tortoiselab import backends
-from tortoiselab import determinism as D
+from tortoiselab.host import backends
+from tortoiselab.host import determinism as D
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -70,7 +70,7 @@ def test_sample_is_seeded_and_only_completed_ok_runs(tmp_path):
 
 
 def test_code_digest_of_the_guest():
-    from tortoiselab import guest
+    import tortoiselab.guest.__main__ as guest
 
     d = guest.code_digest()
     assert len(d) == 64 and d == guest.code_digest()  # the same code, the same digest
@@ -94,7 +94,7 @@ sweep:
 
 
 def test_verify_refuses_the_real_clock_and_empty_results(tmp_path, monkeypatch):
-    from tortoiselab.experiment import expand, load
+    from tortoiselab.spec.experiment import expand, load
 
     f = tmp_path / "v.yaml"
     f.write_text(EXP)

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from tortoiselab.executor import CommandError, Executor
+from tortoiselab.guest.executor import CommandError, Executor
 
 
 def test_capture_keeps_the_exit_code_and_both_streams(tmp_path):

@@ -5,7 +5,7 @@ import subprocess
 import pytest
 
 from tests.conftest import TORTOISE, write_yaml
-from tortoiselab.experiment import ExperimentError, expand, load, run_order
+from tortoiselab.spec.experiment import ExperimentError, expand, load, run_order
 
 GOOD = """
 name: t

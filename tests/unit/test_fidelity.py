@@ -1,7 +1,7 @@
 import math
 
-from tortoiselab.fidelity import format_table, loss_check, rate_check, rtt_check, window_rates
-from tortoiselab.pathspec import PathSpec
+from tortoiselab.analysis.fidelity import format_table, loss_check, rate_check, rtt_check, window_rates
+from tortoiselab.spec.pathspec import PathSpec
 
 P = PathSpec(rtt_ms=200, rate_mbit=10, loss_pct=1)
 

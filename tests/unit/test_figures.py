@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from tortoiselab import figures
+from tortoiselab.analysis import figures
 
 
 def _check(paths, min_png=8_000):

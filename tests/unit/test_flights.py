@@ -1,4 +1,4 @@
-"""Capture analysis (tortoiselab.flights): on lab captures whose windows are
+"""Capture analysis (tortoiselab.analysis.flights): on lab captures whose windows are
 known by construction (tests/data/flights_*.pcap, see flights_captures.json)
 and on synthetic captures crafted with dpkt for the cases the lab does not
 produce on demand (timeouts, tail loss probes, D-SACK, sequence wrap, other
@@ -14,8 +14,8 @@ from pathlib import Path
 import dpkt
 import pytest
 
-from tortoiselab import flights as F
-from tortoiselab import napkin as N
+from tortoiselab.analysis import flights as F
+from tortoiselab.analysis import napkin as N
 
 DATA = Path(__file__).parent.parent / "data"
 META = json.loads((DATA / "flights_captures.json").read_text())

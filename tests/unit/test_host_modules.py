@@ -5,7 +5,7 @@ tests/integration/test_ccmodules.py covers the real modules in the guest."""
 
 import pytest
 
-from tortoiselab import lab
+from tortoiselab.guest import lab
 
 
 class FakeKernel:

@@ -1,4 +1,4 @@
-from tortoiselab import lossresponse as L
+from tortoiselab.host import lossresponse as L
 
 
 def test_expected_ratios_are_the_formulas():
@@ -9,7 +9,7 @@ def test_expected_ratios_are_the_formulas():
     assert abs(arms["cubic_plus n=2"].expected - 0.85) < 1e-12
     assert arms["scalable"].expected == 0.875
     # each arm's parameters are valid for its module
-    from tortoiselab.ccparams import check_params
+    from tortoiselab.spec.ccparams import check_params
     for a in arms.values():
         check_params(a.cc, a.params)
 

@@ -1,9 +1,9 @@
-"""The napkin model (tortoiselab.napkin) against seed 003's worked numbers
+"""The napkin model (tortoiselab.analysis.napkin) against seed 003's worked numbers
 and against hand-computed cases."""
 
 import pytest
 
-from tortoiselab import napkin as N
+from tortoiselab.analysis import napkin as N
 
 
 def test_slow_start_rounds():

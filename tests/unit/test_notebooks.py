@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tortoiselab import experiment, notebook
+from tortoiselab.spec import experiment
+from tortoiselab import notebook
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from tortoiselab.parsers import parse_ping, parse_ss_ti, parse_tc_filter_drops
+from tortoiselab.analysis.parsers import parse_ping, parse_ss_ti, parse_tc_filter_drops
 
 DATA = Path(__file__).parent.parent / "data"
 
@@ -35,7 +35,7 @@ def test_ss_ti_dctcp_fallback_name():
 
 
 def test_nghttp_stats():
-    from tortoiselab.parsers import parse_nghttp_stats
+    from tortoiselab.analysis.parsers import parse_nghttp_stats
 
     r = parse_nghttp_stats((DATA / "nghttp_tiny_stats.txt").read_text())
     assert r["requests"] == 51  # tiny.html + 50 objects
@@ -46,7 +46,7 @@ def test_nghttp_stats():
 
 
 def test_h2load_summary():
-    from tortoiselab.parsers import parse_h2load
+    from tortoiselab.analysis.parsers import parse_h2load
 
     r = parse_h2load((DATA / "h2load_1mb.txt").read_text())
     assert (r["requests"], r["succeeded"], r["failed"]) == (3, 3, 0)

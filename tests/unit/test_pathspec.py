@@ -1,6 +1,6 @@
 import pytest
 
-from tortoiselab.pathspec import PathError, PathSpec, check_algorithm, parse_path
+from tortoiselab.spec.pathspec import PathError, PathSpec, check_algorithm, parse_path
 
 
 def test_defaults_are_the_issue_path():

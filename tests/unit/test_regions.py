@@ -1,4 +1,4 @@
-"""Region path profiles (topologies/regions.yaml, tortoiselab.regions)."""
+"""Region path profiles (topologies/regions.yaml, tortoiselab.spec.regions)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tortoiselab import regions as R
-from tortoiselab.pathspec import PathSpec
+from tortoiselab.spec import regions as R
+from tortoiselab.spec.pathspec import PathSpec
 
 SHIPPED = R.DEFAULT_FILE
 

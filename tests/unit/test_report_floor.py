@@ -7,7 +7,8 @@ import json
 import pytest
 
 from tests.unit.test_napkin import MANIFEST, PKI, _config
-from tortoiselab import napkin, report
+from tortoiselab.analysis import napkin
+from tortoiselab.report import core as report
 
 EXP = """\
 name: floor-unit

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TORTOISE
-from tortoiselab import slurm
-from tortoiselab.experiment import Experiment, expand
-from tortoiselab.runner import (RunnerError, claim, clean_stale, experiment_lock, parse_shard, probe_claim,
+from tortoiselab.host import slurm
+from tortoiselab.spec.experiment import Experiment, expand
+from tortoiselab.host.runner import (RunnerError, claim, clean_stale, experiment_lock, parse_shard, probe_claim,
                                 read_run_list, shard_slice)
 
 EXP = Experiment(name="sh", repetitions=5, seed=2, path={"rtt_ms": 50, "loss_pct": 1, "rate_mbit": 10},
@@ -109,7 +109,7 @@ def test_slurm_options_without_the_slurm_executor_are_refused(tmp_path):
 HOLDER = """
 import sys, time
 from pathlib import Path
-from tortoiselab.runner import claim, _note
+from tortoiselab.host.runner import claim, _note
 with claim(Path(sys.argv[1]), sys.argv[2]) as fh:
     _note(fh, "start somehost 1")
     print("held", flush=True)

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats as st
 
-from tortoiselab import stats
+from tortoiselab.analysis import stats
 
 
 def _lognormal(rng, n, scale=1.0):

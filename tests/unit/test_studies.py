@@ -10,8 +10,8 @@ import pytest
 
 from tests.conftest import write_yaml
 
-from tortoiselab import studies as S
-from tortoiselab.experiment import ExperimentError, expand, load
+from tortoiselab.studies import core as S
+from tortoiselab.spec.experiment import ExperimentError, expand, load
 
 
 # --- verdict rules ----------------------------------------------------------------

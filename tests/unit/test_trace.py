@@ -1,4 +1,4 @@
-from tortoiselab.trace import parse_tcp_probe
+from tortoiselab.guest.trace import parse_tcp_probe
 
 LINES = """# tracer: nop
 #

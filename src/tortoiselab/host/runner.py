@@ -34,10 +34,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import backends
-from .determinism import run_seeds
-from .experiment import RunSpec, expand, load, run_order
-from .fidelity import rtt_check
+from tortoiselab.host import backends
+from tortoiselab.host.determinism import run_seeds
+from tortoiselab.spec.experiment import RunSpec, expand, load, run_order
+from tortoiselab.analysis.fidelity import rtt_check
 
 
 class RunnerError(RuntimeError):
@@ -228,7 +228,7 @@ def lab_assets(exp_dir: Path, seed: int = 1) -> tuple[Path, Path]:
     lab = exp_dir / ".lab"
     if (lab / "READY").exists():
         return lab / "site", lab / "pki"
-    from .web import pages, pki
+    from tortoiselab.web import pages, pki
 
     tmp = exp_dir / f".lab.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -357,10 +357,10 @@ def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path,
 
 
 def _floor(run: RunSpec, site: Path, pki: Path, summary: dict) -> dict:
-    """The run's napkin floor and measured PLT / floor (tortoiselab.napkin),
+    """The run's napkin floor and measured PLT / floor (tortoiselab.analysis.napkin),
     from its resolved path and server settings, the page in the site's
     manifest and the size of the server's handshake flight."""
-    from . import napkin
+    from tortoiselab.analysis import napkin
 
     try:
         f = napkin.run_floor(run.config, json.loads((site / "manifest.json").read_text()),
@@ -456,7 +456,7 @@ COLUMNS = {
     "client.page": "page", "client.loader": "loader | h2load | nghttp", "client.coalescing": "coalescing on",
     "client.cache_hit_ratio": "cache-hit ratio", "client.resolution": "same-ip | two-ip",
     "plt_ms": "page start (incl. DNS, TCP, TLS) to last byte",
-    "floor_ms": "napkin-model floor of the PLT (tortoiselab.napkin.run_floor)",
+    "floor_ms": "napkin-model floor of the PLT (tortoiselab.analysis.napkin.run_floor)",
     "plt_over_floor": "measured PLT / floor (>= 1)",
     "plt_from_request_ms": "first request sent to last byte",
     "content_download_ms": "first byte of the base HTML to last byte", "ttfb_ms": "time to first byte",
@@ -516,7 +516,7 @@ def rebuild_table(exp_dir: Path) -> Path:
 
 
 def list_experiments(results: Path) -> list[dict]:
-    from . import slurm  # imports this module
+    from tortoiselab.host import slurm  # imports this module
 
     out = []
     for d in sorted(p for p in results.glob("*") if p.is_dir() and not p.name.startswith(".")):

@@ -23,7 +23,7 @@ import seaborn as sns
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from . import stats
+from tortoiselab.analysis import stats
 
 DPI = 110
 PALETTE = "colorblind"

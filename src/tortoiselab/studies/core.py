@@ -67,11 +67,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
-from . import stats
+from tortoiselab.analysis import stats
 
 VERDICTS = ("agree", "partly", "disagree", "no data")
 ALPHA = 0.05
-REPO = Path(__file__).resolve().parents[2]
+from tortoiselab.project import REPO_DIR as REPO
 SEEDS = {"000": "000_b39140e4a526c7fb.txt", "004": "004_af7825aa4075c162.txt", "001": "001_9b56024ed5a96aa8.txt",
          "002": "002_156489580aaffd1b.txt", "003": "003_65993476e458b2ec.txt"}
 
@@ -217,7 +217,7 @@ def load_runs(exp_dir: str | Path, run_ids: set[str] | None = None) -> pd.DataFr
     (TCP + TLS of the first connection), dns_ms and the second load's
     plt2_ms / ttfb2_ms / content_download2_ms / repeat_new_conns. run_ids:
     only these runs (those of the experiment file's current grid)."""
-    from .runner import COLUMNS, _row
+    from tortoiselab.host.runner import COLUMNS, _row
 
     exp_dir = Path(exp_dir)
     rows = []
@@ -440,7 +440,7 @@ def _conns(run_dir: str) -> list[dict]:
     """The server capture's connections (flights.analyze_pcap), cached in
     the experiment folder's .studies-cache/ (the run folder itself is never
     written to) so that a report reads each pcap once."""
-    from . import flights
+    from tortoiselab.analysis import flights
 
     d = Path(run_dir)
     cache = d.parent / ".studies-cache" / f"{d.name}.flights.json"
@@ -466,7 +466,7 @@ def first_conn(run_dir: str) -> dict | None:
 
 
 def transfer(conn: dict) -> list[dict]:
-    from . import flights
+    from tortoiselab.analysis import flights
 
     return flights.transfer_flights(conn)
 
@@ -474,7 +474,7 @@ def transfer(conn: dict) -> list[dict]:
 def handshake_flight_bytes(conn: dict) -> int:
     """The server's first logical handshake flight (TLS 1.3: all of it; TLS
     1.2: all but its last flight, the ChangeCipherSpec + Finished)."""
-    from . import flights
+    from tortoiselab.analysis import flights
 
     hs = flights.flights(conn, phase="handshake")
     if not hs:
@@ -491,7 +491,7 @@ def handshake_grew_window(conn: dict, iw: int) -> bool:
     and counts it as the limit while cwnd < 2 * packets in flight
     (tcp_is_cwnd_limited, include/net/tcp.h): so when the server's handshake
     packets exceed IW / 2, the response no longer starts at IW."""
-    from . import flights
+    from tortoiselab.analysis import flights
 
     packets = sum(f["segments"] for f in flights.flights(conn, phase="handshake"))
     return 2 * packets > iw
@@ -960,7 +960,7 @@ def _ssai(df: pd.DataFrame) -> Measurement:
 def second_load_window(run_dir: str) -> int | None:
     """Packets of the first flight of the second load's response (the
     window the server used after the idle gap), from the server capture."""
-    from . import flights
+    from tortoiselab.analysis import flights
 
     c = first_conn(run_dir)
     if c is None:
@@ -1042,7 +1042,7 @@ def current_run_ids(experiment_file: str | Path, grid: str | None) -> set[str]:
 def _run_ids(path: str, mtime_ns: int, grid: str | None) -> frozenset[str]:
     """Cached by file and modification time: loading a file validates every
     grid of it (seconds for the large sweeps)."""
-    from .experiment import expand, load
+    from tortoiselab.spec.experiment import expand, load
 
     return frozenset(r.run_id for r in expand(load(Path(path), grid=grid)))
 
@@ -1110,7 +1110,8 @@ def physics_checks(exp_dir: str | Path, run_ids: set[str] | None = None, max_run
     3. hybla: the first server flight is min(rho, the flight's packets),
        rho = max(1, floor(srtt / 25 ms)) (Linux tcp_hybla's hybla_init sets
        cwnd = rho, ignoring the route's initcwnd)."""
-    from . import flights, napkin
+    from tortoiselab.analysis import flights
+    from tortoiselab.analysis import napkin
 
     df = load_runs(exp_dir, run_ids)
     df = df[df["ok"].astype(bool)].sort_values("run_id").head(max_runs)
@@ -1194,7 +1195,7 @@ def ensure_results(study_id: str, grid: str | None = "ci", results: str | Path =
     """Run whatever the study's experiments still lack on `grid` (the runner
     keeps completed runs and does only the pending ones) and return the
     results folders. Raises RuntimeError if a run fails."""
-    from .runner import run_experiment
+    from tortoiselab.host.runner import run_experiment
 
     out = []
     for f in STUDIES[study_id].experiments:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from . import backends
-from .pathspec import PathSpec
+from tortoiselab.host import backends
+from tortoiselab.spec.pathspec import PathSpec
 
 
 def run_loads(loads: list[dict], path: PathSpec, backend: str = "uml", clock: str = "virtual",

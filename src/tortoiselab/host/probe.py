@@ -10,10 +10,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import backends
-from .fidelity import Check, format_table, loss_check, rate_check, rtt_check
-from .ccparams import OUR_MODULES
-from .pathspec import STOCK_ALGORITHMS, PathSpec, check_algorithm
+from tortoiselab.host import backends
+from tortoiselab.analysis.fidelity import Check, format_table, loss_check, rate_check, rtt_check
+from tortoiselab.spec.ccparams import OUR_MODULES
+from tortoiselab.spec.pathspec import STOCK_ALGORITHMS, PathSpec, check_algorithm
 
 
 def known_algorithms() -> list[str]:

@@ -25,7 +25,7 @@ runs have ``floor_ms`` (in runs.parquet or in run.json's summary); cwnd over
 time when a run folder has tcp_probe samples (run.json ``cwnd_samples`` or
 ``cwnd.json``: a list of [t, cwnd, ssthresh, ...]); flights per round trip
 when run.json's connections carry ``flights`` ([{round, segments, bytes}]) or
-the run folder has server.pcap (analysed with tortoiselab.flights, data phase,
+the run folder has server.pcap (analysed with tortoiselab.analysis.flights, data phase,
 first 12 rounds). For the last two, the run with the median PLT of each arm
 is shown.
 """
@@ -47,7 +47,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from . import figures, stats
+from tortoiselab.analysis import figures
+from tortoiselab.analysis import stats
 
 PRIORITY_AXIS = "server.cc"
 METRICS = (("plt_ms", "PLT (ms)"), ("throughput_mbit", "throughput (Mbit/s)"))
@@ -88,7 +89,7 @@ def _scalar(v: Any) -> Any:
 def load_context(exp_dir: Path) -> Context:
     """Read a results folder: experiment.yaml, every completed run's run.json,
     and runs.parquet (rebuilt in memory when it does not match the folders)."""
-    from . import runner
+    from tortoiselab.host import runner
 
     exp_dir = Path(exp_dir)
     if not exp_dir.is_dir():
@@ -99,7 +100,7 @@ def load_context(exp_dir: Path) -> Context:
     exp: dict = {}
     if yaml_text:
         try:
-            from .experiment import load
+            from tortoiselab.spec.experiment import load
 
             exp = load(yfile).model_dump()
         except Exception as exc:  # noqa: BLE001 - a report of an old folder must still render
@@ -177,8 +178,8 @@ def _lab_json(path: Path) -> dict:
 def _run_floor(rec: dict, manifest: dict, pki: dict) -> tuple[float | None, float | None]:
     """(floor_ms, plt_over_floor) as the run recorded them; for runs stored
     before the runner recorded floors, computed the same way from the
-    experiment's site manifest and PKI (tortoiselab.napkin.run_floor)."""
-    from . import napkin
+    experiment's site manifest and PKI (tortoiselab.analysis.napkin.run_floor)."""
+    from tortoiselab.analysis import napkin
 
     s = rec.get("summary") or {}
     if "floor_ms" in s:
@@ -422,7 +423,7 @@ def _figures(ctx: Context, work: Path, n_resamples: int) -> list[dict]:
 
 def _run_flights(rec: dict, notes: list[str]) -> list[dict]:
     """The server's flights of a run's first connection: as run.json carries
-    them (connections[i].flights), else from its server.pcap (tortoiselab.flights,
+    them (connections[i].flights), else from its server.pcap (tortoiselab.analysis.flights,
     data phase). [] when neither is there; a failed analysis is noted."""
     for conn in rec.get("connections") or []:
         if conn.get("flights"):
@@ -431,7 +432,7 @@ def _run_flights(rec: dict, notes: list[str]) -> list[dict]:
     if not pcap.exists():
         return []
     try:
-        from . import flights as flightmod
+        from tortoiselab.analysis import flights as flightmod
 
         conns = [c for c in flightmod.analyze_pcap(pcap) if c.get("tcp_rtt_ms")]
         return flightmod.flights(conns[0], phase="data") if conns else []
@@ -514,7 +515,7 @@ def _render(ctx: Context, summary: pd.DataFrame, comp: pd.DataFrame, fid: dict, 
     for n in ctx.notes:
         parts.append(f"<div class=note>{_e(n)}</div>")
     try:
-        from .experiment import expand, load
+        from tortoiselab.spec.experiment import expand, load
 
         total = len(expand(load(ctx.exp_dir / "experiment.yaml")))
         if total > len(df):
@@ -642,7 +643,7 @@ def _render(ctx: Context, summary: pd.DataFrame, comp: pd.DataFrame, fid: dict, 
                                                          _num(r["plt_ms"]), _num(r["ratio_min"], 3),
                                                          _num(r["ratio_median"], 3), _num(r["ratio_max"], 3)]
                              for r in ft.to_dict("records")], left=len(keys)))
-        parts.append("<p class=muted>Floor: tortoiselab.napkin's model of the run's page over its path, "
+        parts.append("<p class=muted>Floor: tortoiselab.analysis.napkin's model of the run's page over its path, "
                      "(DNS + TCP + TLS)·RTT, then the document and its objects in slow start from the initial "
                      "window, and the last round's bytes at the bottleneck rate. It leaves out loss, the "
                      "client's receive window, delayed ACKs, headers and CPU: with loss the ratio measures what "
@@ -669,7 +670,7 @@ def _render(ctx: Context, summary: pd.DataFrame, comp: pd.DataFrame, fid: dict, 
                             [[_e(k), _e(v)] for k, v in meta], left=2))
     else:
         parts.append("<p>No run recorded metadata.</p>")
-    parts.append("<p class=muted>Written by tortoiselab.report from runs.parquet and each run's run.json.</p>")
+    parts.append("<p class=muted>Written by tortoiselab.report.core from runs.parquet and each run's run.json.</p>")
     parts.append("</body></html>\n")
     return "\n".join(parts)
 

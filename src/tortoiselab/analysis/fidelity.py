@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 
 from scipy.stats import binomtest
 
-from .pathspec import PathSpec
+from tortoiselab.spec.pathspec import PathSpec
 
 PING_FRAME_BYTES = 98  # 56 data + 8 ICMP + 20 IP + 14 Ethernet
 

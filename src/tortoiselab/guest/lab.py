@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from . import commands as C
-from .executor import Executor
-from .parsers import parse_ping, parse_ss_ti
-from .pathspec import PathSpec
-from .topology import ONE_PATH, Graph
+from tortoiselab.guest import commands as C
+from tortoiselab.guest.executor import Executor
+from tortoiselab.analysis.parsers import parse_ping, parse_ss_ti
+from tortoiselab.spec.pathspec import PathSpec
+from tortoiselab.spec.topology import ONE_PATH, Graph
 
 OVS_RUN = Path("/run/openvswitch")
 # ovs-vswitchd sizes its handler threads from a CPU count that it caches only
@@ -435,7 +435,7 @@ def host_modules(ex: Executor, needed: set[str], params: dict[str, dict[str, str
     (DKMS installs them in the VM), set this run's parameters, and on the way
     out put back the values found and unload only what this task loaded.
     Yields {algorithm: parameters as the module reports them}."""
-    from .ccparams import OUR_MODULES
+    from tortoiselab.spec.ccparams import OUR_MODULES
 
     loaded_here, before, now = [], {}, {}
     try:
@@ -462,7 +462,7 @@ def task_loss_response(ctx: LabContext, req: dict) -> dict:
     loss-free path where exactly one data segment is dropped, by a
     deterministic filter, once the window has grown; the kernel's cwnd and
     ssthresh at every ACK come from the tcp:tcp_probe tracepoint."""
-    from . import trace
+    from tortoiselab.guest import trace
 
     path = PathSpec(**req["path"])
     nth = int(req["drop_nth"])
@@ -539,7 +539,7 @@ TASKS = {"probe": task_probe, "cc_check": task_cc_check, "loss_response": task_l
 
 def run_task(ctx: LabContext, req: dict) -> dict:
     if req["task"] == "pageload":
-        from .weblab import task_pageload as task
+        from tortoiselab.guest.weblab import task_pageload as task
     else:
         task = TASKS[req["task"]]
     result = {"kernel_release": kernel_release(), "uptime_start_s": uptime_s()}

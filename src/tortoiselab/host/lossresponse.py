@@ -8,11 +8,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import backends
-from .ccanalysis import cubic_k, find_loss_event, fit_k, rtt_aware_factor
-from .ccparams import beta_effective, check_params
-from .parsers import parse_tc_filter_drops
-from .pathspec import PathSpec
+from tortoiselab.host import backends
+from tortoiselab.analysis.ccanalysis import cubic_k, find_loss_event, fit_k, rtt_aware_factor
+from tortoiselab.spec.ccparams import beta_effective, check_params
+from tortoiselab.analysis.parsers import parse_tc_filter_drops
+from tortoiselab.spec.pathspec import PathSpec
 
 # A loss-free path far from full: 100 ms, 100 Mbit/s (BDP 826 frames, and as
 # much queue), so the one deterministic drop is the only loss. The drop is

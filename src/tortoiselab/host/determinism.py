@@ -8,7 +8,7 @@ module holds what checks it:
 
 - `fingerprint(run_dir)`: what must repeat, read from a stored run: its PLT,
   response bytes, the server's retransmissions (counted from server.pcap by
-  tortoiselab.flights) and every packet of the server-side capture, with its
+  tortoiselab.analysis.flights) and every packet of the server-side capture, with its
   timestamp in microseconds and its headers normalized (connections numbered
   in order of appearance, sequence numbers and TCP timestamps relative to
   their first value: ports, initial sequence numbers and timestamp offsets
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import dpkt
 
-from . import backends
+from tortoiselab.host import backends
 
 def run_seeds(run_seed: int, client_seed: int, site: Path, pki_seed_name: str, task_seeds: dict,
               clock: str) -> dict:
@@ -125,8 +125,8 @@ def pcap_packets(path: Path, server_port: int = 443) -> list[tuple]:
 
 def retransmissions(server_pcap: Path) -> dict[str, int]:
     """The server's retransmissions by kind, summed over the page's
-    connections (tortoiselab.flights), plus their total."""
-    from .flights import RETRANS_KINDS, analyze_pcap
+    connections (tortoiselab.analysis.flights), plus their total."""
+    from tortoiselab.analysis.flights import RETRANS_KINDS, analyze_pcap
 
     counts = {k: 0 for k in RETRANS_KINDS}
     for c in analyze_pcap(server_pcap, keep_series=False):
@@ -213,8 +213,8 @@ def verify(exp_file: Path, results: Path, n: int = 2, jobs: int = 1, backend: st
     (never into its results) and compare each with its stored run. The
     reruns use the stored experiment's pages and certificates (.lab), so
     that they get the same bytes."""
-    from .experiment import expand, load, run_order
-    from .runner import run_one, tool_versions
+    from tortoiselab.spec.experiment import expand, load, run_order
+    from tortoiselab.host.runner import run_one, tool_versions
 
     if n < 1:
         raise DeterminismError("verify-determinism: give the number of runs to rerun, at least 1 (e.g. 2)")

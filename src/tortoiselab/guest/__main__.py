@@ -14,8 +14,9 @@ import sys
 import traceback
 from pathlib import Path
 
-from .executor import Executor
-from .lab import LabContext, run_task
+from tortoiselab.guest.executor import Executor
+from tortoiselab.project import PKG_DIR, REPO_DIR
+from tortoiselab.guest.lab import LabContext, run_task
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
@@ -34,14 +35,14 @@ def code_digest() -> str:
     virtual clock a run repeats only with the same code: one more clock read
     or failed system call in the guest moves every later packet
     (docs/determinism.md); host-side modules (runner, reports) do not count."""
-    pkg = Path(__file__).resolve().parent
+    pkg, repo = PKG_DIR, REPO_DIR
     files = {Path(m.__file__).resolve() for m in list(sys.modules.values())
              if getattr(m, "__file__", None) and Path(m.__file__).resolve().is_relative_to(pkg)}
     files |= {*pkg.glob("client/*.py"), *pkg.glob("tools/*.py"), pkg / "guest" / "init.sh",
-              *(pkg.parent.parent / "webroot").glob("*.tmpl")}
+              *(repo / "webroot").glob("*.tmpl")}
     h = hashlib.sha256()
     for f in sorted(f for f in files if f.is_file()):
-        h.update(str(f.relative_to(pkg.parent.parent)).encode() + b"\0" + f.read_bytes() + b"\0")
+        h.update(str(f.relative_to(repo)).encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 
 

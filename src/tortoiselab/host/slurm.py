@@ -33,9 +33,9 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import backends
-from .experiment import expand, load
-from .runner import RunnerError, completed, probe_claim, rebuild_table, setup_lock, shard_slice
+from tortoiselab.host import backends
+from tortoiselab.spec.experiment import expand, load
+from tortoiselab.host.runner import RunnerError, completed, probe_claim, rebuild_table, setup_lock, shard_slice
 
 MAX_TASKS = 1000  # Slurm's default MaxArraySize is 1001 (indices 0..1000)
 NOT_SHARED_FS = {"tmpfs", "ramfs", "devtmpfs"}

@@ -15,10 +15,10 @@ import sys
 import time
 from pathlib import Path
 
-from . import commands as C
-from .lab import LabContext, PathLab, align_to_grid, mininet_path
-from .pathspec import PathSpec
-from .topology import SERVER_IP2, WEB_PATH
+from tortoiselab.guest import commands as C
+from tortoiselab.guest.lab import LabContext, PathLab, align_to_grid, mininet_path
+from tortoiselab.spec.pathspec import PathSpec
+from tortoiselab.spec.topology import SERVER_IP2, WEB_PATH
 
 DOMAIN = "lab.test"
 WWW, STATIC = f"www.{DOMAIN}", f"static.{DOMAIN}"
@@ -72,7 +72,7 @@ class WebLab:
 
     # --- apache -----------------------------------------------------------
     def apache(self, protocol: str, tls: str, cert: str) -> None:
-        from .web import apache
+        from tortoiselab.web import apache
 
         key = (protocol, tls, cert)
         if key == self.apache_key:
@@ -90,7 +90,7 @@ class WebLab:
         self.apache_key = key
 
     def stop_apache(self) -> None:
-        from .web import apache
+        from tortoiselab.web import apache
 
         if self.apache_key is None:
             return
@@ -161,7 +161,7 @@ def task_pageload(ctx: LabContext, req: dict) -> dict:
     settings (cc, initcwnd, protocol, tls, certificate variant) and its
     client settings (page, loader, coalescing, cache-hit ratio, resolution
     scenario); Apache and dnsmasq are restarted only when those change."""
-    from .web import pages, pki as pkimod
+    from tortoiselab.web import pages, pki as pkimod
 
     path = PathSpec(**req["path"])
     work = ctx.work
@@ -245,7 +245,7 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, path: PathSpec, load: 
         # it parses them, -n discards bodies, -s prints per-request timings.
         # It resolves through the system resolver (the guest's resolv.conf
         # points at the lab's DNS server) and does not verify certificates.
-        from .parsers import parse_nghttp_stats
+        from tortoiselab.analysis.parsers import parse_nghttp_stats
 
         rc, text, err = ex.capture(["nghttp", "-nas", url], lab.client, timeout=120)
         st = parse_nghttp_stats(text)
@@ -256,7 +256,7 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, path: PathSpec, load: 
     elif loader == "h2load":
         # bulk throughput, as the Stony Brook paper measures it: h2load over
         # one connection, requests one after another (-c 1 -m 1)
-        from .parsers import parse_h2load
+        from tortoiselab.analysis.parsers import parse_h2load
 
         n = int(c.get("h2load_requests", 3))
         rc, text, err = ex.capture(["h2load", "-n", str(n), "-c", "1", "-m", "1", url], lab.client,
@@ -276,7 +276,7 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, path: PathSpec, load: 
     time.sleep(1.0)  # the last packets reach tcpdump (costs nothing on the virtual clock)
     capstats = _tcpdump_stop(cap)
     ccapstats = _tcpdump_stop(ccap)
-    from .flights import analyze_pcap, handshake_summary
+    from tortoiselab.analysis.flights import analyze_pcap, handshake_summary
 
     conns = [handshake_summary(x) for x in analyze_pcap(pcap, keep_series=False)] if pcap.exists() else []
     sysctls = {k: ex.run(C.sysctl_get(k), host=lab.server, check=False).strip() for k in SERVER_SYSCTLS}
@@ -293,7 +293,7 @@ def _cwnd_probe(ctx: LabContext):
     host-wide and needs root, so it is left off there."""
     from contextlib import nullcontext
 
-    from . import trace
+    from tortoiselab.guest import trace
 
     if not ctx.private_ovs or not trace.EVENT.exists():
         return nullcontext(None)

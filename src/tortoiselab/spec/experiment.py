@@ -46,8 +46,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .ccparams import OUR_MODULES, ParamError, check_params
-from .pathspec import STOCK_ALGORITHMS, PathSpec, describe_errors
+from tortoiselab.spec.ccparams import OUR_MODULES, ParamError, check_params
+from tortoiselab.spec.pathspec import STOCK_ALGORITHMS, PathSpec, describe_errors
 
 PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html", "base.html", "article.html")
 KNOWN_CC = (*STOCK_ALGORITHMS, *OUR_MODULES)
@@ -84,7 +84,7 @@ class PathCfg(BaseModel):
             if self.addon is not None:
                 raise ValueError("addon needs a region")
             return PathSpec(**explicit)
-        from .regions import profile_path
+        from tortoiselab.spec.regions import profile_path
 
         base = profile_path(self.region, self.addon)
         return PathSpec(**{**base.model_dump(), **explicit})

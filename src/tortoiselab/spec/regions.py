@@ -41,11 +41,11 @@ from pydantic import (
     model_validator,
 )
 
-from .pathspec import FRAME_BYTES, PathError, PathSpec, describe_errors, parse_path
+from tortoiselab.spec.pathspec import FRAME_BYTES, PathError, PathSpec, describe_errors, parse_path
 
 ASSUMPTION = "assumption"
 ENV_VAR = "TORTOISE_REGIONS"
-REPO_DIR = Path(__file__).resolve().parents[2]
+from tortoiselab.project import REPO_DIR
 DEFAULT_FILE = REPO_DIR / "topologies" / "regions.yaml"
 USER_FILE = Path(".config") / "tortoiselab" / "regions.yaml"  # under $HOME
 

@@ -6,7 +6,7 @@ block between the first two `---` lines of the handout:
 
     ---
     title: "Lab 1: the TCP Tortoise"
-    study: tortoise                      # tortoiselab.studies.STUDIES id
+    study: tortoise                      # tortoiselab.studies.core.STUDIES id
     grid: reduced                        # the experiments' grid (default reduced)
     min_repetitions: 5                   # completed runs per sweep point
     fidelity_ok_share: 0.9               # of completed runs, measured RTT = configured
@@ -57,8 +57,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .experiment import Experiment, ExperimentError, expand, load
-from .pathspec import describe_errors
+from tortoiselab.spec.experiment import Experiment, ExperimentError, expand, load
+from tortoiselab.spec.pathspec import describe_errors
 
 MAX_LINES = 8  # detail lines per check before "... and N more"
 

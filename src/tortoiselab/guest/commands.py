@@ -1,12 +1,12 @@
 """Pure functions that return the argv of every command the lab runs.
 
 Nothing here runs anything: tests compare these lists exactly, and one
-executor (tortoiselab.executor) runs and logs them.
+executor (tortoiselab.guest.executor) runs and logs them.
 """
 
 from __future__ import annotations
 
-from .pathspec import PathSpec
+from tortoiselab.spec.pathspec import PathSpec
 
 
 def _num(x: float) -> str:

@@ -21,10 +21,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .pathspec import STOCK_ALGORITHMS
+from tortoiselab.spec.pathspec import STOCK_ALGORITHMS
 
-PKG_DIR = Path(__file__).resolve().parent
-REPO_DIR = PKG_DIR.parent.parent
+from tortoiselab.project import PKG_DIR, REPO_DIR
 GUEST_INIT = PKG_DIR / "guest" / "init.sh"
 NO_HOST_ENTROPY = PKG_DIR / "tools" / "no_host_entropy.py"
 

@@ -1,0 +1,1 @@
+"""Course labs (labs/*.md): their front matter and the grader."""

@@ -1,0 +1,1 @@
+"""The four seed studies: their claims, how each is measured from runs, verdicts and REPRODUCTION.md."""
