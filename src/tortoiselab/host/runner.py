@@ -34,7 +34,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
-from tortoiselab.host import backends
+from tortoiselab.host import backends, pageload
 from tortoiselab.host.determinism import run_seeds
 from tortoiselab.spec.experiment import RunSpec, expand, load, run_order
 from tortoiselab.analysis.fidelity import rtt_check
@@ -274,18 +274,6 @@ def tool_versions() -> dict:
     }
 
 
-def _load_request(run: RunSpec, site: Path, pki: Path) -> dict:
-    c, s = run.config["client"], run.config["server"]
-    client = {k: v for k, v in c.items() if v is not None}
-    if c.get("url"):
-        client["url"] = "https://www.lab.test/" + c["url"].lstrip("/")
-    client["seed"] = run.seed
-    return {"task": "pageload", "path": run.path.model_dump(), "seed": run.seed,
-            "site_dir": str(site), "pki_dir": str(pki), "ro_paths": [str(site.parent)],
-            "module_params": {alg: {k: str(v) for k, v in ps.items()} for alg, ps in s["module_params"].items()},
-            "loads": [{"label": run.run_id, "server": s, "client": client}]}
-
-
 class RunInterrupted(RunnerError):
     """The runner was stopped while this run's lab ran: nothing is stored,
     the run stays pending."""
@@ -306,7 +294,7 @@ def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path,
     record: dict = {"run_id": run.run_id, "experiment": run.experiment, "repetition": run.repetition,
                     "seed": run.seed, "point": run.point, "config": run.config, "path": run.path.model_dump()}
     try:
-        res = backends.run_task(info, _load_request(run, site, pki), tmp / "lab", timeout_s=timeout_s)
+        res = backends.run_task(info, pageload.run_request(run, site, pki), tmp / "lab", timeout_s=timeout_s)
         ld = res["task"]["loads"][0]
         record["ok"] = not ld["summary"].get("error")
         record["error"] = ld["summary"].get("error")
@@ -320,7 +308,7 @@ def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path,
             "server_route": ld["server_route"], "tools": versions,
             "sim_seconds": round(res["uptime_end_s"] - res["uptime_start_s"], 6),
             "load_sim_seconds": ld["load_seconds"],
-            "seeds": run_seeds(run.seed, _load_request(run, site, pki)["loads"][0]["client"]["seed"], site,
+            "seeds": run_seeds(run.seed, pageload.run_request(run, site, pki)["loads"][0]["client"]["seed"], site,
                                Path(pki).parent.parent.name, res["task"].get("seeds", {}), info.clock),
             "kernel": info.kernel, "code": res.get("code_digest"),  # the lab code that ran (guest.code_digest)
             # uml: the guest kernel's boot id, a draw from its CRNG: equal in two boots of a run
