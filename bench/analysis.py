@@ -42,7 +42,7 @@ import numpy as np
 from tortoiselab.spec import experiment
 from tortoiselab.analysis import flights
 from tortoiselab.report import core as report
-from tortoiselab.host import runner
+from tortoiselab.host import store
 
 RESULTS: list[tuple[str, float, float]] = []  # (step, seconds, peak RSS MB)
 
@@ -125,7 +125,7 @@ def bench_runs(work: Path, n_runs: int) -> None:
     print(f"{n} runs' records in {exp_dir} ({sum(p.stat().st_size for p in exp_dir.glob('*/run.json')) / 1e6:.1f} MB "
           f"of run.json)")
     with step(f"runs table: {n} run.json -> runs.parquet"):
-        runner.rebuild_table(exp_dir)
+        store.rebuild_table(exp_dir)
     with step("load the experiment (table, records, swept axes)"):
         ctx = report.load_context(exp_dir)
     with step(f"p50/p90/mean with bootstrap CIs, {ctx.df.groupby(ctx.axes).ngroups} groups"):

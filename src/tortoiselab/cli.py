@@ -12,7 +12,7 @@ from pathlib import Path
 from tortoiselab.host.backends import LabError
 from tortoiselab.spec.ccparams import ParamError, parse_assignments
 from tortoiselab.spec.experiment import ExperimentError
-from tortoiselab.host.runner import RunnerError
+from tortoiselab.host.errors import RunnerError
 from tortoiselab.spec.pathspec import PathError, parse_path
 
 
@@ -122,7 +122,8 @@ def cmd_run(a: argparse.Namespace) -> int:
     from rich.table import Table
 
     from tortoiselab.host import slurm
-    from tortoiselab.host.runner import parse_shard, run_experiment
+    from tortoiselab.host.runner import run_experiment
+    from tortoiselab.host.shards import parse_shard
 
     if a.verify_determinism is not None:
         from tortoiselab.host.determinism import cli_verify
@@ -175,7 +176,7 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 def cmd_ls(a: argparse.Namespace) -> int:
-    from tortoiselab.host.runner import list_experiments
+    from tortoiselab.host.listing import list_experiments
 
     rows = list_experiments(Path(a.results))
     if not rows:
@@ -193,7 +194,7 @@ def cmd_ls(a: argparse.Namespace) -> int:
 
 
 def cmd_show(a: argparse.Namespace) -> int:
-    from tortoiselab.host.runner import find_run
+    from tortoiselab.host.listing import find_run
 
     d = find_run(Path(a.results), a.run_id)
     rec = json.loads((d / "run.json").read_text())
@@ -214,7 +215,7 @@ def cmd_show(a: argparse.Namespace) -> int:
 
 
 def cmd_clean(a: argparse.Namespace) -> int:
-    from tortoiselab.host.runner import clean_stale, experiment_lock
+    from tortoiselab.host.locks import clean_stale, experiment_lock
 
     n = 0
     for d in sorted(p for p in Path(a.results).glob("*") if p.is_dir()):

@@ -68,7 +68,7 @@ def test_sigkill_then_resume(tmp_path, lab_kernel):
     import duckdb
     import pandas as pd
 
-    from tortoiselab.host.runner import COLUMNS
+    from tortoiselab.host.store import COLUMNS
 
     df = pd.read_parquet(exp_dir / "runs.parquet")
     assert list(df.columns) == list(COLUMNS)

@@ -156,7 +156,7 @@ def test_sweep_on_slurm_with_a_cancelled_task(tmp_path, lab_kernel, cluster, mon
         assert len(starts) == 1, (r, starts)  # each run done once, by one shard
         did[by_pid[int(starts[0][2])]].add(r)
     from tortoiselab.spec.experiment import expand, load
-    from tortoiselab.host.runner import shard_slice
+    from tortoiselab.host.shards import shard_slice
 
     ids = [r.run_id for r in expand(load(f))]
     for k in (1, 2, 3):

@@ -9,6 +9,7 @@ import pytest
 
 from tortoiselab.host import backends
 from tortoiselab.host import determinism as D
+from tortoiselab.host.provenance import run_seeds
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -78,10 +79,10 @@ def test_code_digest_of_the_guest():
 
 def test_run_seeds(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({"seed": 4}))
-    s = D.run_seeds(11, 11, tmp_path, "exp", {"netem_up": 1, "netem_down": 2}, "virtual")
+    s = run_seeds(11, 11, tmp_path, "exp", {"netem_up": 1, "netem_down": 2}, "virtual")
     assert s == {"run": 11, "client": 11, "site": 4, "pki": "exp", "netem_down": 2, "netem_up": 1,
                  "virtual_epoch_s": backends.VIRTUAL_EPOCH_S}
-    assert "virtual_epoch_s" not in D.run_seeds(11, 11, tmp_path / "none", "exp", {}, "real")
+    assert "virtual_epoch_s" not in run_seeds(11, 11, tmp_path / "none", "exp", {}, "real")
 
 
 EXP = """

@@ -13,8 +13,9 @@ import pytest
 from tests.conftest import TORTOISE
 from tortoiselab.host import slurm
 from tortoiselab.spec.experiment import Experiment, expand
-from tortoiselab.host.runner import (RunnerError, claim, clean_stale, experiment_lock, parse_shard, probe_claim,
-                                read_run_list, shard_slice)
+from tortoiselab.host.errors import RunnerError
+from tortoiselab.host.locks import claim, clean_stale, experiment_lock, probe_claim
+from tortoiselab.host.shards import parse_shard, read_run_list, shard_slice
 
 EXP = Experiment(name="sh", repetitions=5, seed=2, path={"rtt_ms": 50, "loss_pct": 1, "rate_mbit": 10},
                  client={"page": "tiny.html"},
@@ -109,9 +110,9 @@ def test_slurm_options_without_the_slurm_executor_are_refused(tmp_path):
 HOLDER = """
 import sys, time
 from pathlib import Path
-from tortoiselab.host.runner import claim, _note
+from tortoiselab.host.locks import claim, note
 with claim(Path(sys.argv[1]), sys.argv[2]) as fh:
-    _note(fh, "start somehost 1")
+    note(fh, "start somehost 1")
     print("held", flush=True)
     time.sleep(60)
 """

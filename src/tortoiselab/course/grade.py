@@ -57,6 +57,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tortoiselab.host import store
 from tortoiselab.spec.experiment import Experiment, ExperimentError, expand, load
 from tortoiselab.spec.pathspec import describe_errors
 
@@ -258,17 +259,15 @@ def closest_diff(config: dict, points: dict[str, Point]) -> list[tuple[str, Any,
 
 
 def read_runs(folder: Path) -> list[dict]:
-    """Every completed run's record in a results folder (not the in-progress
-    .tmp folders)."""
+    """Every completed run's record in a results folder (store.read_records;
+    not the in-progress .tmp folders); an unreadable one as a failed run
+    that says why."""
     out = []
-    for rj in sorted(folder.glob("*/run.json")):
-        if rj.parent.name.startswith("."):
-            continue
-        try:
-            out.append(json.loads(rj.read_text()))
-        except (OSError, json.JSONDecodeError) as exc:
-            out.append({"run_id": rj.parent.name, "ok": False, "error": f"unreadable run.json: {exc}",
-                        "_unreadable": True})
+    for st in store.read_records(folder, strict=False):
+        if st.record is None:
+            out.append({"run_id": st.run_dir.name, "ok": False, "error": st.error, "_unreadable": True})
+        else:
+            out.append(st.record.model_dump(mode="json"))
     return out
 
 
@@ -283,11 +282,9 @@ def _folder_experiment(folder: Path) -> str | None:
                 return str(name)
         except (yaml.YAMLError, AttributeError):
             pass
-    for rj in folder.glob("*/run.json"):
-        try:
-            return str(json.loads(rj.read_text()).get("experiment"))
-        except (OSError, json.JSONDecodeError):
-            continue
+    for st in store.read_records(folder, strict=False):
+        if st.record is not None:
+            return st.record.experiment
     return None
 
 

@@ -35,26 +35,11 @@ from pathlib import Path
 
 import dpkt
 
+from tortoiselab.analysis.flights import RETRANS_KINDS, analyze_pcap
 from tortoiselab.host import backends
-
-def run_seeds(run_seed: int, client_seed: int, site: Path, pki_seed_name: str, task_seeds: dict,
-              clock: str) -> dict:
-    """Every seed a run used: the run's own, the loader's (cache-hit choices),
-    netem's per direction (derived from the run's seed in the guest), the
-    page generator's (from the site's manifest), the PKI's seed name, and on
-    the virtual clock the guest's wall-clock start."""
-    try:
-        site_seed = json.loads((Path(site) / "manifest.json").read_text()).get("seed")
-    except (OSError, ValueError):
-        site_seed = None
-    out = {"run": run_seed, "client": client_seed, "site": site_seed, "pki": pki_seed_name,
-           **{k: v for k, v in sorted(task_seeds.items())}}
-    if clock == "virtual":
-        out["virtual_epoch_s"] = backends.VIRTUAL_EPOCH_S
-    return out
-
-
-# --- fingerprints ------------------------------------------------------------
+from tortoiselab.host.provenance import tool_versions
+from tortoiselab.host.runner import run_one
+from tortoiselab.spec.experiment import expand, load, run_order
 
 @dataclass
 class Fingerprint:
@@ -126,8 +111,6 @@ def pcap_packets(path: Path, server_port: int = 443) -> list[tuple]:
 def retransmissions(server_pcap: Path) -> dict[str, int]:
     """The server's retransmissions by kind, summed over the page's
     connections (tortoiselab.analysis.flights), plus their total."""
-    from tortoiselab.analysis.flights import RETRANS_KINDS, analyze_pcap
-
     counts = {k: 0 for k in RETRANS_KINDS}
     for c in analyze_pcap(server_pcap, keep_series=False):
         for k in RETRANS_KINDS:
@@ -213,8 +196,6 @@ def verify(exp_file: Path, results: Path, n: int = 2, jobs: int = 1, backend: st
     (never into its results) and compare each with its stored run. The
     reruns use the stored experiment's pages and certificates (.lab), so
     that they get the same bytes."""
-    from tortoiselab.spec.experiment import expand, load, run_order
-    from tortoiselab.host.runner import run_one, tool_versions
 
     if n < 1:
         raise DeterminismError("verify-determinism: give the number of runs to rerun, at least 1 (e.g. 2)")

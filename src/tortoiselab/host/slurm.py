@@ -35,7 +35,10 @@ from pathlib import Path
 
 from tortoiselab.host import backends
 from tortoiselab.spec.experiment import expand, load
-from tortoiselab.host.runner import RunnerError, completed, probe_claim, rebuild_table, setup_lock, shard_slice
+from tortoiselab.host.errors import RunnerError
+from tortoiselab.host.locks import probe_claim, setup_lock
+from tortoiselab.host.shards import shard_slice
+from tortoiselab.host.store import completed, rebuild_table
 
 MAX_TASKS = 1000  # Slurm's default MaxArraySize is 1001 (indices 0..1000)
 NOT_SHARED_FS = {"tmpfs", "ramfs", "devtmpfs"}

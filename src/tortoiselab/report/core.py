@@ -47,8 +47,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from tortoiselab.analysis import figures
-from tortoiselab.analysis import stats
+from tortoiselab.analysis import figures, stats
+from tortoiselab.host import store
 
 PRIORITY_AXIS = "server.cc"
 METRICS = (("plt_ms", "PLT (ms)"), ("throughput_mbit", "throughput (Mbit/s)"))
@@ -89,8 +89,6 @@ def _scalar(v: Any) -> Any:
 def load_context(exp_dir: Path) -> Context:
     """Read a results folder: experiment.yaml, every completed run's run.json,
     and runs.parquet (rebuilt in memory when it does not match the folders)."""
-    from tortoiselab.host import runner
-
     exp_dir = Path(exp_dir)
     if not exp_dir.is_dir():
         raise ReportError(f"{exp_dir}: no such results folder (run `tortoise run EXPERIMENT.yaml` first)")
@@ -113,19 +111,14 @@ def load_context(exp_dir: Path) -> Context:
         notes.append("the folder has no experiment.yaml")
 
     records: dict[str, dict] = {}
-    for rj in sorted(exp_dir.glob("*/run.json")):
-        if rj.parent.name.startswith("."):
-            continue
-        rec = json.loads(rj.read_text())
-        rec["_dir"] = str(rj.parent)
+    for st in store.read_records(exp_dir):
+        rec = st.record.model_dump(mode="json")
+        rec["_dir"] = str(st.run_dir)
         records[rec["run_id"]] = rec
-    table = exp_dir / "runs.parquet"
-    df = pd.read_parquet(table) if table.exists() else None
-    if df is None or set(df["run_id"]) != set(records):
-        if df is not None:
-            notes.append("runs.parquet does not match the run folders; the table was rebuilt in memory")
-        rows = [runner._row(r) for r in records.values()]
-        df = pd.DataFrame(rows, columns=list(runner.COLUMNS))
+    df, rebuilt = store.read_table(exp_dir)
+    if rebuilt:
+        notes.append("runs.parquet does not match the run folders or this version's columns; "
+                     "the table was rebuilt in memory")
 
     sweep: dict = exp.get("sweep") or {}
     axes = list(sweep)
@@ -136,11 +129,6 @@ def load_context(exp_dir: Path) -> Context:
     df["size_class"] = [figures.size_class(b) for b in df["object_bytes"]]
     manifest = _lab_json(exp_dir / ".lab" / "site" / "manifest.json")
     df["object_class"] = [_object_class(records.get(r, {}), manifest) for r in df["run_id"]]
-    pki = _lab_json(exp_dir / ".lab" / "pki" / "pki.json")
-    floors = [_run_floor(records.get(r, {}), manifest, pki) for r in df["run_id"]]
-    df["floor_ms"] = pd.to_numeric(pd.Series([f for f, _ in floors], index=df.index, dtype=object), errors="coerce")
-    df["plt_over_floor"] = pd.to_numeric(pd.Series([q for _, q in floors], index=df.index, dtype=object),
-                                         errors="coerce")
     if len(df):  # sweep points in the file's order, then repetitions
         order = {ax: {v: i for i, v in enumerate(map(_scalar, sweep[ax]))} for ax in axes}
         keys = pd.DataFrame({f"_o{i}": df[ax].map(order[ax]) for i, ax in enumerate(axes)}, index=df.index)
@@ -173,24 +161,6 @@ def _object_bytes(rec: dict) -> float | None:
 
 def _lab_json(path: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
-
-
-def _run_floor(rec: dict, manifest: dict, pki: dict) -> tuple[float | None, float | None]:
-    """(floor_ms, plt_over_floor) as the run recorded them; for runs stored
-    before the runner recorded floors, computed the same way from the
-    experiment's site manifest and PKI (tortoiselab.analysis.napkin.run_floor)."""
-    from tortoiselab.analysis import napkin
-
-    s = rec.get("summary") or {}
-    if "floor_ms" in s:
-        return s.get("floor_ms"), s.get("plt_over_floor")
-    if not manifest or not rec.get("config"):
-        return None, None
-    try:
-        f = napkin.run_floor(rec["config"], manifest, pki, s.get("cached_urls") or ())["floor_ms"]
-    except (KeyError, ValueError, TypeError):
-        return None, None
-    return f, napkin.ratio(s.get("plt_ms"), f) if f else None
 
 
 def _object_class(rec: dict, manifest: dict) -> str | None:

@@ -68,10 +68,13 @@ import pandas as pd
 from scipy import stats as st
 
 from tortoiselab.analysis import stats
+from tortoiselab.host import store
+from tortoiselab.host.store import RunRecord
+
+from tortoiselab.project import REPO_DIR as REPO
 
 VERDICTS = ("agree", "partly", "disagree", "no data")
 ALPHA = 0.05
-from tortoiselab.project import REPO_DIR as REPO
 SEEDS = {"000": "000_b39140e4a526c7fb.txt", "004": "004_af7825aa4075c162.txt", "001": "001_9b56024ed5a96aa8.txt",
          "002": "002_156489580aaffd1b.txt", "003": "003_65993476e458b2ec.txt"}
 
@@ -209,50 +212,48 @@ def _num(v) -> str:
     return f"{f:g}"
 
 
-def load_runs(exp_dir: str | Path, run_ids: set[str] | None = None) -> pd.DataFrame:
-    """One row per completed run, read from the run folders (so a folder
-    whose runner is still at work gives what is done so far): the runs
-    table's columns plus arm, module_params, beta, url, slow_start_after_idle,
-    cond (the run's sweep point as JSON, for pairing), connect_ms
-    (TCP + TLS of the first connection), dns_ms and the second load's
-    plt2_ms / ttfb2_ms / content_download2_ms / repeat_new_conns. run_ids:
-    only these runs (those of the experiment file's current grid)."""
-    from tortoiselab.host.runner import COLUMNS, _row
+def _connect_ms(r: RunRecord) -> float | None:
+    """TCP + TLS of the page's first connection."""
+    conns = r.summary.get("connections") or []
+    c0 = conns[0] if conns else {}
+    return (c0.get("connect_ms") or 0) + (c0.get("tls_ms") or 0) if c0.get("connect_ms") else None
 
-    exp_dir = Path(exp_dir)
-    rows = []
-    for rj in sorted(exp_dir.glob("*/run.json")):
-        if rj.parent.name.startswith("."):
-            continue
-        if run_ids is not None and rj.parent.name not in run_ids:
-            continue  # a run of an earlier version of the grid
-        rec = json.loads(rj.read_text())
-        row = _row(rec)
-        cfg = rec.get("config", {})
-        srv, cli = cfg.get("server", {}), cfg.get("client", {})
-        s = rec.get("summary") or {}
-        row["arm"] = _arm(srv.get("cc", ""), srv.get("module_params", {}))
-        row["module_params"] = json.dumps(srv.get("module_params", {}), sort_keys=True)
-        row["beta"] = ((srv.get("module_params") or {}).get("reno_beta") or {}).get("beta")
-        row["url"] = cli.get("url")
-        row["slow_start_after_idle"] = srv.get("slow_start_after_idle")
-        row["cond"] = json.dumps(rec.get("point") or {}, sort_keys=True)
-        conns = s.get("connections") or []
-        c0 = conns[0] if conns else {}
-        row["connect_ms"] = (c0.get("connect_ms") or 0) + (c0.get("tls_ms") or 0) if c0.get("connect_ms") else None
-        row["dns_ms"] = s.get("dns_ms")
-        rep = s.get("repeat") or {}
-        row["plt2_ms"], row["ttfb2_ms"] = rep.get("plt_ms"), rep.get("ttfb_ms")
-        row["content_download2_ms"] = rep.get("content_download_ms")
-        row["repeat_new_conns"] = rep.get("connections_opened")
-        row["run_dir"] = str(rj.parent)
-        rows.append(row)
-    extra = ["arm", "module_params", "beta", "url", "slow_start_after_idle", "cond", "connect_ms", "dns_ms",
-             "plt2_ms", "ttfb2_ms", "content_download2_ms", "repeat_new_conns", "run_dir"]
-    df = pd.DataFrame(rows, columns=[*COLUMNS, *extra])
-    for col in ("plt_ms", "plt_from_request_ms", "content_download_ms", "ttfb_ms", "throughput_mbit", "reuse_ratio",
-                "connect_ms", "dns_ms", "plt2_ms", "ttfb2_ms", "content_download2_ms", "path.rtt_ms",
-                "path.loss_pct", "server.initcwnd_pkts", "client.cache_hit_ratio", "beta"):
+
+def _repeat(r: RunRecord, key: str):
+    return (r.summary.get("repeat") or {}).get(key)
+
+
+def _server(r: RunRecord) -> dict:
+    return r.config.get("server") or {}
+
+
+# the studies' columns beside the runs table's (store.load_runs extra)
+STUDY_COLUMNS = {
+    "arm": lambda r: _arm(_server(r).get("cc", ""), _server(r).get("module_params", {})),
+    "module_params": lambda r: json.dumps(_server(r).get("module_params", {}), sort_keys=True),
+    "beta": lambda r: ((_server(r).get("module_params") or {}).get("reno_beta") or {}).get("beta"),
+    "url": lambda r: (r.config.get("client") or {}).get("url"),
+    "slow_start_after_idle": lambda r: _server(r).get("slow_start_after_idle"),
+    "cond": lambda r: json.dumps(r.point or {}, sort_keys=True),
+    "connect_ms": _connect_ms,
+    "dns_ms": lambda r: r.summary.get("dns_ms"),
+    "plt2_ms": lambda r: _repeat(r, "plt_ms"),
+    "ttfb2_ms": lambda r: _repeat(r, "ttfb_ms"),
+    "content_download2_ms": lambda r: _repeat(r, "content_download_ms"),
+    "repeat_new_conns": lambda r: _repeat(r, "connections_opened"),
+}
+
+
+def load_runs(exp_dir: str | Path, run_ids: set[str] | None = None) -> pd.DataFrame:
+    """One row per completed run (store.load_runs): the runs table's
+    columns plus STUDY_COLUMNS: arm (cc with its module parameters),
+    module_params, beta, url, slow_start_after_idle, cond (the run's sweep
+    point as JSON, for pairing), connect_ms (TCP + TLS of the first
+    connection), dns_ms and the second load's plt2_ms / ttfb2_ms /
+    content_download2_ms / repeat_new_conns, then run_dir. run_ids: only
+    these runs (those of the experiment file's current grid)."""
+    df = store.load_runs(Path(exp_dir), run_ids, extra=STUDY_COLUMNS)
+    for col in ("connect_ms", "dns_ms", "plt2_ms", "ttfb2_ms", "content_download2_ms", "beta"):
         df[col] = pd.to_numeric(df[col], errors="coerce")
     return df
 
@@ -1239,8 +1240,8 @@ WHY_WE_DIFFER = {
 
 
 def _run_times(exp_dir: Path) -> dict:
-    recs = [json.loads(p.read_text()) for p in exp_dir.glob("*/run.json") if not p.parent.name.startswith(".")]
-    metas = [r.get("meta", {}) for r in recs]
+    recs = [st.record for st in store.read_records(exp_dir)]
+    metas = [r.meta.model_dump() for r in recs]
     starts = sorted(m["started"] for m in metas if m.get("started"))
     ends = sorted(m["ended"] for m in metas if m.get("ended"))
     span = None
@@ -1248,7 +1249,7 @@ def _run_times(exp_dir: Path) -> dict:
         from datetime import datetime
 
         span = (datetime.fromisoformat(ends[-1]) - datetime.fromisoformat(starts[0])).total_seconds()
-    return {"runs": len(recs), "failed": sum(1 for r in recs if not r.get("ok")),
+    return {"runs": len(recs), "failed": sum(1 for r in recs if not r.ok),
             "wall_span_s": span, "run_wall_s": sum(m.get("wall_seconds") or 0 for m in metas),
             "sim_s": sum(m.get("sim_seconds") or 0 for m in metas), "first": starts[0] if starts else None,
             "last": ends[-1] if ends else None,

@@ -1,0 +1,49 @@
+"""What the results folder holds: experiments, their progress, and a
+run found by (a prefix of) its id. Reads records through the store and
+claims through the locks; never starts a lab."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tortoiselab.host import slurm, store
+from tortoiselab.host.errors import RunnerError
+from tortoiselab.host.locks import RUN_TMP, probe_claim, stale_work
+from tortoiselab.spec.experiment import expand, load
+
+
+def list_experiments(results: Path) -> list[dict]:
+    out = []
+    for d in sorted(p for p in results.glob("*") if p.is_dir() and not p.name.startswith(".")):
+        exp_file = d / "experiment.yaml"
+        total = None
+        if exp_file.exists():
+            try:
+                total = len(expand(load(exp_file, grid=d.name.partition("@")[2] or None)))
+            except (ValueError, OSError):  # a listing must not fail on one bad file
+                total = None
+        recs = store.read_records(d, strict=False)
+        out.append({"experiment": d.name, "total": total, "done": len(recs),
+                    "failed": sum(1 for r in recs if r.record is None or not r.record.ok), "in_progress": len(stale_work(d)),
+                    "running": _running(d), "slurm": slurm.status(d)})
+    return out
+
+
+def _running(exp_dir: Path) -> int:
+    """Runs under way: work folders whose claim a live runner holds."""
+    n = 0
+    for tmp in stale_work(exp_dir):
+        m = RUN_TMP.match(tmp.name)
+        if m:
+            with probe_claim(exp_dir, m.group(1)) as (free, _):
+                n += not free
+    return n
+
+
+def find_run(results: Path, run_id: str) -> Path:
+    hits = [p for p in results.glob(f"*/{run_id}*") if store.completed(p.parent, p.name)]
+    if not hits:
+        raise RunnerError(f"run {run_id!r}: no completed run with that id under {results}")
+    if len(hits) > 1:
+        raise RunnerError(f"run {run_id!r}: ambiguous, matches {', '.join(p.name for p in hits)}")
+    return hits[0]

@@ -1,0 +1,355 @@
+"""The one owner of a results folder: the run record (run.json) as a typed,
+versioned model, its one upgrade path for folders written by older
+versions, and the runs table (runs.parquet) whose schema is defined here
+once. Every reader (the runner's listing, the report, the studies, the
+grader, the notebooks) loads runs through `load_runs` or `read_records`;
+nobody else parses run.json (docs/architecture.md).
+
+    results/<experiment>/<run_id>/run.json   one RunRecord per completed run
+    results/<experiment>/runs.parquet        one row per completed run
+
+Format versions:
+  1  (no `format_version` key) written before this module existed: the
+     PLT floor may be missing from `summary`, `config.path.resolved` may be
+     missing (the resolved path is then the record's `path`), `meta` may lack
+     keys.
+  2  this version: every key of RunRecord present, `summary.floor_ms` set
+     (None where it could not be computed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tortoiselab.analysis import napkin
+from tortoiselab.spec.experiment import ClientCfg, PathCfg, ServerCfg
+
+FORMAT_VERSION = 2
+RECORD = "run.json"
+TABLE = "runs.parquet"
+
+
+class StoreError(RuntimeError):
+    """A results folder or run record that cannot be read; the message names it."""
+
+
+class RunMeta(BaseModel):
+    """How and where a run ran. A run whose lab failed has only the times."""
+
+    model_config = ConfigDict(extra="forbid")
+    backend: str | None = None  # native | uml
+    clock: str | None = None  # real | virtual
+    kernel_release: str | None = None
+    kernel: str | None = None  # path of the UML kernel binary
+    switch: str | None = None  # ovs | bridge
+    modules: dict[str, dict[str, str]] = Field(default_factory=dict)  # our modules' parameters as read back
+    server_sysctls: dict[str, str] = Field(default_factory=dict)
+    server_route: str | None = None
+    tools: dict[str, Any] = Field(default_factory=dict)  # tool versions, git revision
+    sim_seconds: float | None = None  # guest time of the whole lab boot
+    load_sim_seconds: float | None = None  # guest time of the page load
+    seeds: dict[str, Any] = Field(default_factory=dict)  # every seed the run used (host/determinism.run_seeds)
+    code: str | None = None  # sha256 of the lab code that ran (guest code_digest)
+    guest_boot_id: str | None = None
+    started: str | None = None  # UTC, ISO 8601
+    ended: str | None = None
+    wall_seconds: float | None = None
+
+
+class RunRecord(BaseModel):
+    """run.json: one completed run, ok or failed, whole."""
+
+    model_config = ConfigDict(extra="forbid")
+    format_version: int = FORMAT_VERSION
+    run_id: str
+    experiment: str  # <name> or <name>@<grid>
+    repetition: int
+    seed: int
+    point: dict[str, Any] = Field(default_factory=dict)  # the sweep values of this run
+    config: dict[str, Any]  # RunConfig dump; config.path.resolved is the path that ran
+    path: dict[str, Any]  # the resolved PathSpec
+    ok: bool
+    error: str | None = None
+    summary: dict[str, Any] = Field(default_factory=dict)  # the loader's summary (tortoiselab.client.summary)
+    connections: list[dict[str, Any]] = Field(default_factory=list)  # per connection, from the server capture
+    capture: dict[str, Any] = Field(default_factory=dict)  # tcpdump's counters per side
+    fidelity: list[dict[str, Any]] = Field(default_factory=list)  # configured vs measured (analysis.fidelity)
+    meta: RunMeta = Field(default_factory=RunMeta)
+
+
+# --- reading and writing records ---------------------------------------------------
+
+
+def write_record(run_dir: Path, record: dict | RunRecord) -> RunRecord:
+    """Validate a record and write run_dir/run.json (the runner renames the
+    whole folder into place afterwards, so a run appears whole or not at all)."""
+    rec = record if isinstance(record, RunRecord) else RunRecord.model_validate(record)
+    (Path(run_dir) / RECORD).write_text(json.dumps(rec.model_dump(mode="json"), indent=1, sort_keys=True,
+                                                   default=str))
+    return rec
+
+
+def upgrade(raw: dict, run_dir: Path | None = None) -> dict:
+    """A run.json of any earlier format as the current one. run_dir's
+    experiment folder supplies the lab's site and PKI where a version-1
+    record lacks its PLT floor. Pure apart from reading those two files."""
+    raw = dict(raw)
+    version = raw.get("format_version", 1)
+    if version > FORMAT_VERSION:
+        raise StoreError(f"{run_dir or 'run record'}: format_version {version} is newer than this "
+                         f"tortoiselab ({FORMAT_VERSION}); update the project to read it")
+    if version == 1:
+        raw = _upgrade_1_to_2(raw, run_dir)
+    return raw
+
+
+def _upgrade_1_to_2(raw: dict, run_dir: Path | None) -> dict:
+    cfg = dict(raw.get("config") or {})
+    path_cfg = dict(cfg.get("path") or {})
+    if "resolved" not in path_cfg and raw.get("path"):
+        path_cfg["resolved"] = raw["path"]
+    cfg["path"] = path_cfg
+    raw["config"] = cfg
+    raw.setdefault("path", path_cfg.get("resolved") or {})
+    summary = dict(raw.get("summary") or {})
+    if "floor_ms" not in summary:
+        summary.update(_floor_of_old_run(raw, summary, run_dir))
+    raw["summary"] = summary
+    for key, default in (("point", {}), ("connections", []), ("capture", {}), ("fidelity", []), ("meta", {})):
+        if raw.get(key) is None:
+            raw[key] = default
+    raw["meta"] = {k: v for k, v in raw["meta"].items() if k in RunMeta.model_fields}
+    raw["format_version"] = 2
+    return raw
+
+
+def _floor_of_old_run(raw: dict, summary: dict, run_dir: Path | None) -> dict:
+    """The napkin floor a version-2 runner stores, computed the same way
+    (analysis.napkin.run_floor) from the experiment's site and PKI."""
+    lab = Path(run_dir).parent / ".lab" if run_dir is not None else None
+    try:
+        manifest = json.loads((lab / "site" / "manifest.json").read_text())
+        pki = json.loads((lab / "pki" / "pki.json").read_text())
+        f = napkin.run_floor(raw["config"], manifest, pki, summary.get("cached_urls") or ())
+    except (OSError, TypeError, ValueError, KeyError) as exc:
+        return {"floor_ms": None, "plt_over_floor": None, "floor_model": {"why": f"floor not computed: {exc}"[:300]}}
+    floor = f["floor_ms"]
+    return {"floor_ms": floor, "plt_over_floor": napkin.ratio(summary.get("plt_ms"), floor) if floor else None,
+            "floor_model": f.get("model") or {"why": f.get("why")}}
+
+
+def read_record(run_dir: Path) -> RunRecord:
+    """run_dir/run.json, upgraded to the current format and validated."""
+    f = Path(run_dir) / RECORD
+    try:
+        raw = json.loads(f.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise StoreError(f"{f}: unreadable run record ({exc})") from None
+    try:
+        return RunRecord.model_validate(upgrade(raw, Path(run_dir)))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise StoreError(f"{f}: {where}: {first['msg']}") from None
+
+
+def run_dirs(exp_dir: Path, run_ids: set[str] | None = None) -> list[Path]:
+    """Completed runs' folders, sorted by run id (not the hidden work
+    folders of runs in progress). run_ids: only these."""
+    out = []
+    for rj in sorted(Path(exp_dir).glob(f"*/{RECORD}")):
+        d = rj.parent
+        if d.name.startswith(".") or (run_ids is not None and d.name not in run_ids):
+            continue
+        out.append(d)
+    return out
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A record and where it is."""
+
+    run_dir: Path
+    record: RunRecord | None  # None when unreadable
+    error: str | None = None
+
+
+def read_records(exp_dir: Path, run_ids: set[str] | None = None, strict: bool = True) -> list[Stored]:
+    """Every completed run of a folder. strict: an unreadable record raises
+    StoreError; otherwise it comes back with record None and the error, so
+    a listing or a grader can report it instead of failing."""
+    out = []
+    for d in run_dirs(exp_dir, run_ids):
+        try:
+            out.append(Stored(d, read_record(d)))
+        except StoreError as exc:
+            if strict:
+                raise
+            out.append(Stored(d, None, str(exc)))
+    return out
+
+
+def completed(exp_dir: Path, run_id: str) -> bool:
+    return (Path(exp_dir) / run_id / RECORD).exists()
+
+
+# --- the runs table ------------------------------------------------------------------
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _setting(v: Any) -> Any:
+    """A configuration value as a table cell: scalars as they are, the rest as JSON."""
+    return v if v is None or isinstance(v, (str, int, float, bool)) else json.dumps(v, sort_keys=True)
+
+
+def _fid(r: RunRecord) -> dict:
+    return r.fidelity[0] if r.fidelity else {}
+
+
+def _capture_drops(r: RunRecord) -> int | None:
+    drops = [c.get("dropped_by_kernel") for c in r.capture.values() if isinstance(c, dict)]
+    return sum(d for d in drops if d is not None) if drops else None
+
+
+# figures a loader's summary may carry (tortoiselab.client.summary, the
+# nghttp and h2load parsers), with their meaning
+SUMMARY_METRICS = {
+    "plt_ms": "page start (incl. DNS, TCP, TLS) to last byte",
+    "floor_ms": "napkin-model floor of the PLT (tortoiselab.analysis.napkin.run_floor)",
+    "plt_over_floor": "measured PLT / floor (>= 1)",
+    "plt_from_request_ms": "first request sent to last byte",
+    "content_download_ms": "first byte of the base HTML to last byte",
+    "ttfb_ms": "time to first byte",
+    "connections_opened": "TCP connections the page used",
+    "reuse_ratio": "coalesced share of 2nd-origin requests",
+    "bytes": "response body bytes",
+    "throughput_mbit": "h2load throughput",
+}
+
+
+def _path_columns() -> dict[str, str]:
+    return {f"path.{k}": f.description or k for k, f in PathCfg.model_fields.items() if k != "addon"}
+
+
+def _setting_columns(section: str, model: type[BaseModel]) -> dict[str, str]:
+    return {f"{section}.{k}": f.description or k for k, f in model.model_fields.items()}
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    description: str
+    get: Callable[[RunRecord], Any]
+
+
+def _columns() -> list[Column]:
+    """The schema of runs.parquet, in column order. Every field of the
+    experiment's path, server and client sections is a column of its own
+    (path values as they resolved), so a new setting reaches the table
+    without a change here."""
+    cols = [
+        Column("run_id", "the run's id: hash of its resolved configuration and repetition", lambda r: r.run_id),
+        Column("experiment", "experiment name (<name>@<grid> for a grid)", lambda r: r.experiment),
+        Column("repetition", "0-based repetition", lambda r: r.repetition),
+        Column("seed", "the run's seed", lambda r: str(r.seed)),
+        Column("ok", "the measurement is whole (every request answered, every sample taken)", lambda r: r.ok),
+        Column("error", "what failed, if anything", lambda r: r.error),
+    ]
+    for name, desc in _path_columns().items():
+        key = name.split(".", 1)[1]
+        if key == "region":
+            cols.append(Column(name, "region profile, if any", lambda r: (r.config.get("path") or {}).get("region")))
+        else:
+            cols.append(Column(name, f"configured {desc} (as resolved)",
+                               lambda r, k=key: _setting((r.config.get("path") or {}).get("resolved", r.path).get(k))))
+    for section, model in (("server", ServerCfg), ("client", ClientCfg)):
+        for name, desc in _setting_columns(section, model).items():
+            key = name.split(".", 1)[1]
+            cols.append(Column(name, desc, lambda r, s=section, k=key: _setting((r.config.get(s) or {}).get(k))))
+    for k, desc in SUMMARY_METRICS.items():
+        cols.append(Column(k, desc, lambda r, k=k: _num(r.summary.get(k))))
+    cols += [
+        Column("tcp_rtt_ms", "smallest TCP handshake RTT in the server capture", lambda r: _fid(r).get("measured")),
+        Column("fidelity_ok", "measured RTT within tolerance", lambda r: _fid(r).get("ok")),
+        Column("capture_drops", "packets tcpdump's kernel buffer dropped (both sides)", _capture_drops),
+    ]
+    for k in ("backend", "clock", "kernel_release", "sim_seconds", "wall_seconds", "started", "ended"):
+        cols.append(Column(k, RUN_META_DOC[k], lambda r, k=k: getattr(r.meta, k)))
+    return cols
+
+
+RUN_META_DOC = {"backend": "native | uml", "clock": "real | virtual", "kernel_release": "lab kernel",
+                "sim_seconds": "guest time of the run", "wall_seconds": "wall time of the run",
+                "started": "UTC start", "ended": "UTC end"}
+SCHEMA = _columns()
+COLUMNS = {c.name: c.description for c in SCHEMA}
+NUMERIC = [c for c in COLUMNS if c.startswith("path.") and c != "path.region"] + list(SUMMARY_METRICS) + [
+    "server.initcwnd_pkts", "server.initrwnd_pkts", "client.cache_hit_ratio", "sim_seconds", "wall_seconds"]
+
+
+def row(record: RunRecord) -> dict:
+    """One run as a row of the runs table."""
+    return {c.name: c.get(record) for c in SCHEMA}
+
+
+Extra = Mapping[str, Callable[[RunRecord], Any]]
+
+
+def load_runs(exp_dir: Path, run_ids: set[str] | None = None, extra: Extra | None = None) -> pd.DataFrame:
+    """One row per completed run, read from the run folders (so a folder
+    whose runner is still at work gives what is done so far): the runs
+    table's columns, then `extra` (name -> function of the record), then
+    run_dir. Numeric columns are numbers (NaN where a run has none)."""
+    extra = dict(extra or {})
+    rows = []
+    for st in read_records(Path(exp_dir), run_ids):
+        r = row(st.record)
+        r.update({name: f(st.record) for name, f in extra.items()})
+        r["run_dir"] = str(st.run_dir)
+        rows.append(r)
+    df = pd.DataFrame(rows, columns=[*COLUMNS, *extra, "run_dir"])
+    for col in NUMERIC:
+        df[col] = pd.to_numeric(df[col], errors="coerce")
+    return df
+
+
+def rebuild_table(exp_dir: Path) -> Path:
+    """runs.parquet from the run folders, one row per completed run, sorted
+    by run id; the same folders give the same table (written atomically)."""
+    df = load_runs(exp_dir).drop(columns=["run_dir"])
+    df = df.sort_values("run_id").reset_index(drop=True) if len(df) else df
+    out = Path(exp_dir) / TABLE
+    tmp = Path(exp_dir) / f".{TABLE}.tmp-{os.getpid()}"
+    df.to_parquet(tmp, index=False)
+    os.replace(tmp, out)
+    return out
+
+
+def read_table(exp_dir: Path) -> tuple[pd.DataFrame, bool]:
+    """(runs table, rebuilt): runs.parquet when it matches the run folders
+    and the current schema, else the table rebuilt in memory from the
+    folders (rebuilt True when a runs.parquet was there but stale)."""
+    table = Path(exp_dir) / TABLE
+    ids = {d.name for d in run_dirs(exp_dir)}
+    if table.exists():
+        df = pd.read_parquet(table)
+        if list(df.columns) == list(COLUMNS) and set(df["run_id"]) == ids:
+            return df, False
+    return load_runs(exp_dir).drop(columns=["run_dir"]), table.exists()
+
+
+def iter_ok(exp_dir: Path) -> Iterator[RunRecord]:
+    """The records of the runs whose measurement is whole."""
+    for st in read_records(exp_dir):
+        if st.record.ok:
+            yield st.record
