@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from tortoiselab.spec.ccparams import OUR_MODULES, ParamError, check_params
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS, PathSpec, describe_errors
@@ -64,17 +64,14 @@ class ExperimentError(ValueError):
     """Every problem of an experiment file, one per line, each with its path."""
 
 
-class PathCfg(BaseModel):
+class _PathCfgBase(BaseModel):
+    """An experiment's path: a region profile and/or explicit values; PathCfg
+    adds every PathSpec field, optional, so a new PathSpec field is a path
+    setting at once. The values are checked as a PathSpec by resolve()."""
+
     model_config = ConfigDict(extra="forbid")
     region: str | None = None
     addon: str | None = None
-    rtt_ms: float | None = None
-    loss_pct: float | None = None
-    loss_up_pct: float | None = None
-    rate_mbit: float | None = None
-    rate_up_mbit: float | None = None
-    jitter_ms: float | None = None
-    queue_pkts: int | None = None
 
     def resolve(self) -> PathSpec:
         """A region profile (topologies/regions.yaml) with explicit values on
@@ -88,6 +85,14 @@ class PathCfg(BaseModel):
 
         base = profile_path(self.region, self.addon)
         return PathSpec(**{**base.model_dump(), **explicit})
+
+
+# PathSpec's fields without their defaults and bounds: None means "from the
+# region, else PathSpec's default", and PathSpec checks the values in resolve()
+PathCfg = create_model(
+    "PathCfg", __base__=_PathCfgBase, __module__=__name__,
+    **{name: (f.annotation | None, Field(None, description=f.description))
+       for name, f in PathSpec.model_fields.items()})
 
 
 class ServerCfg(BaseModel):
