@@ -78,7 +78,7 @@ def _same_code(c) -> str:
 
 
 def clocks(out: Path, reps: int, jobs: int) -> None:
-    from tortoiselab.host.determinism import compare, fingerprint
+    from tortoiselab.host.determinism import compare_fingerprints as compare, fingerprint
 
     print("== 1. the same sweep twice, on each clock ==", flush=True)
     text = REAL_VS_VIRTUAL.format(reps=reps)

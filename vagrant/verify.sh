@@ -29,7 +29,7 @@ for m in tcp_cubic_plus tcp_reno_beta; do
   echo "verify: $m from $(modinfo -n "$m")"
 done
 
-# the lab's own decision (src/tortoiselab/backends.py), when the project is here
+# the lab's own decision (src/tortoiselab/host/backends.py), when the project is here
 py="$project/.venv/bin/python"
 if [ -x "$py" ]; then
   (cd "$project" && "$py" - "${algos[@]}" <<'EOF'

@@ -195,19 +195,20 @@ def cmd_ls(a: argparse.Namespace) -> int:
 
 def cmd_show(a: argparse.Namespace) -> int:
     from tortoiselab.host.listing import find_run
+    from tortoiselab.host.store import read_record
 
     d = find_run(Path(a.results), a.run_id)
-    rec = json.loads((d / "run.json").read_text())
+    record = read_record(d)
     if a.json:
-        print(json.dumps(rec, indent=1))
+        print(record.model_dump_json(indent=1))
         return 0
-    print(f"run {rec['run_id']} of {rec['experiment']}, repetition {rec['repetition']}, seed {rec['seed']}: "
-          f"{'ok' if rec['ok'] else 'FAILED: ' + str(rec['error'])}")
-    print(f"point: {rec['point']}")
-    m = rec.get("meta", {})
-    print(f"backend {m.get('backend')}, clock {m.get('clock')}, kernel {m.get('kernel_release')}, "
-          f"{m.get('sim_seconds')} s guest, {m.get('wall_seconds')} s wall")
-    for k, v in (rec.get("summary") or {}).items():
+    m = record.meta
+    print(f"run {record.run_id} of {record.experiment}, repetition {record.repetition}, seed {record.seed}: "
+          f"{'ok' if record.ok else 'FAILED: ' + str(record.error)}")
+    print(f"point: {record.point}")
+    print(f"backend {m.backend}, clock {m.clock}, kernel {m.kernel_release}, "
+          f"{m.sim_seconds} s guest, {m.wall_seconds} s wall")
+    for k, v in record.summary.items():
         if isinstance(v, (int, float, str)) or v is None:
             print(f"  {k:<22} {v}")
     print(f"files: {', '.join(sorted(p.name for p in d.iterdir()))}  in {d}")
@@ -248,11 +249,11 @@ def cmd_report(a: argparse.Namespace) -> int:
 
 
 def cmd_grade(a: argparse.Namespace) -> int:
-    from tortoiselab.course.grade import complete, find_lab, format_report, grade, load_lab
+    from tortoiselab.course.grade import complete, find_lab, format_grade, grade, load_lab
 
     lab = load_lab(find_lab(a.lab))
     sections = grade(lab, Path(a.results))
-    print(format_report(lab, sections))
+    print(format_grade(lab, sections))
     return 0 if complete(sections) else 1
 
 

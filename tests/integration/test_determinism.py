@@ -54,7 +54,7 @@ def _runs(exp_dir: Path) -> list[str]:
 
 def _comparisons(a: Path, b: Path) -> list:
     assert _runs(a) == _runs(b) and len(_runs(a)) == 8
-    comps = [D.compare(D.fingerprint(a / r), D.fingerprint(b / r)) for r in _runs(a)]
+    comps = [D.compare_fingerprints(D.fingerprint(a / r), D.fingerprint(b / r)) for r in _runs(a)]
     codes = {(c.a.code, c.b.code) for c in comps}
     if any(x != y for x, y in codes):
         pytest.skip(f"the lab's code changed while the test ran ({codes}); rerun it")
@@ -88,7 +88,7 @@ def test_two_virtual_clock_passes_are_identical(two_passes):
     assert all(c.a.retransmissions["total"] > 0 for c in comps)
     assert all(len(c.a.packets) > 500 for c in comps)
     # and the comparison does see a difference where there is one
-    other = D.compare(comps[0].a, comps[1].b)
+    other = D.compare_fingerprints(comps[0].a, comps[1].b)
     assert not other.identical and other.packets_differing > 0
 
 

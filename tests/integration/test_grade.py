@@ -36,5 +36,5 @@ def test_grade_on_ci_results(study, handout, study_results, tmp_path):
     # the same requirements on the ci grid: complete (real run.json records, real fidelity)
     lab = _as_ci(handout, tmp_path)
     sections = grade.grade(lab, folder)
-    assert grade.complete(sections), grade.format_report(lab, sections)
-    print("\n" + grade.format_report(lab, sections))
+    assert grade.complete(sections), grade.format_grade(lab, sections)
+    print("\n" + grade.format_grade(lab, sections))

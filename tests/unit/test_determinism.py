@@ -39,18 +39,18 @@ def _fp(pcap: str = "flights_iw10.pcap", **kw) -> D.Fingerprint:
 
 def test_compare_identical_and_each_kind_of_difference():
     a = _fp()
-    assert D.compare(a, _fp()).identical and D.compare(a, _fp()).max_dt_us == 0
-    assert "plt_ms: 1234.567 vs 1234.568" in D.compare(a, _fp(plt_ms=1234.568)).differences
-    assert any(d.startswith("bytes") for d in D.compare(a, _fp(bytes=999)).differences)
-    assert any(d.startswith("seed netem_down") for d in D.compare(a, _fp(seeds={"netem_down": 6})).differences)
+    assert D.compare_fingerprints(a, _fp()).identical and D.compare_fingerprints(a, _fp()).max_dt_us == 0
+    assert "plt_ms: 1234.567 vs 1234.568" in D.compare_fingerprints(a, _fp(plt_ms=1234.568)).differences
+    assert any(d.startswith("bytes") for d in D.compare_fingerprints(a, _fp(bytes=999)).differences)
+    assert any(d.startswith("seed netem_down") for d in D.compare_fingerprints(a, _fp(seeds={"netem_down": 6})).differences)
     shifted = list(a.packets)
     shifted[5] = (shifted[5][0] + 1, *shifted[5][1:])  # one packet 1 us late
-    c = D.compare(a, _fp(packets=shifted))
+    c = D.compare_fingerprints(a, _fp(packets=shifted))
     assert not c.identical and c.max_dt_us == 1 and c.packets_differing == 1
     assert "first #5 (time)" in c.differences[-1]
-    c = D.compare(a, _fp(packets=a.packets[:-1]))
+    c = D.compare_fingerprints(a, _fp(packets=a.packets[:-1]))
     assert any("164 vs 163 packets" in d for d in c.differences)
-    other = D.compare(a, _fp("flights_drop1_iw10.pcap"))
+    other = D.compare_fingerprints(a, _fp("flights_drop1_iw10.pcap"))
     assert not other.identical and other.packets_differing > 0
 
 

@@ -105,7 +105,7 @@ def test_complete_folder_passes(repo):
     assert grade.complete(sections)
     assert [c.name for c in sections[0].checks] == ["experiment", "sweep points", "repetitions", "failed runs",
                                                     "fidelity"]
-    text = grade.format_report(lab, sections)
+    text = grade.format_grade(lab, sections)
     assert "complete: every requirement" in text and "MISSING" not in text
     assert "uml backend, virtual clock (16 runs)" in text
     # the results root finds the same folder
@@ -132,7 +132,7 @@ def test_too_few_repetitions_and_a_missing_point(repo):
     assert "server.cc=cubic, path.loss_pct=0: 2 of 3" in checks["repetitions"].details
     assert "tortoise run experiments/toy.yaml --grid reduced" in checks["repetitions"].fix
     assert checks["experiment"].ok and checks["failed runs"].ok
-    text = grade.format_report(lab, sections)
+    text = grade.format_grade(lab, sections)
     assert "[MISSING] repetitions" in text and "not complete: 2 requirements missing" in text
 
 
@@ -261,7 +261,7 @@ def test_require_limits_the_points(repo):
         if s.point["path.loss_pct"] == 2:
             (folder / s.run_id / "run.json").unlink()
     _, sections, checks = graded(repo, folder, "labs/14-part.md")
-    assert grade.complete(sections), grade.format_report(grade.load_lab(repo / "labs" / "14-part.md"), sections)
+    assert grade.complete(sections), grade.format_grade(grade.load_lab(repo / "labs" / "14-part.md"), sections)
     assert "all 2 required points" in checks["sweep points"].summary
 
 

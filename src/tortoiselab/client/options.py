@@ -1,7 +1,7 @@
 """What one page load is asked to do, checked before anything connects.
 
 A bad value is refused with the name of the option and what to write instead
-(DESIGN.md §7); the CLI maps each field to its flag.
+(docs/architecture.md, "Style"); the CLI maps each field to its flag.
 """
 
 from __future__ import annotations

@@ -120,7 +120,7 @@ class Lab:
 
 
 @dataclass
-class Check:
+class GradeCheck:
     name: str
     ok: bool
     summary: str
@@ -134,7 +134,7 @@ class Section:
 
     experiment: str  # <name>@<grid>
     folder: Path
-    checks: list[Check]
+    checks: list[GradeCheck]
     info: list[str] = field(default_factory=list)
 
     @property
@@ -288,7 +288,7 @@ def _folder_experiment(folder: Path) -> str | None:
     return None
 
 
-def results_folder(results: Path, exp: Experiment) -> Path:
+def lab_results_folder(results: Path, exp: Experiment) -> Path:
     """RESULTS itself when it holds this experiment (any grid: the grid
     check then says which), its sibling <name>@<grid> when it holds another
     experiment, else RESULTS/<name>@<grid>."""
@@ -335,7 +335,7 @@ def _stored_diff(folder: Path, le: LabExperiment) -> list[str]:
 
 
 def check_experiment(le: LabExperiment, folder: Path, runs: list[dict],
-                     matched: dict[str, list[dict]], unmatched: list[dict]) -> Check:
+                     matched: dict[str, list[dict]], unmatched: list[dict]) -> GradeCheck:
     name = le.exp.name
     wrong_name = Counter(str(r.get("experiment")) for r in runs if r.get("experiment") != name)
     details = [f"{n} runs of {e!r}, not {name!r}" for e, n in wrong_name.items()]
@@ -356,7 +356,7 @@ def check_experiment(le: LabExperiment, folder: Path, runs: list[dict],
     # the stored file explains a difference; the runs decide (the runner keeps the file of the folder's first run)
     stored = [f"experiment.yaml: {d}" for d in _stored_diff(folder, le)]
     if not details:
-        return Check("experiment", True, f"{n_ok} runs, all of {name} ({le.file}, grid {le.grid})", stored)
+        return GradeCheck("experiment", True, f"{n_ok} runs, all of {name} ({le.file}, grid {le.grid})", stored)
     details = stored + details
     grid_only = wrong_name and all(str(e).split("@")[0] == name.split("@")[0] for e in wrong_name)
     fix = (f"these are runs of another grid; run the lab's: {run_command(le, folder.parent / name)}"
@@ -364,31 +364,31 @@ def check_experiment(le: LabExperiment, folder: Path, runs: list[dict],
            f"run the lab's experiment unchanged (`git diff {le.file}` shows your edits; `git checkout "
            f"{le.file}` undoes them) into a fresh folder: move {folder} aside (it is yours to keep), then "
            f"{run_command(le, folder)}")
-    return Check("experiment", False, f"the folder differs from {name} as the lab defines it", _more(details), fix)
+    return GradeCheck("experiment", False, f"the folder differs from {name} as the lab defines it", _more(details), fix)
 
 
-def check_points(le: LabExperiment, folder: Path, done: dict[str, int]) -> Check:
+def check_points(le: LabExperiment, folder: Path, done: dict[str, int]) -> GradeCheck:
     missing = [le.points[k].label for k in le.required if done.get(k, 0) == 0]
     total = len(le.required)
     if not missing:
-        return Check("sweep points", True, f"all {total} required points have completed runs")
-    return Check("sweep points", False, f"{len(missing)} of {total} required points have no completed run",
+        return GradeCheck("sweep points", True, f"all {total} required points have completed runs")
+    return GradeCheck("sweep points", False, f"{len(missing)} of {total} required points have no completed run",
                  _more(missing), f"{run_command(le, folder)}   (it resumes: only the missing runs are done)")
 
 
-def check_repetitions(le: LabExperiment, folder: Path, done: dict[str, int], failed: dict[str, int]) -> Check:
+def check_repetitions(le: LabExperiment, folder: Path, done: dict[str, int], failed: dict[str, int]) -> GradeCheck:
     short = [k for k in le.required if 0 < done.get(k, 0) < le.min_repetitions]
     need = le.min_repetitions
     if not short and all(done.get(k, 0) >= need for k in le.required):
-        return Check("repetitions", True, f"every required point has >= {need} completed runs")
+        return GradeCheck("repetitions", True, f"every required point has >= {need} completed runs")
     lines = [f"{le.points[k].label}: {done.get(k, 0)} of {need}"
              + (f" ({failed[k]} failed)" if failed.get(k) else "") for k in short]
-    return Check("repetitions", False, f"{len(short)} points have fewer than {need} completed runs"
+    return GradeCheck("repetitions", False, f"{len(short)} points have fewer than {need} completed runs"
                  + ("" if short else " (see sweep points)"), _more(lines),
                  f"{run_command(le, folder)}   (failed runs are kept and not redone: see failed runs)")
 
 
-def check_failures(le: LabExperiment, folder: Path, matched_all: list[dict], max_share: float) -> Check:
+def check_failures(le: LabExperiment, folder: Path, matched_all: list[dict], max_share: float) -> GradeCheck:
     bad = [r for r in matched_all if not r.get("ok")]
     n = len(matched_all)
     share = len(bad) / n if n else 0.0
@@ -396,10 +396,10 @@ def check_failures(le: LabExperiment, folder: Path, matched_all: list[dict], max
              f"{str(r.get('error') or 'failed').splitlines()[0][:160]}" for r in bad]
     summary = f"{len(bad)} of {n} runs failed ({share:.0%}; at most {max_share:.0%} allowed)"
     if share <= max_share:
-        return Check("failed runs", True, summary, _more(lines))
+        return GradeCheck("failed runs", True, summary, _more(lines))
     fix = (f"see why with `tortoise show RUN_ID --results {folder.parent}`; a failed run stays in the folder "
            f"and is not redone: move its folder out of {folder} (keep it), then {run_command(le, folder)}")
-    return Check("failed runs", False, summary, _more(lines), fix)
+    return GradeCheck("failed runs", False, summary, _more(lines), fix)
 
 
 JITTER_SIGMAS = 3.0  # allowance for one RTT sample on a path with jitter
@@ -425,7 +425,7 @@ def _fidelity(rec: dict) -> tuple[bool | None, str, bool]:
     return abs(measured - expected) <= band, f"{why}; jitter {jitter:g} ms allows +-{band:.1f} ms", True
 
 
-def check_fidelity(ok_runs: list[dict], share_needed: float) -> Check:
+def check_fidelity(ok_runs: list[dict], share_needed: float) -> GradeCheck:
     verdicts = [(r, *_fidelity(r)) for r in ok_runs]
     good = sum(1 for _, v, _, _ in verdicts if v)
     n = len(verdicts)
@@ -435,22 +435,22 @@ def check_fidelity(ok_runs: list[dict], share_needed: float) -> Check:
                + (f"; {jittered} of them within the path's jitter" if jittered else "") + ")")
     lines = [f"{r['run_id']}: {why}" for r, v, why, _ in verdicts if not v]
     if n and share >= share_needed:
-        return Check("fidelity", True, summary, _more(lines))
+        return GradeCheck("fidelity", True, summary, _more(lines))
     fix = ("runs whose measured RTT is off ran on a lab that was not doing what it was told: check it with "
            "`tortoise probe --backend uml`, run on the uml backend with the virtual clock (its results do not "
            "depend on how busy the laptop is), move the off runs out of the folder and run again")
-    return Check("fidelity", False, summary, _more(lines), fix if n else None)
+    return GradeCheck("fidelity", False, summary, _more(lines), fix if n else None)
 
 
 def grade_experiment(lab: Lab, le: LabExperiment, results: Path) -> Section:
-    folder = results_folder(results, le.exp)
+    folder = lab_results_folder(results, le.exp)
     if not folder.is_dir():
-        return Section(le.exp.name, folder, [Check(
+        return Section(le.exp.name, folder, [GradeCheck(
             "results folder", False, f"{folder} does not exist",
             fix=f"{run_command(le, folder)}   (writes {folder}; or pass the folder it wrote as RESULTS)")])
     runs = read_runs(folder)
     if not runs:
-        return Section(le.exp.name, folder, [Check(
+        return Section(le.exp.name, folder, [GradeCheck(
             "results folder", False, f"{folder} has no completed runs",
             fix=f"{run_command(le, folder)}")])
     matched: dict[str, list[dict]] = {}
@@ -481,13 +481,13 @@ def grade(lab: Lab, results: Path) -> list[Section]:
         raise GradeError(f"RESULTS {results}: is a file; give the results folder `tortoise run` printed "
                          "(e.g. results/tortoise@reduced) or the results root (results)")
     if not results.exists():
-        names = ", ".join(str(results_folder(Path("results"), le.exp)) for le in lab.experiments)
+        names = ", ".join(str(lab_results_folder(Path("results"), le.exp)) for le in lab.experiments)
         raise GradeError(f"RESULTS {results}: no such folder; run the lab first (its handout, {lab.path}, says "
                          f"how), then give its folder ({names}) or the results root")
     return [grade_experiment(lab, le, results) for le in lab.experiments]
 
 
-def format_report(lab: Lab, sections: list[Section]) -> str:
+def format_grade(lab: Lab, sections: list[Section]) -> str:
     out = [f"{lab.spec.title} ({lab.path})"]
     for s in sections:
         out.append(f"\n{s.experiment}: {s.folder}")

@@ -13,7 +13,7 @@ module holds what checks it:
   in order of appearance, sequence numbers and TCP timestamps relative to
   their first value: ports, initial sequence numbers and timestamp offsets
   are random in the kernel and change nothing else);
-- `compare(a, b)`: every difference between two fingerprints;
+- `compare_fingerprints(a, b)`: every difference between two fingerprints;
 - `verify(...)`: rerun a sample of completed runs into a scratch folder,
   with the stored experiment's own pages and certificates, and compare;
 - `run_seeds(...)`: every seed a run used, recorded in run.json with the
@@ -149,7 +149,7 @@ class Comparison:
         return not self.differences
 
 
-def compare(a: Fingerprint, b: Fingerprint, label: str = "") -> Comparison:
+def compare_fingerprints(a: Fingerprint, b: Fingerprint, label: str = "") -> Comparison:
     """Every difference between two runs' fingerprints, one line each."""
     diffs: list[str] = []
     if not (a.ok and b.ok):
@@ -227,7 +227,7 @@ def verify(exp_file: Path, results: Path, n: int = 2, jobs: int = 1, backend: st
 
     def one(run_id: str) -> Comparison:
         run_one(specs[run_id], work_dir, info, lab / "site", lab / "pki", versions)
-        c = compare(fingerprint(exp_dir / run_id), fingerprint(work_dir / run_id), _label(specs[run_id]))
+        c = compare_fingerprints(fingerprint(exp_dir / run_id), fingerprint(work_dir / run_id), _label(specs[run_id]))
         if on_progress:
             on_progress(c)
         return c
@@ -267,7 +267,7 @@ def _label(spec) -> str:
     return f"{point + ', ' if point else ''}rep {spec.repetition}"
 
 
-def format_report(rep: dict) -> str:
+def format_verification(rep: dict) -> str:
     lines = [f"verify-determinism: {rep['experiment']}: {len(rep['comparisons'])} runs rerun on the "
              f"{rep['clock']} clock into {rep['scratch']} ({rep['wall_seconds']} s)",
              f"{'run':<13} {'point':<32} {'PLT ms stored':>14} {'rerun':>11} {'bytes':>8} {'retrans':>8} "
@@ -301,7 +301,7 @@ def cli_verify(a) -> int:
                  clock=a.clock, grid=getattr(a, "grid", None),
                  on_progress=lambda c: print(f"  {c.run_id}: {'identical' if c.identical else 'DIFFERENT'}",
                                              flush=True))
-    print(format_report(rep))
+    print(format_verification(rep))
     ok = all(c.identical for c in rep["comparisons"])
     if ok:
         shutil.rmtree(rep["scratch"], ignore_errors=True)

@@ -39,10 +39,6 @@ class ParamError(ValueError):
     pass
 
 
-def module_file(algorithm: str) -> str:
-    return f"tcp_{algorithm}"
-
-
 def check_params(algorithm: str, params: dict[str, object], field: str = "params") -> dict[str, str]:
     """Validate one algorithm's parameters; return them as the strings the
     module takes (``0.800``, ``6``)."""

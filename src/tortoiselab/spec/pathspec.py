@@ -2,7 +2,7 @@
 
 A path is data, checked before anything starts: a negative RTT, a loss
 rate above 100 %, a zero rate or an unknown algorithm is refused with the
-name of the field and what to write instead (DESIGN.md §7).
+name of the field and what to write instead (docs/architecture.md, "Style").
 """
 
 from __future__ import annotations
