@@ -43,11 +43,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from tortoiselab.spec.ccparams import OUR_MODULES, ParamError, check_params
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS, PathSpec, describe_errors
+from tortoiselab.spec.regions import profile_path
+from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
 
 PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html", "base.html", "article.html")
 KNOWN_CC = (*STOCK_ALGORITHMS, *OUR_MODULES)
@@ -81,8 +82,6 @@ class _PathCfgBase(BaseModel):
             if self.addon is not None:
                 raise ValueError("addon needs a region")
             return PathSpec(**explicit)
-        from tortoiselab.spec.regions import profile_path
-
         base = profile_path(self.region, self.addon)
         return PathSpec(**{**base.model_dump(), **explicit})
 
@@ -277,11 +276,9 @@ def load(path: Path, grid: str | None = None) -> Experiment:
     ExperimentError listing every problem with its path in the file. With
     `grid`, return the experiment as that grid runs it (apply_grid)."""
     try:
-        raw = yaml.safe_load(Path(path).read_text())
-    except yaml.YAMLError as exc:
-        raise ExperimentError(f"{path}: not valid YAML: {exc}") from None
-    except OSError as exc:
-        raise ExperimentError(f"{path}: {exc.strerror}") from None
+        raw = read_yaml(Path(path), "experiment file")
+    except YamlFileError as exc:
+        raise ExperimentError(str(exc)) from None
     if not isinstance(raw, dict):
         raise ExperimentError(f"{path}: the file must be a mapping with name, path, server, client, ...")
     try:

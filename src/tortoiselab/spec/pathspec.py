@@ -11,6 +11,8 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tortoiselab.spec.yamlfile import excerpt
+
 # Ethernet frame of a full-size segment: 1500-byte IP packet + 14-byte header.
 FRAME_BYTES = 1514
 
@@ -102,7 +104,7 @@ def describe_errors(exc: ValidationError, prefix: str = "") -> str:
         where = f"{prefix}.{loc}" if prefix and loc else (prefix or loc)
         got = err.get("input")
         hint = _HINTS.get(str(err["loc"][-1]) if err["loc"] else "", "")
-        lines.append(f"{where}: {err['msg']} (got {got!r}){'; ' + hint if hint else ''}")
+        lines.append(f"{where}: {err['msg']} (got {excerpt(got)}){'; ' + hint if hint else ''}")
     return "\n".join(lines)
 
 

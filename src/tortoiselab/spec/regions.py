@@ -29,7 +29,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -41,6 +40,7 @@ from pydantic import (
     model_validator,
 )
 
+from tortoiselab.spec.yamlfile import YamlFileError, excerpt, read_yaml
 from tortoiselab.spec.pathspec import FRAME_BYTES, PathError, PathSpec, describe_errors, parse_path
 
 ASSUMPTION = "assumption"
@@ -277,26 +277,6 @@ def _unknown(field: str, kind: str, name: str, known: list[str]) -> RegionError:
 # Loading
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice in one mapping (PyYAML
-    silently keeps the last one)."""
-
-
-def _construct_unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False):
-    seen: dict[Any, Any] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                "while constructing a mapping", node.start_mark,
-                f"found duplicate key {key!r} (first at line {seen[key].line + 1})",
-                key_node.start_mark,
-            )
-        seen[key] = key_node.start_mark
-    return loader.construct_mapping(node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
 
 
 def _describe(exc: ValidationError) -> str:
@@ -308,7 +288,7 @@ def _describe(exc: ValidationError) -> str:
         loc = ".".join(str(p) for p in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
         got = err.get("input")
-        shown = "" if err["type"] == "missing" or isinstance(got, (dict, list)) else f" (got {got!r})"
+        shown = "" if err["type"] == "missing" or isinstance(got, (dict, list)) else f" (got {excerpt(got)})"
         if err["type"] == "value_error":
             for line in msg.splitlines():
                 if loc and _SUBFIELD_RE.match(line):
@@ -327,12 +307,9 @@ def read_regions_file(path: Path) -> Regions:
     """One region file, checked; errors name the file and the field."""
     path = Path(path)
     try:
-        with path.open(encoding="utf-8") as stream:
-            data = yaml.load(stream, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-    except OSError as exc:
-        raise RegionError(f"{path}: cannot read region file: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise RegionError(f"{path}: not valid YAML: {exc}") from None
+        data = read_yaml(path, "region file")
+    except YamlFileError as exc:
+        raise RegionError(str(exc)) from None
     if not isinstance(data, dict):
         raise RegionError(f"{path}: expected a mapping with 'version: 1' and 'profiles:'")
     try:
