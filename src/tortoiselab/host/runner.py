@@ -39,6 +39,44 @@ from tortoiselab.spec.experiment import RunSpec, expand, load, run_order
 from tortoiselab.web import pages, pki
 
 
+def check_site_urls(runs: list[RunSpec]) -> None:
+    """Refuse, before anything is created, a run whose client.url names an
+    object the lab's site does not serve: such a load would answer 404 and
+    its figures (a throughput of a few bytes) would look like a slow path.
+    The site's single objects are objects/<bytes>.bin for the sizes of
+    web.pages.DEFAULT_BULK_SIZES; other paths are checked against the site's
+    manifest once it exists (check_manifest_urls)."""
+    sizes = pages.DEFAULT_BULK_SIZES
+    for url in sorted({r.config["client"].get("url") or "" for r in runs} - {""}):
+        path = url.lstrip("/")
+        if path.startswith("objects/") and path not in {f"objects/{s}.bin" for s in sizes}:
+            raise RunnerError(f"client.url: the lab's site has no {path}; its objects are "
+                              + ", ".join(f"objects/{s}.bin" for s in sizes) + " (sizes in bytes, decimal)")
+
+
+def check_manifest_urls(runs: list[RunSpec], site: Path) -> None:
+    """client.url (a path on www) must be a file of the site: a single
+    object, a page or one of the pages' objects on www (its manifest)."""
+    manifest = json.loads((site / "manifest.json").read_text())
+    www = f"www.{manifest['domain']}"
+    objects = [*manifest["bulk"], *(o for pg in manifest["pages"].values() for o in pg["objects"])]
+    known = {o["path"].lstrip("/") for o in objects if o["host"] == www} | set(manifest["pages"])
+    for url in sorted({r.config["client"].get("url") or "" for r in runs} - {""}):
+        if url.lstrip("/") not in known:
+            raise RunnerError(f"client.url: the lab's site has no {url.lstrip('/')}; give a page "
+                              f"(client.page) or one of its objects, e.g. objects/1000000.bin")
+
+
+def check_guest_paths(exp_dir: Path) -> None:
+    """The results folder, the project and the venv travel to the lab
+    guest's init colon-separated: refuse a path it cannot carry before a
+    folder is made (each run would fail with the same message)."""
+    try:
+        backends.guest_ro_paths([str(exp_dir)])
+    except backends.LabError as exc:
+        raise RunnerError(f"results: {exc}") from None
+
+
 def lab_assets(exp_dir: Path, seed: int = 1) -> tuple[Path, Path]:
     """Pages and PKI for this experiment, made once (atomic rename)."""
     lab = exp_dir / ".lab"
@@ -174,6 +212,8 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
     mine = [r for r in runs if r.run_id in keep]
     sliced = shard is not None or runs_file is not None
     exp_dir = Path(results).resolve() / exp.name  # the guest is given absolute paths only
+    check_guest_paths(exp_dir)
+    check_site_urls(runs)
     ccs = sorted({r.config["server"]["cc"] for r in runs})
     info = backends.choose(backend, clock, ccs)
     if info.backend == "native" and jobs > 1:
@@ -184,6 +224,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
             (exp_dir / "experiment.yaml").write_text(Path(exp_file).read_text()) \
                 if not (exp_dir / "experiment.yaml").exists() else None
             site, pki = lab_assets(exp_dir)
+        check_manifest_urls(mine, site)
         pending = [r for r in mine if not store.completed(exp_dir, r.run_id)]
         if limit is not None:
             pending = pending[:limit]

@@ -1,0 +1,51 @@
+"""What the runner refuses before it creates anything: a results path the
+lab guest cannot carry, an object the site does not have."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tortoiselab.host.errors import RunnerError
+from tortoiselab.host.runner import check_manifest_urls, run_experiment
+from tortoiselab.spec.experiment import expand, load
+
+SITE = Path(__file__).resolve().parents[1] / "data" / "runs" / "coalescing@ci" / ".lab" / "site"
+
+
+def _exp(tmp_path: Path, client: str) -> Path:
+    f = tmp_path / "e.yaml"
+    f.write_text("name: checks\npath: {rtt_ms: 50, loss_pct: 0, rate_mbit: 10}\n"
+                 f"client: {client}\nsweep: {{server.cc: [cubic, reno]}}\n")
+    return f
+
+
+def test_an_object_the_site_does_not_have_is_refused_before_anything(tmp_path):
+    """Seen: objects/10485760.bin (the sizes are decimal: 10000000) ran 12
+    runs stored ok with a throughput of a few bytes per second."""
+    f = _exp(tmp_path, "{url: objects/10485760.bin, loader: h2load}")
+    results = tmp_path / "results"
+    with pytest.raises(RunnerError, match=r"client.url: the lab's site has no objects/10485760.bin; its objects are "
+                                          r"objects/500.bin, .*objects/10000000.bin \(sizes in bytes, decimal\)"):
+        run_experiment(f, results, backend="uml")
+    assert not results.exists()
+
+
+def test_a_results_path_with_a_space_is_refused_before_anything(tmp_path):
+    f = _exp(tmp_path, "{page: tiny.html}")
+    results = tmp_path / "with space"
+    with pytest.raises(RunnerError, match=r"results: the path .*with space/checks.* contains ':' or a space"):
+        run_experiment(f, results, backend="uml")
+    assert not results.exists()
+
+
+@pytest.mark.parametrize("url,ok", [("objects/1000000.bin", True), ("feed.html", True),
+                                    ("img/nothing-here.png", False), ("css/css-00-8010df33cf.css", False)])
+def test_other_urls_are_checked_against_the_sites_manifest(tmp_path, url, ok):
+    runs = expand(load(_exp(tmp_path, f"{{url: {url}}}")))
+    if ok:
+        check_manifest_urls(runs, SITE)
+    else:  # the css is on static, not on www where client.url points
+        with pytest.raises(RunnerError, match=f"client.url: the lab's site has no {url}"):
+            check_manifest_urls(runs, SITE)
