@@ -104,13 +104,17 @@ def parse_nghttp_stats(text: str) -> dict:
 
 
 _H2LOAD_FINISHED = re.compile(r"finished in ([0-9.]+)(ms|s), ([0-9.]+) req/s, ([0-9.]+)([KMG]?B)/s")
-_H2LOAD_REQ = re.compile(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed")
+_H2LOAD_REQ = re.compile(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed"
+                         r"(?:, (\d+) errored, (\d+) timeout)?")
+_H2LOAD_STATUS = re.compile(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx")
 _H2LOAD_TRAFFIC = re.compile(r"traffic: \S+ \((\d+)\) total, .*?\S+ \((\d+)\) data")
 
 
 def parse_h2load(text: str) -> dict:
     """h2load's summary: duration, requests, bytes; throughput of the
-    response bodies in Mbit/s (the Stony Brook paper's throughput metric)."""
+    response bodies in Mbit/s (the Stony Brook paper's throughput metric);
+    the status classes and errored / timed-out requests (h2load counts a
+    404 as "succeeded": analysis/whole.py checks the statuses)."""
     f, r, t = _H2LOAD_FINISHED.search(text), _H2LOAD_REQ.search(text), _H2LOAD_TRAFFIC.search(text)
     if not (f and r and t):
         raise ValueError("h2load output lacks its summary ('finished in', 'requests:', 'traffic:')")
@@ -118,7 +122,15 @@ def parse_h2load(text: str) -> dict:
     data = int(t.group(2))
     return {"seconds": secs, "req_per_s": float(f.group(3)), "requests": int(r.group(1)),
             "succeeded": int(r.group(4)), "failed": int(r.group(5)), "total_bytes": int(t.group(1)),
-            "data_bytes": data, "throughput_mbit": round(data * 8 / secs / 1e6, 4) if secs > 0 else None}
+            "data_bytes": data, "throughput_mbit": round(data * 8 / secs / 1e6, 4) if secs > 0 else None,
+            "errored": int(r.group(6) or 0), "timeout": int(r.group(7) or 0), **_h2load_statuses(text)}
+
+
+def _h2load_statuses(text: str) -> dict:
+    m = _H2LOAD_STATUS.search(text)
+    if not m:
+        return {}
+    return {f"status_{c}": int(v) for c, v in zip(("2xx", "3xx", "4xx", "5xx"), m.groups())}
 
 
 def parse_tc_filter_drops(text: str) -> int | None:

@@ -28,8 +28,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from tortoiselab.analysis import napkin
+from tortoiselab.analysis import napkin, whole
 from tortoiselab.analysis.fidelity import rtt_check
+from tortoiselab.analysis.parsers import parse_nghttp_stats
 from tortoiselab.host import backends, pageload, store
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import claim, clean_stale, experiment_lock, note, setup_lock
@@ -118,8 +119,9 @@ def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path,
     try:
         res = backends.run_task(info, pageload.run_request(run, site, pki), tmp / "lab", timeout_s=timeout_s)
         ld = res["task"]["loads"][0]
-        record["ok"] = not ld["summary"].get("error")
-        record["error"] = ld["summary"].get("error")
+        problems = measurement_problems(run, ld["summary"])
+        record["ok"] = not problems
+        record["error"] = "; ".join(problems)[:2000] if problems else None
         record["summary"] = {k: v for k, v in ld["summary"].items() if k not in ("raw",)}
         record["summary"].update(_floor(run, site, pki, record["summary"]))
         record["connections"] = ld["connections"]
@@ -164,6 +166,17 @@ def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path,
     store.write_record(tmp, record)
     os.rename(tmp, exp_dir / run.run_id)  # the run appears whole, or not at all
     return record
+
+
+def measurement_problems(run: RunSpec, summary: dict) -> list[str]:
+    """Why this run's load is not a whole measurement (analysis/whole.py);
+    empty when every request was answered as it should be."""
+    client = run.config["client"]
+    loader, url = client["loader"], client.get("url")
+    if loader == "nghttp":  # the statuses are in nghttp's own output
+        summary = {**summary, "rows": parse_nghttp_stats(summary.get("raw") or "")["rows"]}
+    return whole.load_problems(loader, summary, requests=client.get("h2load_requests") if loader == "h2load"
+                               else None, object_bytes=whole.object_bytes_of(url), url=url)
 
 
 def _floor(run: RunSpec, site: Path, pki: Path, summary: dict) -> dict:
