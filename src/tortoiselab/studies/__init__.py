@@ -1,1 +1,86 @@
-"""The four seed studies: their claims, how each is measured from runs, verdicts and REPRODUCTION.md."""
+"""The seed studies as data: what each one claims, which experiment measures
+it, how our number is computed from the results, and the rule that turns the
+number into a verdict (agree / partly / disagree). The labs, the study
+notebooks, `tortoise grade`'s lab checks and `tortoise report
+--reproduction` build on it (labs/README.md, notebooks/README.md, README.md
+"Analysis, report, the VM"); notebooks use it as
+`from tortoiselab import studies`. Its public face, kept stable:
+
+    STUDIES: dict[str, Study]
+        ids: "tortoise" (seeds 000/004), "coalescing" (001), "cubic_plus" and
+        "reno_beta" (002), "initcwnd" (003)
+    Study(id, title, seed_files, experiments, claims, notebook, lab)
+        experiments: experiment files, repo-relative, e.g.
+        ("experiments/tortoise.yaml", "experiments/tortoise-screen.yaml");
+        notebook and lab: repo-relative files (notebooks/…, labs/….md)
+    Claim(id, study, seed_file, text, experiment, metric, rule, measure, judge)
+        text: the seed's claim in its words (seed_file names the source);
+        experiment: the name of the experiment whose results it reads;
+        measure(runs: pd.DataFrame) -> Measurement (runs = load_runs(folder));
+        judge(m: Measurement) -> (verdict, why); rule: the judge in words.
+    Measurement(value, low, high, p_value, n, unit, detail)
+        our number with its 95 % CI (low, high; NaN when it has none) and the
+        p-value of the test named in detail (None when no test applies).
+    Verdict(study, claim_id, seed_file, claim, experiment, metric, value, low,
+            high, p_value, n, unit, measured, verdict, why, rule, detail)
+        verdict in VERDICTS = ("agree", "partly", "disagree", "no data");
+        measured: the number in words ("-4.1 % [-6.0, -2.2], p = 0.002").
+    NoData: raised by a measurement whose runs are not there.
+
+    evaluate(study_id, results="results", grid="reduced") -> list[Verdict]
+        every claim of the study; a claim whose experiment has no results
+        gives verdict "no data" (never an exception).
+    verdict_frame(verdicts) -> pd.DataFrame   one row per claim
+    physics_checks(exp_dir, run_ids=None) -> list[PhysicsCheck]
+        PhysicsCheck(name, ok, expected, measured, n, detail, failures):
+        slow start bytes per round trip = IW*MSS*(2^k - 1) on loss-free runs,
+        TLS handshake round trips = the TLS version's (1.3: 1, 1.2: 2, +1 when
+        the certificate flight does not fit IW), hybla's first window = rho.
+    reproduction_markdown(results="results", grid="reduced") -> str
+        REPRODUCTION.md's text (what `tortoise report --reproduction` writes).
+    ensure_results(study_id, grid="ci", results="results", jobs=1) -> list[Path]
+        runs what is missing of the study's experiments on that grid
+        (resumable: completed runs are kept) and returns their folders.
+
+    study_folder(experiment, grid=None, results="results") -> Path
+        results/<name> for the file's own sweep, results/<name>@<grid> for a
+        grid (`tortoise run FILE --grid NAME` writes there).
+    experiment_name(file_or_name) -> str;  current_run_ids(file, grid) -> set
+        of the run ids the file's grid has now.
+    load_runs(exp_dir, run_ids=None) -> pd.DataFrame
+        the runs table (host.store) plus the studies' columns: arm (cc with
+        its module parameters, e.g. "cubic_plus(n=6,rtt_aware=1)"),
+        module_params, beta, url, slow_start_after_idle, cond, connect_ms,
+        dns_ms, the second load's plt2_ms / ttfb2_ms / content_download2_ms /
+        repeat_new_conns, then run_dir.
+    capture helpers (a run folder's server capture, analysis.flights):
+        first_conn(run_dir), transfer(conn), handshake_flight_bytes(conn),
+        handshake_grew_window(conn, iw), second_load_window(run_dir),
+        hybla_rho(rtt_ms)
+    measuring and judging: pairs, paired_test, change, and the judges
+        improvement, direction, equivalent, exact (each -> (judge, rule)).
+
+The modules: model (data model), data (folders and runs), connections
+(captures), measure (statistics and judges), claims/<study> (one per study),
+registry (STUDIES, evaluate), physics, reproduction, run. They import each
+other, never this package, so that it only gathers them.
+"""
+
+from tortoiselab.studies.connections import (first_conn, handshake_flight_bytes, handshake_grew_window, hybla_rho,
+                                             second_load_window, transfer)
+from tortoiselab.studies.data import current_run_ids, experiment_name, load_runs, study_folder
+from tortoiselab.studies.measure import change, direction, equivalent, exact, improvement, paired_test, pairs
+from tortoiselab.studies.model import ALPHA, SEEDS, VERDICTS, Claim, Measurement, NoData, Study, Verdict
+from tortoiselab.studies.physics import PhysicsCheck, physics_checks
+from tortoiselab.studies.registry import STUDIES, evaluate, verdict_frame
+from tortoiselab.studies.reproduction import WHY_WE_DIFFER, reproduction_markdown
+from tortoiselab.studies.run import ensure_results
+
+__all__ = [
+    "ALPHA", "SEEDS", "STUDIES", "VERDICTS", "WHY_WE_DIFFER",
+    "Claim", "Measurement", "NoData", "PhysicsCheck", "Study", "Verdict",
+    "change", "current_run_ids", "direction", "ensure_results", "equivalent", "evaluate", "exact",
+    "experiment_name", "first_conn", "handshake_flight_bytes", "handshake_grew_window", "hybla_rho",
+    "improvement", "load_runs", "paired_test", "pairs", "physics_checks", "reproduction_markdown",
+    "second_load_window", "study_folder", "transfer", "verdict_frame",
+]

@@ -1,0 +1,160 @@
+"""Fitting in the initial slow-start window (Napkin Problem 15, seed 003):
+the response's first flight at IW 10 and 30, TLS 1.2's third round trip
+when the certificate chain overflows IW 3, the article's ten round trips,
+a larger IW against IW 3, and slow start after idle, read from the server
+captures (labs/04-initcwnd.md)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from tortoiselab.studies.connections import MSS, first_conn, handshake_grew_window, second_load_window, transfer
+from tortoiselab.studies.measure import exact, ok_rows, span
+from tortoiselab.studies.model import SEEDS, Measurement, NoData, claim
+
+S003 = SEEDS["003"]
+
+
+def _cubic_runs(df: pd.DataFrame, **where) -> pd.DataFrame:
+    return ok_rows(df, "plt_ms", server__cc="cubic", **where)
+
+
+def _first_round(iw: int):
+    """Packets of the response's first round trip (the first flight of the
+    transfer, server capture), on runs whose handshake could not grow the
+    window (handshake_grew_window). The
+    window counts packets; its first packets may be small (TLS 1.3 session
+    tickets, HTTP/2 SETTINGS), so bytes are given in detail, with the bytes
+    of full-size packets (x MSS) that the seed's figure assumes."""
+    def measure(df: pd.DataFrame) -> Measurement:
+        segs, nbytes = [], []
+        for _, r in _cubic_runs(df, server__initcwnd_pkts=iw).iterrows():
+            c = first_conn(r["run_dir"])
+            if c is None or handshake_grew_window(c, iw):
+                continue
+            tf = transfer(c)
+            if tf:
+                segs.append(tf[0]["segments"])
+                nbytes.append(tf[0]["bytes"])
+        m = span(segs, "packets", f"first data flight at IW {iw}")
+        return Measurement(m.value, m.low, m.high, None, m.n, "packets",
+                           f"{m.detail}; {m.value:.0f} x MSS {MSS} = {m.value * MSS:.0f} bytes of full-size "
+                           f"packets; measured bytes {min(nbytes)}..{max(nbytes)} (the first packets carry "
+                           f"session tickets and SETTINGS)")
+    return measure
+
+
+def _tls_rtts(df: pd.DataFrame) -> Measurement:
+    """TLS 1.2 with the large chain: handshake round trips at IW 3 (the
+    article's case), with IW 10 and 30 in detail."""
+    by: dict[int, list[float]] = {}
+    for _, r in _cubic_runs(df, server__tls="1.2", server__cert="large").iterrows():
+        c = first_conn(r["run_dir"])
+        if c and c.get("tls") and c["tls"].get("rtts") is not None:
+            by.setdefault(int(r["server.initcwnd_pkts"]), []).append(c["tls"]["rtts"])
+    if 3 not in by:
+        raise NoData("no TLS 1.2 large-chain run at IW 3")
+    m = span(by[3], "RTT", "TLS handshake in round trips (ClientHello to the request), IW 3")
+    return Measurement(m.value, m.low, m.high, None, m.n, "RTT",
+                       m.detail + "; " + ", ".join(f"IW {iw}: {np.mean(v):.2f} RTT" for iw, v in sorted(by.items())))
+
+
+def _judge_tls(m: Measurement) -> tuple[str, str]:
+    others = {int(x.split()[1].rstrip(":")): float(x.split()[2]) for x in m.detail.split("; ")[-1].split(", ")
+              if x.startswith("IW ")}
+    three = round(m.value) == 3
+    two = all(round(v) == 2 for iw, v in others.items() if iw >= 10)
+    if three and two and any(iw >= 10 for iw in others):
+        return "agree", "3 round trips at IW 3, 2 once the chain fits the initial window"
+    if three:
+        return "partly", "3 round trips at IW 3; larger windows not measured or not 2"
+    return "disagree", f"{m.value:.2f} round trips at IW 3"
+
+
+def _napkin_rtts(df: pd.DataFrame) -> Measurement:
+    """The article's case (IW 3, TLS 1.2, large chain, 160 KB at 130 ms):
+    the load without its DNS lookup, in round trips."""
+    d = _cubic_runs(df, server__initcwnd_pkts=3, server__tls="1.2", server__cert="large")
+    if d.empty:
+        raise NoData("no run of the article's case")
+    rtts = ((d["plt_ms"] - d["dns_ms"].fillna(0)) / d["path.rtt_ms"]).to_numpy(float)
+    ms = (d["plt_ms"] - d["dns_ms"].fillna(0)).median()
+    rounds = []
+    for _, r in d.iterrows():
+        c = first_conn(r["run_dir"])
+        if c:
+            rounds.append(len(transfer(c)))
+    return span(rtts, "RTT", f"(PLT - DNS) / RTT; {ms:.0f} ms against the article's 1300 ms; "
+                             f"HTTP rounds in the capture: {rounds} (article: 6)")
+
+
+def _iw_faster(df: pd.DataFrame) -> Measurement:
+    """PLT at the largest IW against IW 3, per TLS version and chain."""
+    d = _cubic_runs(df, slow_start_after_idle=True)
+    hi = d["server.initcwnd_pkts"].max()
+    if not hi > 3:
+        raise NoData("needs runs at IW 3 and a larger IW")
+    out, parts = [], []
+    for (tls, cert), g in d.groupby(["server.tls", "server.cert"]):
+        a, b = g[g["server.initcwnd_pkts"] == 3]["plt_ms"], g[g["server.initcwnd_pkts"] == hi]["plt_ms"]
+        if len(a) and len(b):
+            out.append(100 * (b.median() / a.median() - 1))
+            parts.append(f"TLS {tls} {cert}: {a.median():.0f} -> {b.median():.0f} ms")
+    return span(out, "%", f"PLT at IW {hi:g} vs IW 3: " + "; ".join(parts))
+
+
+def _ssai(df: pd.DataFrame) -> Measurement:
+    """The second load on the same connection after 2 s idle, with
+    tcp_slow_start_after_idle 0 against 1 (same IW, TLS and chain)."""
+    d = ok_rows(df, "plt2_ms", server__cc="cubic")
+    out, parts = [], []
+    for key, g in d.groupby(["server.initcwnd_pkts", "server.tls", "server.cert"]):
+        ssai = g["slow_start_after_idle"].astype(bool)
+        on, off = g[ssai]["plt2_ms"], g[~ssai]["plt2_ms"]
+        if len(on) and len(off):
+            out.append(100 * (off.median() / on.median() - 1))
+            w_on, w_off = (second_load_window(g[mask]["run_dir"].iloc[0]) for mask in (ssai, ~ssai))
+            parts.append(f"IW {key[0]:g} TLS {key[1]} {key[2]}: {on.median():.0f} ms (on) -> "
+                         f"{off.median():.0f} ms (off); the second load's first flight {w_on} packets (on) vs "
+                         f"{w_off} (off)")
+    return span(out, "%", "second-load PLT with slow start after idle off vs on: " + "; ".join(parts))
+
+
+def _all_lower(m: Measurement) -> tuple[str, str]:
+    high = m.high if math.isfinite(m.high) else m.value
+    if high < 0:
+        return "agree", "faster in every case measured"
+    if m.value < 0:
+        return "partly", "faster on average, not in every case"
+    return "disagree", "not faster"
+
+
+CLAIMS = (
+    claim("initcwnd", "first-round-iw10", S003,
+          "the default for a Linux server is 10 packets, or 10 * 1460 = 14600 bytes [in the first round trip]",
+          "initcwnd", "packets of the response's first flight, IW 10", _first_round(10), exact(10, 0, "packets")),
+    claim("initcwnd", "first-round-iw30", S003, "Wix, Fastly ... ~40kb (~30 packets) [first round trip bytes]",
+          "initcwnd", "packets of the response's first flight, IW 30", _first_round(30), exact(30, 1, "packets")),
+    claim("initcwnd", "tls-3-round-trips", S003,
+          "We're seeing 3 round-trips for TLS/SSL instead of the expected 2 ... the server's congestion window "
+          "... just isn't large enough to accommodate the whole certificate [6908 bytes, initcwnd 3]", "initcwnd",
+          "TLS 1.2 handshake round trips with the 6908-byte chain, IW 3 (IW 10/30 in detail)", _tls_rtts,
+          (_judge_tls, "agree if IW 3 takes 3 round trips and IW >= 10 takes 2; partly if only the first holds")),
+    claim("initcwnd", "ten-round-trips", S003,
+          "1 + 3 + 6 = 10 roundtrips. With our roundtrip time at 130ms, this lines up perfectly with the 1.3s total",
+          "initcwnd", "(PLT - DNS) / RTT, IW 3, TLS 1.2, large chain, 160 KB", _napkin_rtts, exact(10, 1, "RTT")),
+    claim("initcwnd", "larger-iw-faster", S003,
+          "The larger the initial window, the more we can transfer in the first roundtrip, the faster your site is "
+          "on the initial page load", "initcwnd", "PLT at IW 30 vs IW 3, per TLS version / chain", _iw_faster,
+          (_all_lower, "agree if the larger IW is faster in every TLS/chain case; partly if on average; "
+                       "disagree otherwise")),
+    claim("initcwnd", "slow-start-after-idle", S003,
+          "tcp_slow_start_after_idle ... by default when set to 1, it'll renegotiate the congestion window after a "
+          "few seconds of no activity ... set this to 0 so it remembers the congestion window for the next page load",
+          "initcwnd", "second-load PLT, slow start after idle off vs on", _ssai,
+          (_all_lower, "agree if the second load is faster with it off in every case; partly if on average; "
+                       "disagree otherwise")),
+)

@@ -1,0 +1,121 @@
+"""The studies' runs: which folder holds an experiment's results on a grid,
+which run ids the experiment file's grid has now, and the runs table with
+the studies' own columns beside the results store's (tortoiselab.host.store
+owns the folders; README.md, "Experiments and the runner")."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from tortoiselab.host import store
+from tortoiselab.host.store import RunRecord
+from tortoiselab.project import REPO_DIR as REPO
+from tortoiselab.spec.experiment import expand, load
+
+
+def _repo_file(f: str | Path) -> Path:
+    """A repo-relative experiment file (as the studies name them), or a path
+    that exists from here, or an absolute one."""
+    p = Path(f)
+    return p if p.is_absolute() or p.exists() else REPO / p
+
+
+def experiment_name(experiment: str | Path) -> str:
+    """experiments/cubic_plus.yaml or cubic_plus -> cubic_plus."""
+    p = Path(experiment)
+    if p.suffix in (".yaml", ".yml"):
+        raw = yaml.safe_load(_repo_file(p).read_text())
+        return str(raw["name"])  # the name alone: the file is validated where it is run
+    return str(experiment)
+
+
+def study_folder(experiment: str | Path, grid: str | None = None, results: str | Path = "results") -> Path:
+    """results/<name> for the file's own sweep, results/<name>@<grid> for a
+    grid (where `tortoise run FILE --grid NAME` writes)."""
+    name = experiment_name(experiment)
+    return Path(results) / (f"{name}@{grid}" if grid else name)
+
+
+def current_run_ids(experiment_file: str | Path, grid: str | None) -> set[str]:
+    """The run ids the experiment file's grid has now (a folder may also hold
+    runs of an earlier version of the file, which must not be counted)."""
+    f = _repo_file(experiment_file)
+    return set(_run_ids(str(f.resolve()), f.stat().st_mtime_ns, grid))
+
+
+@functools.lru_cache(maxsize=64)
+def _run_ids(path: str, mtime_ns: int, grid: str | None) -> frozenset[str]:
+    """Cached by file and modification time: loading a file validates every
+    grid of it (seconds for the large sweeps)."""
+    return frozenset(r.run_id for r in expand(load(Path(path), grid=grid)))
+
+
+# --- the studies' columns ------------------------------------------------------------
+
+
+def _num(v) -> str:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    return f"{f:g}"
+
+
+def _arm(cc: str, params: dict) -> str:
+    """cc with its module parameters, e.g. "cubic_plus(n=6,rtt_aware=1)"."""
+    ps = (params or {}).get(cc) or {}
+    if not ps:
+        return cc
+    return f"{cc}({','.join(f'{k}={_num(v)}' for k, v in sorted(ps.items()))})"
+
+
+def _connect_ms(r: RunRecord) -> float | None:
+    """TCP + TLS of the page's first connection."""
+    conns = r.summary.get("connections") or []
+    c0 = conns[0] if conns else {}
+    return (c0.get("connect_ms") or 0) + (c0.get("tls_ms") or 0) if c0.get("connect_ms") else None
+
+
+def _repeat(r: RunRecord, key: str):
+    return (r.summary.get("repeat") or {}).get(key)
+
+
+def _server(r: RunRecord) -> dict:
+    return r.config.get("server") or {}
+
+
+# the studies' columns beside the runs table's (store.load_runs extra)
+STUDY_COLUMNS = {
+    "arm": lambda r: _arm(_server(r).get("cc", ""), _server(r).get("module_params", {})),
+    "module_params": lambda r: json.dumps(_server(r).get("module_params", {}), sort_keys=True),
+    "beta": lambda r: ((_server(r).get("module_params") or {}).get("reno_beta") or {}).get("beta"),
+    "url": lambda r: (r.config.get("client") or {}).get("url"),
+    "slow_start_after_idle": lambda r: _server(r).get("slow_start_after_idle"),
+    "cond": lambda r: json.dumps(r.point or {}, sort_keys=True),
+    "connect_ms": _connect_ms,
+    "dns_ms": lambda r: r.summary.get("dns_ms"),
+    "plt2_ms": lambda r: _repeat(r, "plt_ms"),
+    "ttfb2_ms": lambda r: _repeat(r, "ttfb_ms"),
+    "content_download2_ms": lambda r: _repeat(r, "content_download_ms"),
+    "repeat_new_conns": lambda r: _repeat(r, "connections_opened"),
+}
+
+
+def load_runs(exp_dir: str | Path, run_ids: set[str] | None = None) -> pd.DataFrame:
+    """One row per completed run (store.load_runs): the runs table's
+    columns plus STUDY_COLUMNS: arm (cc with its module parameters),
+    module_params, beta, url, slow_start_after_idle, cond (the run's sweep
+    point as JSON, for pairing), connect_ms (TCP + TLS of the first
+    connection), dns_ms and the second load's plt2_ms / ttfb2_ms /
+    content_download2_ms / repeat_new_conns, then run_dir. run_ids: only
+    these runs (those of the experiment file's current grid)."""
+    df = store.load_runs(Path(exp_dir), run_ids, extra=STUDY_COLUMNS)
+    for col in ("connect_ms", "dns_ms", "plt2_ms", "ttfb2_ms", "content_download2_ms", "beta"):
+        df[col] = pd.to_numeric(df[col], errors="coerce")
+    return df
+

@@ -1,0 +1,126 @@
+"""The studies' data model: a seed's claim, the number we measure for it,
+the verdict that number earns, and how numbers are written. Pure data, no
+I/O (the package's public face is listed in tortoiselab/studies/__init__.py;
+the labs that use it: labs/README.md)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+import pandas as pd
+
+VERDICTS = ("agree", "partly", "disagree", "no data")
+ALPHA = 0.05
+# the seed files (../shared/seeds/) by number
+SEEDS = {"000": "000_b39140e4a526c7fb.txt", "004": "004_af7825aa4075c162.txt", "001": "001_9b56024ed5a96aa8.txt",
+         "002": "002_156489580aaffd1b.txt", "003": "003_65993476e458b2ec.txt"}
+
+Judge = Callable[["Measurement"], tuple[str, str]]
+
+
+class NoData(Exception):
+    """The claim's runs are not (all) there; the verdict is "no data"."""
+
+
+def fmt(x: float | None, unit: str) -> str:
+    """A number as the verdicts write it: 0-2 decimals by size, a sign on
+    percentages, the unit after it; "-" for no number."""
+    if x is None or not math.isfinite(x):
+        return "-"
+    digits = 0 if abs(x) >= 100 else (1 if abs(x) >= 1 else 2)
+    sign = "+" if unit == "%" and x > 0 else ""
+    return f"{sign}{x:.{digits}f}{' ' + unit if unit else ''}"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Our number: value with its 95 % CI (NaN when it has none), the p-value
+    of the test named in `detail` (None when no test applies), n = pairs or
+    runs behind it."""
+
+    value: float
+    low: float = math.nan
+    high: float = math.nan
+    p_value: float | None = None
+    n: int = 0
+    unit: str = "%"
+    detail: str = ""
+
+    def text(self) -> str:
+        """The number in words: "-4.1 % [-6.0, -2.2], p = 0.002 (n = 12)"."""
+        if self.value is None or not math.isfinite(self.value):
+            return "no value"
+        ci = f" [{fmt(self.low, '')}, {fmt(self.high, '')}]" if math.isfinite(self.low) else ""
+        p = f", p = {self.p_value:.2g}" if self.p_value is not None and math.isfinite(self.p_value) else ""
+        return f"{fmt(self.value, self.unit)}{ci}{p} (n = {self.n})"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of a seed: its words (text, from seed_file), the experiment
+    whose runs measure it, how (measure: runs -> Measurement) and the rule
+    that judges the number (judge: Measurement -> (verdict, why); rule: the
+    judge in words)."""
+
+    id: str
+    study: str
+    seed_file: str
+    text: str
+    experiment: str
+    metric: str
+    rule: str
+    measure: Callable[[pd.DataFrame], Measurement]
+    judge: Judge
+
+
+def claim(study: str, cid: str, seed: str, text: str, experiment: str, metric: str,
+          measure: Callable[[pd.DataFrame], Measurement], judge_rule: tuple[Judge, str]) -> Claim:
+    """A Claim with id "<study>.<cid>", from a (judge, rule) pair as the
+    judges of tortoiselab.studies.measure return them."""
+    judge, rule = judge_rule
+    return Claim(f"{study}.{cid}", study, seed, text, experiment, metric, rule, measure, judge)
+
+
+@dataclass(frozen=True)
+class Study:
+    """A seed study: its seed files, the experiment files that measure it
+    (repo-relative), its claims, its notebook and its lab handout (both
+    repo-relative files)."""
+
+    id: str
+    title: str
+    seed_files: tuple[str, ...]
+    experiments: tuple[str, ...]
+    claims: tuple[Claim, ...]
+    notebook: str
+    lab: str
+
+
+@dataclass
+class Verdict:
+    """A claim judged on the results: the measurement flattened (value, low,
+    high, p_value: None when there is none), measured = the number in
+    words, verdict in VERDICTS and why."""
+
+    study: str
+    claim_id: str
+    seed_file: str
+    claim: str
+    experiment: str
+    metric: str
+    value: float | None
+    low: float | None
+    high: float | None
+    p_value: float | None
+    n: int
+    unit: str
+    measured: str
+    verdict: str
+    why: str
+    rule: str
+    detail: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
