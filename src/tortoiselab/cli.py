@@ -259,7 +259,7 @@ def cmd_grade(a: argparse.Namespace) -> int:
 
 def _report_reproduction(a: argparse.Namespace) -> int:
     """REPRODUCTION.md: every seed claim against the studies' results."""
-    from tortoiselab.studies.core import reproduction_markdown
+    from tortoiselab.studies import reproduction_markdown  # here: the CLI starts fast (the studies load scipy)
 
     out = Path(a.out or "REPRODUCTION.md")
     text = reproduction_markdown(Path(a.results), None if a.grid == "full" else a.grid)
