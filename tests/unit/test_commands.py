@@ -1,3 +1,8 @@
+import subprocess
+from pathlib import Path
+
+import pytest
+
 from tortoiselab.guest import commands as C
 from tortoiselab.spec.pathspec import PathSpec
 
@@ -54,7 +59,6 @@ def test_single_deterministic_drop():
     i = filt.index("gact")
     assert filt[i:i + 6] == ["gact", "ok", "random", "determ", "pipe", "150"]
     assert filt[-2:] == ["conform-exceed", "ok/drop"]  # exceed: pass, conform (the first): drop
-    import pytest
     with pytest.raises(ValueError, match="n: "):
         C.drop_nth_data_segment("x", "10.0.0.2", 0)
 
@@ -62,3 +66,97 @@ def test_single_deterministic_drop():
 def test_modules():
     assert C.insmod("/m/tcp_reno_beta.ko", {"beta": "0.800"}) == ["insmod", "/m/tcp_reno_beta.ko", "beta=0.800"]
     assert C.rmmod("tcp_reno_beta") == ["rmmod", "tcp_reno_beta"]
+
+
+def test_drop_filter_is_removed_and_read_on_its_device():
+    # the remover undoes the qdisc drop_nth_data_segment adds (and its filter with it)
+    qdisc, _ = C.drop_nth_data_segment("s2-eth2", "10.0.0.2", 150)
+    assert C.drop_filter_remove("s2-eth2") == ["tc", "qdisc", "del", "dev", "s2-eth2", "ingress"]
+    assert C.drop_filter_remove("s2-eth2")[4:] == qdisc[4:]
+    assert C.drop_filter_stats("s2-eth2") == ["tc", "-s", "filter", "show", "dev", "s2-eth2", "ingress"]
+
+
+def test_addresses_and_routes():
+    assert C.addr_add("server-eth0", "10.0.0.3") == ["ip", "addr", "add", "10.0.0.3/8", "dev", "server-eth0"]
+    assert C.neigh_permanent("10.0.0.3", "00:00:00:00:00:02", "client-eth0") == [
+        "ip", "neigh", "replace", "10.0.0.3", "lladdr", "00:00:00:00:00:02", "dev", "client-eth0", "nud", "permanent"]
+    assert C.route_show() == ["ip", "route", "show"]
+
+
+def test_guest_set_up():
+    assert C.bind_mount(Path("/w/guest-hosts"), "/etc/hosts") == ["mount", "--bind", "/w/guest-hosts", "/etc/hosts"]
+    assert C.kernel_log() == ["dmesg"]
+
+
+def test_seeded_entropy_passes_the_path_as_an_argument():
+    path = "/run/open vswitch/$(touch x); 'e'"
+    argv = C.seeded_entropy(["ovs-vswitchd", "--detach"], path)
+    assert argv == ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                    'mount --bind "$1" /dev/urandom && shift && exec "$@"', "ovs", path, "ovs-vswitchd", "--detach"]
+    assert path not in argv[6]  # the script is fixed text: no path in it
+
+
+def test_seeded_entropy_script_sees_the_path_and_the_command_verbatim(tmp_path):
+    # the script itself, with `mount` replaced by a stand-in that prints its arguments
+    script = C.seeded_entropy(["printf", "<%s>", "a b", "$HOME"], "/x/y z")[6]
+    fake = script.replace("mount --bind", "printf '[%s]' ", 1)
+    out = subprocess.run(["sh", "-c", fake, "ovs", "/x/y z", "printf", "<%s>", "a b", "$HOME"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out == "[/x/y z][/dev/urandom]<a b><$HOME>"
+
+
+def test_open_vswitch():
+    assert C.ovsdb_create("/run/openvswitch/conf.db") == [
+        "ovsdb-tool", "create", "/run/openvswitch/conf.db", "/usr/share/openvswitch/vswitch.ovsschema"]
+    assert C.ovsdb_server("/run/openvswitch", "/run/openvswitch/conf.db") == [
+        "ovsdb-server", "/run/openvswitch/conf.db", "--remote=punix:/run/openvswitch/db.sock",
+        "--pidfile=/run/openvswitch/ovsdb-server.pid", "--detach", "--no-chdir",
+        "--log-file=/run/openvswitch/ovsdb-server.log"]
+    assert C.ovs_init() == ["ovs-vsctl", "--no-wait", "init"]
+    assert C.ovs_vswitchd("/run/openvswitch") == [
+        "ovs-vswitchd", "unix:/run/openvswitch/db.sock", "--pidfile=/run/openvswitch/ovs-vswitchd.pid",
+        "--detach", "--no-chdir", "--log-file=/run/openvswitch/ovs-vswitchd.log"]
+
+
+def test_tools():
+    assert C.tool("/py", "bulk", "serve", "--port", "5001") == [
+        "/py", "-m", "tortoiselab.tools.bulk", "serve", "--port", "5001"]
+
+
+def test_tcpdump_and_dnsmasq():
+    assert C.tcpdump("server-eth0", Path("/w/load-000/server.pcap")) == [
+        "tcpdump", "-i", "server-eth0", "-n", "-s", "128", "-B", "8192", "--immediate-mode", "-U",
+        "-w", "/w/load-000/server.pcap", "tcp or udp port 53"]
+    assert C.dnsmasq("10.0.0.53", {"www.lab.test": "10.0.0.2", "dead.lab.test": "10.0.0.99"},
+                     Path("/run/w/dnsmasq.pid"), "/run/w/dnsmasq.log") == [
+        "dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--no-poll",
+        "--listen-address=10.0.0.53", "--bind-interfaces", "--port=53", "--cache-size=0", "--user=root",
+        "--pid-file=/run/w/dnsmasq.pid", "--log-facility=/run/w/dnsmasq.log", "--log-queries",
+        "--address=/dead.lab.test/10.0.0.99", "--address=/www.lab.test/10.0.0.2"]
+
+
+LOADER_HEAD = ["/py", "-m", "tortoiselab.client", "https://www.lab.test/feed.html", "--ca", "/pki/ca.pem",
+               "--protocol", "h2", "--cache-hit-ratio", "0.0", "--seed", "7", "--timeout", "120.0",
+               "--har", "/w/page.har", "--summary", "/w/summary.json"]
+
+
+def test_page_loader_through_the_lab_dns():
+    argv = C.page_loader("/py", "https://www.lab.test/feed.html", ca="/pki/ca.pem", protocol="h2",
+                         cache_hit_ratio=0.0, seed=7, timeout_s=120.0, har=Path("/w/page.har"),
+                         summary=Path("/w/summary.json"), dns_server="10.0.0.53")
+    assert argv == [*LOADER_HEAD, "--dns-server", "10.0.0.53"]
+
+
+def test_page_loader_with_fixed_names_and_every_option():
+    argv = C.page_loader("/py", "https://www.lab.test/feed.html", ca="/pki/ca.pem", protocol="h2",
+                         cache_hit_ratio=0.0, seed=7, timeout_s=120.0, har="/w/page.har", summary="/w/summary.json",
+                         resolve={"www.lab.test": "10.0.0.2", "static.lab.test": "10.0.0.3"}, coalescing=False,
+                         tls="1.2", repeat_after_s=5.0)
+    assert argv == [*LOADER_HEAD, "--resolve", "static.lab.test:10.0.0.3", "--resolve", "www.lab.test:10.0.0.2",
+                    "--no-coalescing", "--tls", "1.2", "--repeat-after", "5.0"]
+
+
+def test_cross_check_loaders():
+    assert C.nghttp("https://www.lab.test/tiny.html") == ["nghttp", "-nas", "https://www.lab.test/tiny.html"]
+    assert C.h2load("https://www.lab.test/objects/1000000.bin", 3) == [
+        "h2load", "-n", "3", "-c", "1", "-m", "1", "https://www.lab.test/objects/1000000.bin"]

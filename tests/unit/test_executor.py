@@ -1,5 +1,6 @@
 """The executor's bookkeeping, on real processes in this namespace (no lab)."""
 
+import errno
 import sys
 
 import pytest
@@ -34,3 +35,16 @@ def test_record_logs_a_step_without_a_process():
     ex = Executor()
     ex.record("root", ["write", "/x", "1"], 0, "", "", 0.0)
     assert ex.records[0]["argv"] == ["write", "/x", "1"] and "stderr" not in ex.records[0]
+
+
+def test_write_logs_the_setting_and_keeps_the_kernels_refusal(tmp_path):
+    ex = Executor(log_path=tmp_path / "commands.log")
+    f = tmp_path / "beta"
+    assert ex.write(f, "0.800") == (0, "")
+    assert f.read_text() == "0.800"
+    assert ex.records[-1]["argv"] == ["write", str(f), "0.800"] and ex.records[-1]["rc"] == 0
+    rc, err = ex.write(tmp_path / "no" / "such" / "parameter", "1")
+    assert rc == errno.ENOENT and "No such file" in err
+    assert ex.records[-1]["rc"] == errno.ENOENT and "No such file" in ex.records[-1]["stderr"]
+    log = (tmp_path / "commands.log").read_text().splitlines()
+    assert f"[root] rc=0 write {f} 0.800" in log[0] and f"rc={errno.ENOENT} write" in log[1]

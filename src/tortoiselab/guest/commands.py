@@ -6,6 +6,9 @@ executor (tortoiselab.guest.executor) runs and logs them.
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 from tortoiselab.spec.pathspec import PathSpec
 
 
@@ -92,8 +95,6 @@ def netem_seed(dev: str, path: PathSpec, loss_pct: float, seed: int, python: str
 def derive_seed(seed: int, *labels: str) -> int:
     """A 64-bit seed for one random stream of a run (e.g. the downlink's
     netem), derived from the run's seed and the stream's name."""
-    import hashlib
-
     h = hashlib.sha256(f"{seed}:{':'.join(labels)}".encode()).digest()
     return int.from_bytes(h[:8], "big")
 
@@ -106,7 +107,7 @@ def drop_nth_data_segment(dev: str, src_ip: str, n: int, frame_ip_len: int = 150
     bucket holds one packet and refills over ~64 s: it drops the first one it
     sees and passes the later ones, retransmissions included. The switch
     port, not the sender's interface, so the sender sees a loss in the
-    network (DESIGN.md §5)."""
+    network (docs/architecture.md). drop_filter_remove takes it away again."""
     if not 1 <= n <= 10000:
         raise ValueError("n: tc's gact counts 1 to 10000")
     return [
@@ -130,3 +131,136 @@ def rmmod(module: str) -> list[str]:
 def modprobe(module: str) -> list[str]:
     """Load an installed module (e.g. one DKMS built for the VM's kernel)."""
     return ["modprobe", module]
+
+
+def drop_filter_remove(dev: str) -> list[str]:
+    """Remove drop_nth_data_segment's ingress qdisc and its filter (and with
+    them the filter's counter); fails harmlessly where there is none."""
+    return ["tc", "qdisc", "del", "dev", dev, "ingress"]
+
+
+def drop_filter_stats(dev: str) -> list[str]:
+    """drop_nth_data_segment's filter with its counters (parsers.parse_tc_filter_drops)."""
+    return ["tc", "-s", "filter", "show", "dev", dev, "ingress"]
+
+
+# --- addresses and routes ----------------------------------------------------
+
+def addr_add(dev: str, ip: str, prefix_len: int = 8) -> list[str]:
+    return ["ip", "addr", "add", f"{ip}/{prefix_len}", "dev", dev]
+
+
+def neigh_permanent(ip: str, mac: str, dev: str) -> list[str]:
+    """A static ARP entry: the client reaches a second address of the server
+    without asking (Mininet's autoStaticArp knows only the first)."""
+    return ["ip", "neigh", "replace", ip, "lladdr", mac, "dev", dev, "nud", "permanent"]
+
+
+def route_show() -> list[str]:
+    return ["ip", "route", "show"]
+
+
+# --- the guest's own set-up ---------------------------------------------------
+
+def bind_mount(src: str | Path, dst: str | Path) -> list[str]:
+    return ["mount", "--bind", str(src), str(dst)]
+
+
+def kernel_log() -> list[str]:
+    return ["dmesg"]
+
+
+# mount the file "$1" over /dev/urandom, then run the rest of the arguments:
+# the path is an argument of the script, never part of its text
+_ENTROPY_SCRIPT = 'mount --bind "$1" /dev/urandom && shift && exec "$@"'
+
+
+def seeded_entropy(argv: list[str], entropy_file: str | Path) -> list[str]:
+    """argv run in a mount namespace of its own in which /dev/urandom is
+    entropy_file: Open vSwitch seeds its random draws (hash bases, timer
+    jitter) from /dev/urandom, so with the run's bytes it makes the same
+    choices in every run (docs/determinism.md). Guest only."""
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", _ENTROPY_SCRIPT, "ovs",
+            str(entropy_file), *argv]
+
+
+# --- Open vSwitch (the lab's own, uml) ---------------------------------------
+
+OVS_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
+
+
+def ovsdb_create(db: str | Path) -> list[str]:
+    return ["ovsdb-tool", "create", str(db), OVS_SCHEMA]
+
+
+def ovsdb_server(run_dir: str | Path, db: str | Path) -> list[str]:
+    return ["ovsdb-server", str(db), f"--remote=punix:{run_dir}/db.sock", f"--pidfile={run_dir}/ovsdb-server.pid",
+            "--detach", "--no-chdir", f"--log-file={run_dir}/ovsdb-server.log"]
+
+
+def ovs_init() -> list[str]:
+    return ["ovs-vsctl", "--no-wait", "init"]
+
+
+def ovs_vswitchd(run_dir: str | Path) -> list[str]:
+    return ["ovs-vswitchd", f"unix:{run_dir}/db.sock", f"--pidfile={run_dir}/ovs-vswitchd.pid",
+            "--detach", "--no-chdir", f"--log-file={run_dir}/ovs-vswitchd.log"]
+
+
+# --- our tools, the web tier and the loaders ---------------------------------
+
+def tool(python: str, module: str, *args: str) -> list[str]:
+    """One of the lab's tools (tortoiselab.tools.<module>: bulk, udpprobe, ...)."""
+    return [python, "-m", f"tortoiselab.tools.{module}", *args]
+
+
+def tcpdump(dev: str, out: str | Path, snaplen: int = 128, buffer_kb: int = 8192) -> list[str]:
+    """A capture of TCP and DNS: short snaplen, large buffer, no name
+    lookups, packet-buffered so that a stop loses nothing."""
+    return ["tcpdump", "-i", dev, "-n", "-s", str(snaplen), "-B", str(buffer_kb), "--immediate-mode",
+            "-U", "-w", str(out), "tcp or udp port 53"]
+
+
+def dnsmasq(listen: str, names: dict[str, str], pidfile: str | Path, logfile: str | Path) -> list[str]:
+    """An authoritative-only DNS server for the lab's names: no upstream, no
+    /etc/hosts, no cache surprises (every answer comes from --address)."""
+    argv = ["dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--no-poll",
+            f"--listen-address={listen}", "--bind-interfaces", "--port=53", "--cache-size=0",
+            "--user=root", f"--pid-file={pidfile}", f"--log-facility={logfile}", "--log-queries"]
+    argv += [f"--address=/{name}/{ip}" for name, ip in sorted(names.items())]
+    return argv
+
+
+def page_loader(python: str, url: str, *, ca: str, protocol: str, cache_hit_ratio: float, seed: int,
+                timeout_s: float, har: str | Path, summary: str | Path, dns_server: str | None = None,
+                resolve: dict[str, str] | None = None, coalescing: bool = True, tls: str | None = None,
+                repeat_after_s: float | None = None) -> list[str]:
+    """Our loader (tortoiselab.client): names through the lab's DNS server
+    (dns_server) or fixed (resolve: name -> address)."""
+    argv = [python, "-m", "tortoiselab.client", url, "--ca", ca, "--protocol", protocol,
+            "--cache-hit-ratio", str(cache_hit_ratio), "--seed", str(seed), "--timeout", str(timeout_s),
+            "--har", str(har), "--summary", str(summary)]
+    if dns_server is not None:
+        argv += ["--dns-server", dns_server]
+    else:
+        argv += [x for n, ip in sorted((resolve or {}).items()) for x in ("--resolve", f"{n}:{ip}")]
+    if not coalescing:
+        argv.append("--no-coalescing")
+    if tls:
+        argv += ["--tls", tls]
+    if repeat_after_s:
+        argv += ["--repeat-after", str(repeat_after_s)]
+    return argv
+
+
+def nghttp(url: str) -> list[str]:
+    """nghttp2's client: -a fetches the page's same-origin assets the way it
+    parses them, -n discards bodies, -s prints per-request timings. It
+    resolves through the system resolver and does not verify certificates."""
+    return ["nghttp", "-nas", url]
+
+
+def h2load(url: str, requests: int) -> list[str]:
+    """Bulk throughput as the Stony Brook paper measures it: h2load over one
+    connection, requests one after another (-c 1 -m 1)."""
+    return ["h2load", "-n", str(requests), "-c", "1", "-m", "1", url]

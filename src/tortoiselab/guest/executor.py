@@ -1,5 +1,6 @@
 """One place where lab commands run: every argv is logged with its time,
-exit code and where it ran (the guest's root namespace or a Mininet host)."""
+exit code and where it ran (the guest's root namespace or a Mininet host).
+Writes of kernel settings through sysfs are logged the same way."""
 
 from __future__ import annotations
 
@@ -68,6 +69,19 @@ class Executor:
             rc = proc.returncode
         self.record(where, argv, rc, out, err, t0)
         return rc, out, err
+
+    def write(self, path: Path, value: str, where: str = "root") -> tuple[int, str]:
+        """Write value into a file (a sysfs setting), logged as the step
+        ["write", path, value]; never raises on the kernel's refusal:
+        (0, "") or (errno, the error's text)."""
+        t0 = time.monotonic()
+        try:
+            Path(path).write_text(value)
+            rc, err = 0, ""
+        except OSError as exc:
+            rc, err = exc.errno or 1, str(exc)
+        self.record(where, ["write", str(path), value], rc, "", err, t0)
+        return rc, err
 
     def start(self, argv: list[str], host: Any) -> subprocess.Popen:
         """Start a long-running argv in a Mininet host; the caller waits."""
