@@ -8,10 +8,10 @@ import pytest
 @pytest.fixture(scope="session")
 def study_results(tmp_path_factory, lab_kernel):
     """A function: study id -> the results root holding <experiment>@ci for
-    every experiment of that study (tortoiselab.studies.core.STUDIES), run once
+    every experiment of that study (tortoiselab.studies.STUDIES), run once
     per session (uml backend, virtual clock, 2 lab jobs). Notebooks of the
     studies can read the same folders (results/<name>@ci under the root)."""
-    from tortoiselab.studies import core as studies
+    from tortoiselab import studies
 
     root = tmp_path_factory.mktemp("study-results")
     done: set[str] = set()

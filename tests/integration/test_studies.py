@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from tests.conftest import REPO, TORTOISE
-from tortoiselab.studies import core as S
+from tortoiselab import studies as S
 
 pytestmark = pytest.mark.lab
 
@@ -19,7 +19,7 @@ def test_ci_grid_runs_and_every_claim_evaluates(study_id, study_results):
     root = study_results(study_id)
     study = S.STUDIES[study_id]
     for f in study.experiments:
-        d = S.results_folder(f, "ci", root)
+        d = S.study_folder(f, "ci", root)
         df = S.load_runs(d, S.current_run_ids(f, "ci"))
         assert len(df) == len(S.current_run_ids(f, "ci")) and df["ok"].all(), df[["run_id", "error"]]
         assert (df["clock"] == "virtual").all() and (df["backend"] == "uml").all()
@@ -43,9 +43,9 @@ def test_initcwnd_exact_figures(study_results):
     root = study_results("initcwnd")
     assert _verdict(root, "initcwnd.first-round-iw10").value == 10
     assert _verdict(root, "initcwnd.tls-3-round-trips").value == pytest.approx(3, abs=0.1)
-    df = S.load_runs(S.results_folder("initcwnd", "ci", root))
+    df = S.load_runs(S.study_folder("initcwnd", "ci", root))
     assert (df["repeat_new_conns"] == 0).all() and df["plt2_ms"].notna().all()
-    checks = {c.name: c for c in S.physics_checks(S.results_folder("initcwnd", "ci", root))}
+    checks = {c.name: c for c in S.physics_checks(S.study_folder("initcwnd", "ci", root))}
     for c in checks.values():
         print(c.name, c.ok, c.measured, c.detail, c.failures)
     assert checks["handshake round trips match the TLS version"].ok

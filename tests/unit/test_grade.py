@@ -291,7 +291,7 @@ def test_run_command_names_a_results_root_other_than_results(repo):
 @pytest.mark.parametrize("handout", sorted(p.name for p in (REPO / "labs").glob("[0-9]*.md")))
 def test_the_repository_labs_load(handout):
     """Every lab handout's requirements match its experiments and grids."""
-    from tortoiselab.studies import core as studies
+    from tortoiselab import studies
 
     lab = grade.load_lab(REPO / "labs" / handout)
     assert lab.spec.expected_minutes and lab.spec.expected_minutes <= 30

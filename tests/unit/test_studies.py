@@ -10,7 +10,8 @@ import pytest
 
 from tests.conftest import write_yaml
 
-from tortoiselab.studies import core as S
+from tortoiselab import studies as S
+from tortoiselab.project import REPO_DIR as REPO
 from tortoiselab.spec.experiment import ExperimentError, expand, load
 
 
@@ -98,9 +99,9 @@ def test_every_claim_reads_an_experiment_of_its_study_and_every_file_has_its_gri
             assert c.experiment in names, c.id
             assert c.seed_file in study.seed_files and c.text and c.rule
         for f in study.experiments:
-            exp = load(S.REPO / f)
+            exp = load(REPO / f)
             assert {"ci", "reduced"} <= set(exp.grids), f
-            assert len(expand(load(S.REPO / f, grid="ci"))) <= 4, f
+            assert len(expand(load(REPO / f, grid="ci"))) <= 4, f
             seen.add(f)
     total = sum(len(S.current_run_ids(f, "reduced")) for f in seen)
     print(f"reduced grids: {total} runs")
@@ -152,7 +153,7 @@ def test_linked_axes_vary_together_and_grids_get_their_own_folder(tmp_path):
     # a grid's runs are the same runs as the full sweep's where the configuration is the same
     full_ids = {r.run_id for r in runs}
     assert one.run_id not in full_ids  # the page differs
-    assert S.results_folder(f, "ci", tmp_path) == tmp_path / "g@ci"
+    assert S.study_folder(f, "ci", tmp_path) == tmp_path / "g@ci"
 
 
 @pytest.mark.parametrize("change, error", [
