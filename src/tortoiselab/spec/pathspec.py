@@ -100,12 +100,21 @@ def parse_path(fields: dict) -> PathSpec:
 def describe_errors(exc: ValidationError, prefix: str = "") -> str:
     lines = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
-        where = f"{prefix}.{loc}" if prefix and loc else (prefix or loc)
+        loc = ".".join(_loc_part(p) for p in err["loc"])
+        where = f"{prefix}.{loc}" if prefix and loc else (prefix or loc or "(top level)")
         got = err.get("input")
         hint = _HINTS.get(str(err["loc"][-1]) if err["loc"] else "", "")
-        lines.append(f"{where}: {err['msg']} (got {excerpt(got)}){'; ' + hint if hint else ''}")
+        msg = err["msg"] + ("; remove the key or check its spelling" if err["type"] == "extra_forbidden" else "")
+        lines.append(f"{where}: {msg} (got {excerpt(got)}){'; ' + hint if hint else ''}")
     return "\n".join(lines)
+
+
+def _loc_part(p: object) -> str:
+    """A field's name as written, quoted when it is not a plain name (an
+    empty or odd key in a user's file)."""
+    s = str(p)
+    plain = s and (s[0].isalnum() or s[0] == "_") and all(c.isalnum() or c in "_-+@" for c in s)
+    return s if plain else repr(s)
 
 
 _HINTS = {
