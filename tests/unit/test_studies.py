@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from tests.conftest import write_yaml
 
@@ -95,6 +96,9 @@ def test_every_claim_reads_an_experiment_of_its_study_and_every_file_has_its_gri
     for sid, study in S.STUDIES.items():
         names = {S.experiment_name(f): f for f in study.experiments}
         assert study.claims and all(c.study == sid and c.id.startswith(sid + ".") for c in study.claims)
+        assert (REPO / study.lab).is_file() and (REPO / study.notebook).is_file(), sid  # the handout and notebook
+        front = yaml.safe_load((REPO / study.lab).read_text().split("---")[1])
+        assert S.STUDIES[front["study"]].lab == study.lab, sid  # the handout's study shares it
         for c in study.claims:
             assert c.experiment in names, c.id
             assert c.seed_file in study.seed_files and c.text and c.rule
