@@ -1,6 +1,7 @@
 import math
 
-from tortoiselab.analysis.fidelity import format_table, loss_check, rate_check, rtt_check, window_rates
+from tortoiselab.analysis.fidelity import (format_table, handshake_rtt_check, loss_check, rate_check, rtt_check,
+                                           window_rates)
 from tortoiselab.spec.pathspec import PathSpec
 
 P = PathSpec(rtt_ms=200, rate_mbit=10, loss_pct=1)
@@ -41,3 +42,15 @@ def test_loss_interval():
 def test_table_marks_failures():
     t = format_table([rtt_check(P, 200.157, 20, 20), loss_check("up", 1.0, 4000, 3900)])
     assert "yes" in t and "NO" in t
+
+
+def test_handshake_rtt_names_its_source():
+    """A page-load run's base RTT comes from the TCP handshakes in the
+    server capture, not from ping: the check says so, with the handshake's
+    own frames (SYN-ACK down, ACK up) in the serialization."""
+    c = handshake_rtt_check(P, [200.4, 200.2, 201.0], 3)
+    assert c.measured == 200.2 and c.ok and "min of 3 TCP handshakes in the server capture" in c.note
+    assert c.expected == round(200 + 74 * 8e3 / 10e6 + 66 * 8e3 / 10e6, 3)
+    none = handshake_rtt_check(P, [], 2)
+    assert not none.ok and none.note == "no TCP handshake in the server capture (2 connections)"
+    assert "ping" not in none.note

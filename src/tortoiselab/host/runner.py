@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from tortoiselab.analysis import napkin, whole
-from tortoiselab.analysis.fidelity import rtt_check
+from tortoiselab.analysis.fidelity import handshake_rtt_check
 from tortoiselab.analysis.parsers import parse_nghttp_stats
 from tortoiselab.host import backends, pageload, store
 from tortoiselab.host.errors import RunnerError
@@ -141,7 +141,7 @@ def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path,
         }
         # configured vs measured: the TCP handshake's round trip in the capture
         rtts = [c["tcp_rtt_ms"] for c in ld["connections"] if c.get("tcp_rtt_ms")]
-        fid = rtt_check(run.path, min(rtts) if rtts else None, len(rtts), len(ld["connections"]))
+        fid = handshake_rtt_check(run.path, rtts, len(ld["connections"]))
         record["fidelity"] = [fid.as_dict()]
         for name, src in (("page.har", ld.get("har")), ("server.pcap", ld.get("pcap")),
                           ("client.pcap", ld.get("client_pcap")), ("cwnd.json", ld.get("cwnd"))):
