@@ -70,28 +70,23 @@ def cmd_loss_response(a: argparse.Namespace) -> int:
 
 
 def cmd_pageload(a: argparse.Namespace) -> int:
-    from tortoiselab.host.pageload import run_loads
-    from tortoiselab.host.probe import known_algorithms
-    from tortoiselab.spec.pathspec import check_algorithm
+    # here, not at the top: the CLI starts fast; the lab's front-end loads for lab commands only
+    from tortoiselab.host.pageload import one_load, run_loads
 
     path = parse_path({"rtt_ms": a.rtt_ms, "loss_pct": a.loss_pct, "rate_mbit": a.rate_mbit})
-    check_algorithm(a.cc, known_algorithms(), field="cc")
-    if not 0 <= a.cache_hit_ratio < 1:
-        raise PathError("cache_hit_ratio: give a fraction in [0, 1), e.g. 0.3")
-    server = {"cc": a.cc, "initcwnd_pkts": a.initcwnd, "initrwnd_pkts": a.initrwnd, "protocol": a.server_protocol,
-              "tls": a.tls, "cert": a.cert}
-    client = {"page": a.page, "url": a.url, "loader": a.loader, "coalescing": not a.no_coalescing,
-              "cache_hit_ratio": a.cache_hit_ratio, "resolution": a.resolution, "protocol": a.protocol,
-              "seed": a.seed}
-    res = run_loads([{"label": "load", "server": server, "client": client}], path, backend=a.backend,
-                    clock=a.clock, work=Path(a.work) if a.work else None, seed=a.seed)
+    load = one_load("load", {"cc": a.cc, "initcwnd_pkts": a.initcwnd, "initrwnd_pkts": a.initrwnd,
+                             "protocol": a.server_protocol, "tls": a.tls, "cert": a.cert},
+                    {"page": a.page, "url": a.url, "loader": a.loader, "coalescing": not a.no_coalescing,
+                     "cache_hit_ratio": a.cache_hit_ratio, "resolution": a.resolution, "protocol": a.protocol},
+                    seed=a.seed)
+    res = run_loads([load], path, backend=a.backend, clock=a.clock, work=Path(a.work) if a.work else None,
+                    seed=a.seed)
     ld = res["loads"][0]
     s = ld["summary"]
     if a.json:
         print(json.dumps({"backend": res["backend"], "clock": res["clock"], **ld}, indent=1))
     else:
-        print(f"backend {res['backend']}, clock {res['clock']}; {a.loader} loading "
-              f"{a.url or 'https://www.lab.test/' + a.page}")
+        print(f"backend {res['backend']}, clock {res['clock']}; {a.loader} loading {load.client.target()}")
         for k in ("error", "plt_ms", "plt_from_request_ms", "content_download_ms", "ttfb_ms", "dns_ms",
                   "requests", "bytes", "connections_opened", "reuse_ratio", "throughput_mbit"):
             if k in s:

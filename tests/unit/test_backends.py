@@ -4,6 +4,8 @@ import sys
 import pytest
 
 from tortoiselab.host import backends as B
+from tortoiselab.spec.pathspec import PathSpec
+from tortoiselab.spec.requests import CcCheckRequest, read_request
 
 
 def test_uml_argv_virtual():
@@ -90,3 +92,22 @@ def test_native_accepts_our_modules_that_dkms_installed(monkeypatch):
 def test_native_refuses_a_host_without_netem(monkeypatch):
     _fake_host(monkeypatch, "CONFIG_TCP_CONG_CUBIC=y\n", set())
     assert B.host_can_emulate(["cubic"]) == (False, "host kernel has no netem (CONFIG_NET_SCH_NETEM)")
+
+
+def test_run_task_writes_the_typed_request_with_where_it_runs(tmp_path, monkeypatch):
+    seen = {}
+    monkeypatch.setattr(B, "_run_native", lambda work, timeout_s: seen.setdefault("native", (work, timeout_s)))
+    monkeypatch.setattr(B, "_run_uml", lambda info, req, work, timeout_s: seen.setdefault("uml", req))
+    monkeypatch.setattr(B, "modules_path", lambda kernel: tmp_path / "modules-x")
+    req = CcCheckRequest(path=PathSpec(rtt_ms=40), algorithms=["cubic"], seed=5)
+    B.run_task(B.BackendInfo("native", "real"), req, tmp_path / "n")
+    assert seen["native"] == (tmp_path / "n", B.TASK_TIMEOUT_S)
+    native = read_request((tmp_path / "n" / "request.json").read_text())
+    assert native == req.model_copy(update={"backend": "native", "clock": "real", "private_ovs": False})
+    assert native.modules_dir is None  # the host's kernel: its own modules
+    B.run_task(B.BackendInfo("uml", "virtual", "/k/linux"), req, tmp_path / "u")
+    uml = read_request((tmp_path / "u" / "request.json").read_text())
+    assert (uml.backend, uml.clock, uml.private_ovs, uml.modules_dir) == ("uml", "virtual", True,
+                                                                          str(tmp_path / "modules-x"))
+    assert seen["uml"] == uml and (uml.seed, uml.algorithms) == (5, ["cubic"])
+    assert req.backend is None  # the caller's request is left as it was

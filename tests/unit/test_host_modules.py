@@ -5,7 +5,8 @@ tests/integration/test_ccmodules.py covers the real modules in the guest."""
 
 import pytest
 
-from tortoiselab.guest import lab
+from tortoiselab.guest import modules
+from tortoiselab.spec.requests import PageLoadRequest
 
 
 class FakeKernel:
@@ -25,23 +26,23 @@ class FakeKernel:
 @pytest.fixture
 def kernel(monkeypatch):
     k = FakeKernel({"cubic_plus": {"beta": "0.700", "n": "6"}})
-    monkeypatch.setattr(lab, "available_algorithms", lambda: ["reno", "cubic", *k.params])
-    monkeypatch.setattr(lab, "module_params_now", lambda alg: dict(k.params.get(alg, {})))
+    monkeypatch.setattr(modules, "available_algorithms", lambda: ["reno", "cubic", *k.params])
+    monkeypatch.setattr(modules, "module_params_now", lambda alg: dict(k.params.get(alg, {})))
 
     def set_params(ex, alg, ps):
         k.params[alg].update(ps)
         return dict(k.params[alg])
 
-    monkeypatch.setattr(lab, "set_module_params", set_params)
+    monkeypatch.setattr(modules, "set_module_params", set_params)
     return k
 
 
 def test_parameters_are_restored_and_only_our_load_is_undone(kernel):
-    req = {"task": "pageload", "module_params": {"cubic_plus": {"beta": "0.900"}},
-           "loads": [{"server": {"cc": "reno_beta"}}, {"server": {"cc": "cubic"}}]}
-    needed = lab.requested_algorithms(req)
+    req = PageLoadRequest(path={}, module_params={"cubic_plus": {"beta": "0.900"}},
+                          loads=[{"label": "a", "server": {"cc": "reno_beta"}}, {"label": "b", "server": {"cc": "cubic"}}])
+    needed = modules.requested_algorithms(req)
     assert needed == {"cubic_plus", "reno_beta", "cubic"}
-    with lab.host_modules(kernel, needed, req["module_params"]) as now:
+    with modules.host_modules(kernel, needed, req.module_params) as now:
         assert now == {"cubic_plus": {"beta": "0.900", "n": "6"}, "reno_beta": {"beta": "0.500"}}
     assert kernel.params == {"cubic_plus": {"beta": "0.700", "n": "6"}}
     assert kernel.argv == [["modprobe", "tcp_reno_beta"], ["rmmod", "tcp_reno_beta"]]
@@ -49,6 +50,6 @@ def test_parameters_are_restored_and_only_our_load_is_undone(kernel):
 
 def test_restored_even_when_the_task_fails(kernel):
     with pytest.raises(RuntimeError):
-        with lab.host_modules(kernel, {"cubic_plus"}, {"cubic_plus": {"n": "2"}}):
+        with modules.host_modules(kernel, {"cubic_plus"}, {"cubic_plus": {"n": "2"}}):
             raise RuntimeError("task failed")
     assert kernel.params["cubic_plus"] == {"beta": "0.700", "n": "6"}

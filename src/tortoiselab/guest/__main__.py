@@ -1,8 +1,10 @@
 """Entry point inside the lab: `python -m tortoiselab.guest REQUEST.json`.
 
-Reads the request the host wrote into the run's work folder, runs the task
-and writes result.json next to it (temp file + rename). Exit code 0 when the
-task ran, 1 when it raised (the error and traceback are in result.json).
+Reads the request the host wrote into the run's work folder as its task's
+typed model (spec/requests.py), runs the task and writes result.json next
+to it (temp file + rename). Exit code 0 when the task ran, 1 when the
+request was refused (the bad fields named) or the task raised (the error
+and traceback are in result.json).
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import traceback
 from pathlib import Path
 
 from tortoiselab.guest.executor import Executor
+from tortoiselab.guest.net import LabContext
+from tortoiselab.guest.tasks import run_task
 from tortoiselab.project import PKG_DIR, REPO_DIR
-from tortoiselab.guest.lab import LabContext, run_task
+from tortoiselab.spec.requests import read_request
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
@@ -46,23 +50,26 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-def main(argv: list[str]) -> int:
-    req_path = Path(argv[1])
+def run(req_path: Path) -> tuple[dict, int]:
+    """The task of one request file: (result, exit code)."""
     work = req_path.parent
-    req = json.loads(req_path.read_text())
     ex = Executor(log_path=work / "commands.log")
-    ctx = LabContext(ex=ex, work=work, private_ovs=req.get("private_ovs", True),
-                     switch=req.get("switch", "ovs"), seed=int(req.get("seed", 1)))
     try:
-        result = {"ok": True, **run_task(ctx, req)}
-        rc = 0
+        req = read_request(req_path.read_bytes())
+        ctx = LabContext(ex=ex, work=work, private_ovs=req.private_ovs, switch=req.switch, seed=req.seed)
+        result, rc = {"ok": True, **run_task(ctx, req)}, 0
     except Exception as exc:  # reported to the host, which raises it there
-        result = {"ok": False, "error": f"{type(exc).__name__}: {exc}",
-                  "traceback": traceback.format_exc()}
+        result = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
         rc = 1
     result["commands"] = ex.records
     result["code_digest"] = code_digest()
-    write_json_atomic(work / "result.json", result)
+    return result, rc
+
+
+def main(argv: list[str]) -> int:
+    req_path = Path(argv[1])
+    result, rc = run(req_path)
+    write_json_atomic(req_path.parent / "result.json", result)
     return rc
 
 

@@ -3,7 +3,7 @@
 tracefs inside the lab.
 
 The trace clock is `mono`: the default (`local`) advanced in 10 ms steps in
-the UML guest (DESIGN.md §2); `mono` follows the guest's clock, which on the
+the UML guest (docs/determinism.md); `mono` follows the guest's clock, which on the
 virtual clock is the simulated time.
 """
 

@@ -2,8 +2,8 @@
 (the lab kernel as an ordinary process, no root), on a real or a virtual
 clock. `auto` picks native only where the host can emulate.
 
-Both take a request (a dict) and a work folder, and return the guest's
-result.json as a dict. The uml backend records the UML process group it
+Both take a typed request (spec/requests.py) and a work folder, and return
+the guest's result.json as a dict. The uml backend records the UML process group it
 started and kills exactly that group on timeout or interrupt.
 """
 
@@ -21,9 +21,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tortoiselab.spec.pathspec import STOCK_ALGORITHMS
-
 from tortoiselab.project import PKG_DIR, REPO_DIR
+from tortoiselab.spec.pathspec import STOCK_ALGORITHMS
+from tortoiselab.spec.requests import LabRequest
+
 GUEST_INIT = PKG_DIR / "guest" / "init.sh"
 NO_HOST_ENTROPY = PKG_DIR / "tools" / "no_host_entropy.py"
 
@@ -43,6 +44,12 @@ CONFIG_TO_ALGO = {
 # aligned to wall-clock seconds differed between two runs (docs/determinism.md).
 # The lab PKI's validity window contains it.
 VIRTUAL_EPOCH_S = 1893456000
+
+
+# the watchdog: wall time a lab boot may take before it is killed; tasks
+# that run many transfers or loads in one boot get the long one
+TASK_TIMEOUT_S = 900.0
+LONG_TASK_TIMEOUT_S = 1800.0
 
 
 class LabError(RuntimeError):
@@ -167,18 +174,22 @@ def choose(backend: str, clock: str, algorithms: list[str]) -> BackendInfo:
     return BackendInfo("uml", "virtual" if clock in ("auto", "virtual") else "real", str(kernel))
 
 
-def run_task(info: BackendInfo, request: dict, work: Path, timeout_s: float = 900) -> dict:
+def run_task(info: BackendInfo, request: LabRequest, work: Path, timeout_s: float = TASK_TIMEOUT_S) -> dict:
+    """Run one typed lab request (spec/requests.py) on the chosen backend:
+    add where it runs (backend, clock, private_ovs, our modules for a uml
+    kernel), write it as request.json into work and return the guest's
+    result.json."""
     work.mkdir(parents=True, exist_ok=True)
-    req = {**request, "backend": info.backend, "clock": info.clock,
-           "private_ovs": info.backend == "uml"}
+    placed = {"backend": info.backend, "clock": info.clock, "private_ovs": info.backend == "uml"}
     if info.backend == "uml":
         mods = modules_path(Path(info.kernel) if info.kernel else None)
         if mods is not None:
-            req["modules_dir"] = str(mods)
-    (work / "request.json").write_text(json.dumps(req, indent=1, sort_keys=True))
+            placed["modules_dir"] = str(mods)
+    req = type(request).model_validate({**request.model_dump(), **placed})
+    (work / "request.json").write_text(req.model_dump_json(indent=1))
     if info.backend == "native":
         return _run_native(work, timeout_s)
-    return _run_uml(info, work, timeout_s)
+    return _run_uml(info, req, work, timeout_s)
 
 
 def _read_result(work: Path, log_hint: Path | None) -> dict:
@@ -260,18 +271,16 @@ def _compile_package() -> None:
             _compiled = True
 
 
-def _run_uml(info: BackendInfo, work: Path, timeout_s: float) -> dict:
+def _run_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float) -> dict:
     assert info.kernel is not None
     work = Path(work).resolve()  # HOME below: UML panics in make_umid on a relative $HOME/.uml
     # fixed length: the umid is on the guest's command line (docs/determinism.md)
     umid = f"tl-{os.getpid() % 10**7:07d}-{int(time.time() * 1000) % 10**8:08d}"
     _compile_package()
-    req = json.loads((work / "request.json").read_text())
     # on the command line only what every boot of a run shares (the kernel
     # mixes it into its random pool); the run's own folders go in a file
-    argv = uml_argv(info.kernel, info.clock, umid,
-                    extra_ro=[req["modules_dir"]] if req.get("modules_dir") else [])
-    (work / "ro_paths").write_text(":".join(plain_paths([str(x) for x in req.get("ro_paths", [])])))
+    argv = uml_argv(info.kernel, info.clock, umid, extra_ro=[req.modules_dir] if req.modules_dir else [])
+    (work / "ro_paths").write_text(":".join(plain_paths(list(req.ro_paths))))
     log = work / "console.log"
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(work), "TMPDIR": "/dev/shm"}
     with open(log, "w") as fh:

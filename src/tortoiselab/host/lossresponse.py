@@ -13,6 +13,7 @@ from tortoiselab.analysis.ccanalysis import cubic_k, find_loss_event, fit_k, rtt
 from tortoiselab.spec.ccparams import beta_effective, check_params
 from tortoiselab.analysis.parsers import parse_tc_filter_drops
 from tortoiselab.spec.pathspec import PathSpec
+from tortoiselab.spec.requests import LossArm, LossResponseRequest, ModuleCheckRequest
 
 # A loss-free path far from full: 100 ms, 100 Mbit/s (BDP 826 frames, and as
 # much queue), so the one deterministic drop is the only loss. The drop is
@@ -84,17 +85,21 @@ def analyze(arms: list[Arm], task: dict) -> list[dict]:
     return rows
 
 
+def lab_request(arms: list[Arm]) -> LossResponseRequest:
+    """The loss-response task for these arms: CUBIC+ arms send enough for the K fit."""
+    return LossResponseRequest(path=PATH, drop_nth=DROP_NTH, arms=[
+        LossArm(label=a.label, cc=a.cc, params=a.params,
+                segments=SEGMENTS_REGROWTH if a.cc == "cubic_plus" else SEGMENTS_RATIO) for a in arms])
+
+
 def run(backend: str = "uml", clock: str = "virtual", work: Path | None = None,
-        arms: list[Arm] | None = None, timeout_s: float = 1800) -> tuple[list[dict], dict]:
+        arms: list[Arm] | None = None, timeout_s: float = backends.LONG_TASK_TIMEOUT_S) -> tuple[list[dict], dict]:
     arms = arms or default_arms()
     for a in arms:
         check_params(a.cc, a.params, field=f"arm {a.label!r}")
     info = backends.choose(backend, clock, sorted({a.cc for a in arms}))
     work = work or Path(tempfile.mkdtemp(prefix="tortoise-lossresp-"))
-    req = {"task": "loss_response", "path": PATH.model_dump(), "drop_nth": DROP_NTH,
-           "arms": [{"label": a.label, "cc": a.cc, "params": a.params,
-                     "segments": SEGMENTS_REGROWTH if a.cc == "cubic_plus" else SEGMENTS_RATIO} for a in arms]}
-    result = backends.run_task(info, req, work, timeout_s=timeout_s)
+    result = backends.run_task(info, lab_request(arms), work, timeout_s=timeout_s)
     rows = analyze(arms, result["task"])
     meta = {"backend": info.backend, "clock": info.clock, "kernel_release": result["kernel_release"],
             "modules": result.get("modules", {}), "work": str(work)}
@@ -120,11 +125,16 @@ def format_rows(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+# values our modules must refuse (outside the bounds in spec/ccparams.py)
+BAD_PARAMS = {"reno_beta": {"beta": "1.5"}, "cubic_plus": {"n": "0", "beta": "1.5"}}
+
+
 def run_module_check(backend: str = "uml", clock: str = "virtual", work: Path | None = None,
-                     bad_params: dict[str, dict[str, str]] | None = None) -> dict:
+                     bad_params: dict[str, dict[str, str]] | None = None,
+                     timeout_s: float = backends.TASK_TIMEOUT_S) -> dict:
     """Load/unload our modules in the lab kernel and offer them bad values."""
     info = backends.choose(backend, clock, ["cubic"])
     work = work or Path(tempfile.mkdtemp(prefix="tortoise-modcheck-"))
-    bad = bad_params or {"reno_beta": {"beta": "1.5"}, "cubic_plus": {"n": "0", "beta": "1.5"}}
-    result = backends.run_task(info, {"task": "module_check", "bad_params": bad}, work)
+    req = ModuleCheckRequest(bad_params=bad_params or BAD_PARAMS)
+    result = backends.run_task(info, req, work, timeout_s=timeout_s)
     return {"available_cc": result["available_cc"], **result["task"]}

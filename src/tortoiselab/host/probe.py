@@ -4,7 +4,6 @@ against its configuration."""
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -14,10 +13,12 @@ from tortoiselab.host import backends
 from tortoiselab.analysis.fidelity import Check, format_table, loss_check, rate_check, rtt_check
 from tortoiselab.spec.ccparams import OUR_MODULES
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS, PathSpec, check_algorithm
+from tortoiselab.spec.requests import CcCheckRequest, ProbeMeasure, ProbeRequest
 
 
 def known_algorithms() -> list[str]:
     return [*STOCK_ALGORITHMS, *OUR_MODULES]
+
 
 # slow start and the loss-recovery it ends in take a few RTTs; the rate is
 # read after this much of the bulk transfer (scaled up for long RTTs)
@@ -82,8 +83,8 @@ def evaluate(path: PathSpec, task: dict) -> list[Check]:
 
 
 def run_probe(path: PathSpec, cc: str = "cubic", backend: str = "auto", clock: str = "auto",
-              work: Path | None = None, measure: dict | None = None, switch: str = "ovs",
-              timeout_s: float = 900, seed: int = 1,
+              work: Path | None = None, measure: ProbeMeasure | dict | None = None, switch: str = "ovs",
+              timeout_s: float = backends.TASK_TIMEOUT_S, seed: int = 1,
               module_params: dict[str, dict[str, str]] | None = None) -> ProbeReport:
     # names no lab kernel has are refused before even looking for a kernel
     check_algorithm(cc, known_algorithms(), field="cc")
@@ -93,9 +94,8 @@ def run_probe(path: PathSpec, cc: str = "cubic", backend: str = "auto", clock: s
     check_algorithm(cc, algos, field="cc")
     if work is None:
         work = Path(tempfile.mkdtemp(prefix="tortoise-probe-"))
-    req = {"task": "probe", "path": path.model_dump(), "cc": cc, "switch": switch,
-           "measure": measure or {}, "seed": seed,
-           "module_params": module_params or {}}
+    req = ProbeRequest(path=path, cc=cc, switch=switch, seed=seed, module_params=module_params or {},
+                       measure=ProbeMeasure.model_validate(measure or {}))
     t0 = time.monotonic()
     result = backends.run_task(info, req, work, timeout_s=timeout_s)
     wall = time.monotonic() - t0
@@ -109,17 +109,13 @@ def run_probe(path: PathSpec, cc: str = "cubic", backend: str = "auto", clock: s
 
 
 def run_cc_check(algorithms: list[str] | None = None, backend: str = "auto", clock: str = "auto",
-                 work: Path | None = None, path: PathSpec | None = None, timeout_s: float = 900) -> dict:
+                 work: Path | None = None, path: PathSpec | None = None,
+                 timeout_s: float = backends.TASK_TIMEOUT_S) -> dict:
     """Select each algorithm for the server and read back what ss reports."""
     info = backends.choose(backend, clock, algorithms or ["cubic"])
     if work is None:
         work = Path(tempfile.mkdtemp(prefix="tortoise-cc-"))
-    path = path or PathSpec(rtt_ms=40, loss_pct=0, rate_mbit=20)
-    req = {"task": "cc_check", "path": path.model_dump(), "algorithms": algorithms}
+    req = CcCheckRequest(path=path or PathSpec(rtt_ms=40, loss_pct=0, rate_mbit=20), algorithms=algorithms)
     result = backends.run_task(info, req, work, timeout_s=timeout_s)
     return {"backend": info.backend, "clock": info.clock, "available_cc": result["available_cc"],
             **result["task"]}
-
-
-def uid_can_run() -> bool:
-    return os.geteuid() != 0

@@ -1,0 +1,54 @@
+"""The guest's clock: absolute sleeps that line runs up on the virtual clock.
+
+On the virtual clock (UML's time-travel) every run must reach the same
+instants: a relative sleep carries whatever the steps before it cost, an
+absolute deadline does not (docs/determinism.md).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import math
+import time
+from pathlib import Path
+
+_CLOCK_MONOTONIC = 1
+_TIMER_ABSTIME = 1
+_EINTR = 4
+
+
+class _Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def sleep_until_monotonic(t_s: float) -> None:
+    """Sleep until CLOCK_MONOTONIC reads t_s (an absolute deadline,
+    clock_nanosleep TIMER_ABSTIME); at once if it has passed. On the virtual
+    clock every later event then happens at the same instant in every run,
+    whatever the boot cost: boot took a few microseconds more or less from
+    run to run (docs/determinism.md), and a relative sleep carried that on."""
+    ns = int(round(t_s * 1e9))
+    ts = _Timespec(ns // 10**9, ns % 10**9)
+    while True:  # restart after a signal
+        rc = _libc().clock_nanosleep(_CLOCK_MONOTONIC, _TIMER_ABSTIME, ctypes.byref(ts), None)
+        if rc != _EINTR:
+            return
+
+
+def align_to_grid(step_s: float = 0.5) -> None:
+    """Sleep until the next multiple of step_s (at least step_s/2 away) of
+    the monotonic clock: two runs that drifted apart by microseconds meet
+    again at the same instant (docs/determinism.md)."""
+    now = time.monotonic()
+    sleep_until_monotonic(math.ceil((now + step_s / 2) / step_s) * step_s)
+
+
+def uptime_s() -> float:
+    """The guest kernel's uptime: on the virtual clock, the simulated time."""
+    return float(Path("/proc/uptime").read_text().split()[0])

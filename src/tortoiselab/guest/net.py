@@ -1,0 +1,300 @@
+"""The emulated network: Open vSwitch, the Mininet graph and the running
+lab over it (PathLab), configured and measured through the executor.
+
+One path: client -- s1 -- WAN -- s2 -- server (docs/architecture.md). The
+emulation sits on the WAN link only: netem on s1's WAN port shapes
+client-to-server traffic, netem on s2's WAN port shapes server-to-client
+traffic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from mininet.log import setLogLevel
+from mininet.net import Mininet
+from mininet.node import OVSSwitch
+from mininet.nodelib import LinuxBridge
+
+from tortoiselab.analysis.parsers import parse_ping, parse_ss_ti
+from tortoiselab.guest import commands as C
+from tortoiselab.guest.clock import align_to_grid, sleep_until_monotonic
+from tortoiselab.guest.executor import Executor
+from tortoiselab.guest.modules import available_algorithms
+from tortoiselab.spec.pathspec import PathSpec
+from tortoiselab.spec.topology import ONE_PATH, Graph
+
+OVS_RUN = Path("/run/openvswitch")
+# ovs-vswitchd sizes its handler threads from a CPU count that it caches only
+# once the monotonic clock has passed 10 s; started earlier (as on the virtual
+# clock, where boot takes no time) it gets 0 handlers and passes no traffic
+# (docs/determinism.md). Waiting costs nothing on the virtual clock.
+OVS_MIN_UPTIME_S = 10.5
+# how long one of our tools may run beyond the time its work should take,
+# and how long a server gets to finish once its client has
+TOOL_GRACE_S = 120.0
+SERVER_EXIT_S = 60.0
+LAB_PREFIX = "10.0.0.0/8"  # every lab address (spec/topology.py)
+
+
+@dataclass
+class LabContext:
+    """What a task needs: the executor, where to write, and how the lab runs."""
+
+    ex: Executor
+    work: Path
+    private_ovs: bool  # start our own ovsdb/vswitchd (uml) or use the host's (native)
+    switch: str = "ovs"
+    seed: int = 1  # the run's seed; every random stream is derived from it
+
+
+def _entropy_file(seed: int) -> Path:
+    """Bytes derived from the run's seed, for OVS's /dev/urandom."""
+    entropy = OVS_RUN / "entropy"
+    if not entropy.exists():
+        entropy.write_bytes(random.Random(C.derive_seed(seed, "ovs", "entropy")).randbytes(4096))
+    return entropy
+
+
+def _stop_by_pidfiles(names: tuple[str, ...]) -> None:
+    for name in names:
+        pidfile = OVS_RUN / f"{name}.pid"
+        if pidfile.exists():
+            try:
+                os.kill(int(pidfile.read_text().strip()), 15)
+            except (ProcessLookupError, ValueError):
+                pass
+
+
+@contextmanager
+def private_ovs(ex: Executor, seed: int | None = None) -> Iterator[None]:
+    """ovsdb-server + ovs-vswitchd with their files under /run (a tmpfs in
+    the guest); stopped by the pids they recorded, also when a start fails.
+    With a seed, both read bytes derived from it as /dev/urandom."""
+    OVS_RUN.mkdir(parents=True, exist_ok=True)
+    db = OVS_RUN / "conf.db"
+
+    def daemon(argv: list[str]) -> list[str]:
+        return argv if seed is None else C.seeded_entropy(argv, _entropy_file(seed))
+
+    try:
+        ex.run(C.ovsdb_create(db))
+        ex.run(daemon(C.ovsdb_server(OVS_RUN, db)))
+        ex.run(C.ovs_init())
+        # vswitchd counts its handler threads right only after 10 s of uptime
+        # (docs/determinism.md); the absolute deadline also aligns every run
+        sleep_until_monotonic(OVS_MIN_UPTIME_S)
+        ex.run(daemon(C.ovs_vswitchd(OVS_RUN)))
+        align_to_grid()  # vswitchd's start-up work is over; every run goes on from the same instant
+        yield
+    finally:
+        _stop_by_pidfiles(("ovs-vswitchd", "ovsdb-server"))
+
+
+def _no_ipv6_from_birth(ex: Executor) -> None:
+    """uml: the guest's own kernel. No IPv6 anywhere, from the first
+    namespace on: Mininet makes the hosts' namespaces and links as soon as
+    they are added, and a new namespace otherwise starts with IPv6 on, whose
+    DAD, router solicitations and MLD reports wait random delays; those woke
+    the kernel's workers at random moments and moved the run by microseconds
+    (docs/determinism.md). devconf_inherit_init_net=1: new namespaces copy
+    the root's all/default settings. Switch ports are born without IPv6 too
+    (turning it off port by port woke vswitchd)."""
+    ex.run(C.sysctl_set("net.core.devconf_inherit_init_net", 1))
+    for key in ("all", "default"):
+        ex.run(C.sysctl_set(f"net.ipv6.conf.{key}.disable_ipv6", 1))
+
+
+@contextmanager
+def mininet_path(ctx: LabContext, graph: Graph = ONE_PATH) -> Iterator["PathLab"]:
+    """Build the graph in Mininet and stop it again, also on error."""
+    setLogLevel("warning")
+    switch_cls = OVSSwitch if ctx.switch == "ovs" else LinuxBridge
+    if ctx.private_ovs:
+        _no_ipv6_from_birth(ctx.ex)
+    net = Mininet(topo=None, build=False, controller=None, autoSetMacs=True,
+                  autoStaticArp=True, waitConnected=False)
+    nodes = {}
+    for h in graph.hosts:
+        nodes[h.name] = net.addHost(h.name, ip=h.ip)
+    for s in graph.switches:
+        opts = {"failMode": "standalone"} if ctx.switch == "ovs" else {}
+        nodes[s] = net.addSwitch(s, cls=switch_cls, **opts)
+    links = {}
+    for i, (a, b) in enumerate(graph.links, 1):
+        # switch ports get fixed MACs (hosts get theirs from autoSetMacs): the
+        # kernel's random ones decided when OVS re-picked a bridge's own MAC
+        # as ports joined, work that took more time in some runs (docs/determinism.md)
+        macs = {f"addr{k}": f"02:00:00:00:{i:02x}:{k:02x}" for k, n in ((1, a), (2, b)) if n in graph.switches}
+        links[(a, b)] = net.addLink(nodes[a], nodes[b], **macs)
+    try:
+        net.build()
+        net.start()
+        yield PathLab(ctx, net, nodes, links, graph.wan)
+    finally:
+        net.stop()
+
+
+class PathLab:
+    """A running one-path lab: configure it, then measure over it."""
+
+    def __init__(self, ctx: LabContext, net, nodes: dict, links: dict, wan_key: tuple[str, str]) -> None:
+        self.ctx, self.net, self.nodes = ctx, net, nodes
+        self.client, self.server = nodes["client"], nodes["server"]
+        wan = links[wan_key]
+        # the switch port the server's packets enter the network through
+        self.server_port = next(l.intf1.name if l.intf2.node is self.server else l.intf2.name
+                                for l in links.values() if self.server in (l.intf1.node, l.intf2.node))
+        # the WAN link's two ports: egress of s1's shapes the uplink,
+        # egress of s2's shapes the downlink (server -> client)
+        self.up_dev, self.down_dev = wan.intf1.name, wan.intf2.name
+        self.seed = ctx.seed
+        self.seeds: dict[str, int] = {}
+
+    @property
+    def ex(self) -> Executor:
+        return self.ctx.ex
+
+    def all_intfs(self) -> list[tuple[object, str]]:
+        out = []
+        for node in self.nodes.values():
+            for intf in node.intfList():
+                if intf.name != "lo":
+                    out.append((node, intf.name))
+        return out
+
+    def configure(self, path: PathSpec, server_cc: str, client_cc: str = "cubic",
+                  initcwnd: int | None = None, initrwnd: int | None = None,
+                  loss_on: bool = True, ssthresh: int | None = None) -> None:
+        ex = self.ex
+        self.quiet_ipv6()
+        # a non-initial netns may only pick allowed algorithms (EPERM otherwise)
+        ex.run(C.sysctl_set("net.ipv4.tcp_allowed_congestion_control", " ".join(available_algorithms())))
+        for node, dev in self.all_intfs():
+            host = node if node in self.net.hosts else None
+            ex.run(C.offloads_off(dev), host=host)
+        for host, cc in ((self.client, client_cc), (self.server, server_cc)):
+            ex.run(C.sysctl_set("net.ipv4.tcp_no_metrics_save", 1), host=host)
+            ex.run(C.sysctl_set("net.ipv4.tcp_congestion_control", cc), host=host)
+        if initcwnd is not None or initrwnd is not None or ssthresh is not None:
+            for host in (self.client, self.server):
+                ex.run(C.route_window(LAB_PREFIX, host.defaultIntf().name, initcwnd, initrwnd,
+                                      ssthresh if host is self.server else None), host=host)
+        self.set_netem(path, loss_on)
+
+    def quiet_ipv6(self) -> None:
+        """IPv6 off on every lab interface. The lab's traffic is IPv4; IPv6
+        router solicitations, DAD and MLD reports go out on random timers for
+        seconds after a link comes up, and each one that crosses netem takes
+        a draw from its PRNG, so two runs with one seed would lose different
+        packets (seen here: the uplink's losses shifted by one)."""
+        for host in self.net.hosts:
+            for key in ("all", "default"):
+                self.ex.run(C.sysctl_set(f"net.ipv6.conf.{key}.disable_ipv6", 1), host=host)
+        for node, dev in self.all_intfs():
+            if node not in self.net.hosts:
+                self.ex.run(C.sysctl_set(f"net.ipv6.conf.{dev}.disable_ipv6", 1))
+
+    def set_netem(self, path: PathSpec, loss_on: bool = True) -> None:
+        """netem on both WAN ports, each with its own seeded PRNG (derived from
+        the run's seed), so that a rerun draws the same losses."""
+        for dev, direction, loss, rate in ((self.up_dev, "up", path.loss_up, path.rate_up),
+                                           (self.down_dev, "down", path.loss_down_pct, path.rate_mbit)):
+            loss = loss if loss_on else 0.0
+            self.ex.run(C.netem(dev, path, loss, rate))
+            seed = C.derive_seed(self.seed, "netem", direction)
+            self.ex.run(C.netem_seed(dev, path, loss, seed, sys.executable, rate))
+            self.seeds[f"netem_{direction}"] = seed
+
+    # --- measurements ---------------------------------------------------
+
+    def ping(self, count: int, interval_s: float) -> dict:
+        out = self.ex.run(C.ping(self.server.IP(), count, interval_s), host=self.client, check=False,
+                          timeout=count * interval_s + TOOL_GRACE_S)
+        r = parse_ping(out)
+        return {"transmitted": r.transmitted, "received": r.received, "rtts_ms": list(r.rtts_ms),
+                "min_ms": r.min_ms, "avg_ms": r.avg_ms, "max_ms": r.max_ms, "raw": out}
+
+    @contextmanager
+    def _tool(self, host, module: str, *args: str) -> Iterator[subprocess.Popen]:
+        """One of our tools running in a Mininet host; killed if the caller
+        fails before it has finished."""
+        proc = self.ex.start(C.tool(sys.executable, module, *args), host)
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+
+    def bulk(self, seconds: float, port: int = 5001, sample_s: float = 0.1,
+             ss_at_s: float | None = None, nbytes: int | None = None) -> dict:
+        """Server-to-client bulk transfer; samples the downlink bottleneck's
+        byte counter (the frames that left the queue) every `sample_s`."""
+        size = ["--bytes", str(nbytes)] if nbytes is not None else []
+        counter = Path(f"/sys/class/net/{self.down_dev}/statistics/tx_bytes")
+        samples: list[tuple[float, int]] = []
+        stop = threading.Event()
+
+        def sample() -> None:
+            t0 = time.monotonic()
+            while not stop.is_set():
+                samples.append((round(time.monotonic() - t0, 6), int(counter.read_text())))
+                stop.wait(sample_s)
+
+        ss_text = None
+        with ExitStack() as stack:
+            srv = stack.enter_context(self._tool(self.server, "bulk", "serve", "--port", str(port),
+                                                 "--seconds", str(seconds), *size))
+            if srv.stdout.readline().strip() != "listening":
+                raise RuntimeError(f"bulk server did not start: {srv.stderr.read()}")
+            th = threading.Thread(target=sample, daemon=True)
+            cli = stack.enter_context(self._tool(self.client, "bulk", "fetch", "--host", self.server.IP(),
+                                                 "--port", str(port), *size))
+            th.start()
+            stack.callback(th.join)
+            stack.callback(stop.set)
+            if ss_at_s is not None:
+                time.sleep(ss_at_s)
+                ss_text = self.ex.run(C.ss_tcp_info(port), host=self.server)
+            cout, cerr = cli.communicate(timeout=seconds + TOOL_GRACE_S)
+            sout, serr = srv.communicate(timeout=SERVER_EXIT_S)
+        if cli.returncode != 0 or srv.returncode != 0:
+            raise RuntimeError(f"bulk transfer failed: client {cerr.strip()} server {serr.strip()}")
+        result = {"client": json.loads(cout.strip().splitlines()[-1]),
+                  "server": json.loads(sout.strip().splitlines()[-1]),
+                  "samples": samples}
+        if ss_text is not None:
+            result["ss"] = [s.__dict__ for s in parse_ss_ti(ss_text)]
+            result["ss_raw"] = ss_text
+        return result
+
+    def udp_loss(self, sender, receiver, count: int, interval_ms: float, port: int = 5002) -> dict:
+        with ExitStack() as stack:
+            rcv = stack.enter_context(self._tool(receiver, "udpprobe", "recv", "--port", str(port),
+                                                 "--idle", "3", "--count", str(count)))
+            if rcv.stdout.readline().strip() != "listening":
+                raise RuntimeError(f"udp receiver did not start: {rcv.stderr.read()}")
+            snd = stack.enter_context(self._tool(sender, "udpprobe", "send", "--host", receiver.IP(),
+                                                 "--port", str(port), "--count", str(count),
+                                                 "--interval-ms", str(interval_ms)))
+            sout, serr = snd.communicate(timeout=count * interval_ms / 1e3 + TOOL_GRACE_S)
+            rout, rerr = rcv.communicate(timeout=TOOL_GRACE_S)
+        if snd.returncode != 0 or rcv.returncode != 0:
+            raise RuntimeError(f"udp probe failed: {serr.strip()} {rerr.strip()}")
+        r = json.loads(rout.strip().splitlines()[-1])
+        return {"sent": json.loads(sout.strip().splitlines()[-1])["sent"],
+                "received": r["received"], "lost_seqs": r.get("lost_seqs", [])}
+
+    def qdisc_stats(self) -> dict:
+        return {dev: self.ex.run(C.qdisc_show(dev)) for dev in (self.up_dev, self.down_dev)}

@@ -1,0 +1,192 @@
+"""Task `pageload`: a sequence of page loads in one lab boot, each with its
+server settings (cc, initial windows, protocol, TLS, certificate variant)
+and client settings (page, loader, coalescing, cache hits, resolution).
+
+One load: set the server up, start the captures, wait for the next grid
+point (docs/determinism.md), run one of three loaders (ours, nghttp,
+h2load), stop the captures and collect what the lab saw.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Callable
+
+from tortoiselab.analysis.flights import analyze_pcap, handshake_summary
+from tortoiselab.analysis.parsers import parse_h2load, parse_nghttp_stats
+from tortoiselab.guest import commands as C
+from tortoiselab.guest import trace
+from tortoiselab.guest.clock import align_to_grid
+from tortoiselab.guest.executor import Executor
+from tortoiselab.guest.net import LAB_PREFIX, LabContext, PathLab, mininet_path
+from tortoiselab.guest.webtier import DNS_IP, NameFiles, WebLab, capture, guest_name_files, resolution, write_names
+from tortoiselab.spec.requests import LAB_DOMAIN, LoadSpec, PageLoadRequest
+from tortoiselab.spec.topology import SERVER_IP2, WEB_PATH
+from tortoiselab.web import pages
+from tortoiselab.web import pki as pkimod
+
+SERVER_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_no_metrics_save",
+                  "net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_sack", "net.ipv4.tcp_timestamps",
+                  "net.ipv4.tcp_ecn", "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem", "net.core.default_qdisc")
+LOAD_GRID_S = 0.5  # tcpdump is attached within it; every load starts on a grid point
+CAPTURE_DRAIN_S = 1.0  # the last packets reach tcpdump (virtual time: costs nothing)
+LOADER_GRACE_S = 60.0  # beyond the loader's own --timeout before the executor kills it
+CWND_PORT = 443  # the server's side of the page's connections
+
+
+def run(ctx: LabContext, req: PageLoadRequest) -> dict:
+    """Apache and dnsmasq are restarted only when a load's settings change."""
+    site, manifest, pki = _site(req)
+    out: dict = {"manifest": manifest, "loads": []}
+    name_files = guest_name_files(ctx.ex, ctx.work) if ctx.private_ovs else None
+    with mininet_path(ctx, WEB_PATH) as lab:
+        lab.configure(req.path, server_cc="cubic", loss_on=True)
+        out["seeds"] = lab.seeds  # netem's, per direction (recorded in run.json meta.seeds)
+        _second_server_address(ctx.ex, lab)
+        with WebLab(ctx, lab, site, pki) as web:
+            for i, load in enumerate(req.loads):
+                out["loads"].append(_one_load(ctx, lab, web, req, load, i, name_files))
+    return out
+
+
+def _site(req: PageLoadRequest) -> tuple[Path, dict, dict]:
+    """The site and PKI: the experiment's, made once on the host (runner),
+    or made here."""
+    if req.site_dir is not None:
+        site = Path(req.site_dir)
+        manifest = json.loads((site / "manifest.json").read_text())
+        pki = json.loads((Path(req.pki_dir) / "pki.json").read_text())
+    else:
+        site = Path("/tmp/site")
+        manifest = pages.generate_site(site, seed=req.site_seed, domain=LAB_DOMAIN)
+        pki = pkimod.make_pki(Path("/tmp/pki"), domain=LAB_DOMAIN)
+    return site, manifest, pki
+
+
+def _second_server_address(ex: Executor, lab: PathLab) -> None:
+    """The server's second address (the two-ip resolution), with a static
+    ARP entry for it on the client."""
+    srv = lab.server
+    ex.run(C.addr_add(srv.defaultIntf().name, SERVER_IP2), host=srv)
+    ex.run(C.neigh_permanent(SERVER_IP2, srv.defaultIntf().MAC(), lab.client.defaultIntf().name), host=lab.client)
+
+
+def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, req: PageLoadRequest, load: LoadSpec, i: int,
+              name_files: NameFiles | None) -> dict:
+    names = _set_up_server(ctx.ex, lab, web, load, name_files)
+    lab.set_netem(req.path, loss_on=True)  # same seeded draws for every load
+    d = ctx.work / f"load-{i:03d}"
+    d.mkdir(exist_ok=True)
+    pcap, cpcap = d / "server.pcap", d / "client.pcap"
+    with capture(ctx.ex, lab.server, pcap) as cap, capture(ctx.ex, lab.client, cpcap) as ccap:
+        # tcpdump attached before the first packet (0.25-0.75 s); the load starts
+        # on a grid point, at the same instant in every run (docs/determinism.md)
+        align_to_grid(LOAD_GRID_S)
+        with _cwnd_probe(ctx) as tracer:
+            t0 = time.monotonic()
+            summary, har = LOADERS[load.client.loader](ctx.ex, lab, web, load, names, d)
+            # elapsed time of the whole client process (DNS, TCP, TLS, every object):
+            # on the virtual clock its own CPU costs nothing, so this is network time
+            wall_of_load = time.monotonic() - t0
+        cwnd = _write_cwnd(tracer, d / "cwnd.json")
+        time.sleep(CAPTURE_DRAIN_S)
+        capstats, ccapstats = cap.stop(), ccap.stop()
+    return {"index": i, "server": load.server.model_dump(mode="json"), "client": load.client.model_dump(mode="json"),
+            "names": names, "summary": summary, "har": har,
+            "pcap": str(pcap), "client_pcap": str(cpcap), "capture": capstats, "client_capture": ccapstats,
+            **_collect(ctx.ex, lab, pcap), "load_seconds": round(wall_of_load, 6), "cwnd": cwnd}
+
+
+def _set_up_server(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec,
+                   name_files: NameFiles | None) -> dict[str, str]:
+    """The server's kernel settings, Apache and the names of this load;
+    returns the names (hostname -> address)."""
+    s, c = load.server, load.client
+    ex.run(C.sysctl_set("net.ipv4.tcp_congestion_control", s.cc), host=lab.server)
+    ex.run(C.route_window(LAB_PREFIX, lab.server.defaultIntf().name, s.initcwnd_pkts, s.initrwnd_pkts),
+           host=lab.server)
+    ex.run(C.sysctl_set("net.ipv4.tcp_slow_start_after_idle", int(s.slow_start_after_idle)), host=lab.server)
+    web.apache(s.protocol, s.tls, s.cert)
+    names = resolution(c.resolution, lab.server.IP())
+    web.dns(names)
+    if name_files is not None:
+        write_names(name_files.hosts, names)
+    return names
+
+
+# --- the loaders: (summary, HAR path or None) --------------------------------
+
+def _our_loader(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec, names: dict[str, str],
+                d: Path) -> tuple[dict, str | None]:
+    s, c = load.server, load.client
+    argv = C.page_loader(sys.executable, c.target(), ca=web.pki["ca"], protocol=c.protocol or s.protocol,
+                         cache_hit_ratio=c.cache_hit_ratio, seed=c.seed, timeout_s=c.timeout_s,
+                         har=d / "page.har", summary=d / "summary.json",
+                         dns_server=DNS_IP if c.dns else None, resolve=None if c.dns else names,
+                         coalescing=c.coalescing, tls=c.tls_client, repeat_after_s=c.repeat_after_idle_s)
+    ex.run(argv, host=lab.client, check=False,
+           timeout=c.timeout_s + (c.repeat_after_idle_s or 0) + LOADER_GRACE_S)
+    summary = json.loads((d / "summary.json").read_text()) if (d / "summary.json").exists() else \
+        {"error": "the loader wrote no summary"}
+    return summary, str(d / "page.har")
+
+
+def _nghttp(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec, names: dict[str, str],
+            d: Path) -> tuple[dict, str | None]:
+    """nghttp resolves through the system resolver: the guest's resolv.conf
+    points at the lab's DNS server (webtier.guest_name_files)."""
+    rc, text, err = ex.capture(C.nghttp(load.client.target()), lab.client, timeout=load.client.timeout_s)
+    st = parse_nghttp_stats(text)
+    return {"rc": rc, "plt_ms": st["plt_ms"], "requests": st["requests"],
+            "error": (err.strip()[-500:] or None) if rc else None,
+            "raw": text[-8000:], "stderr": err[-2000:]}, None
+
+
+def _h2load(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec, names: dict[str, str],
+            d: Path) -> tuple[dict, str | None]:
+    c = load.client
+    rc, text, err = ex.capture(C.h2load(c.target(), c.h2load_requests), lab.client, timeout=c.timeout_s)
+    try:
+        return {"rc": rc, "error": None, **parse_h2load(text), "raw": text[-4000:]}, None
+    except ValueError as exc:
+        return {"rc": rc, "error": f"{exc}: {err.strip()[-300:]}", "raw": text[-4000:]}, None
+
+
+LOADERS: dict[str, Callable[..., tuple[dict, str | None]]] = {
+    "loader": _our_loader, "nghttp": _nghttp, "h2load": _h2load}
+
+
+def _collect(ex: Executor, lab: PathLab, pcap: Path) -> dict:
+    """After a load: each connection's handshake figures from the server's
+    capture, the server's TCP settings and its routes."""
+    conns = [handshake_summary(x) for x in analyze_pcap(pcap, keep_series=False)] if pcap.exists() else []
+    sysctls = {k: ex.run(C.sysctl_get(k), host=lab.server, check=False).strip() for k in SERVER_SYSCTLS}
+    route = ex.run(C.route_show(), host=lab.server, check=False).strip()
+    return {"connections": conns, "server_sysctls": sysctls, "server_route": route}
+
+
+def _cwnd_probe(ctx: LabContext) -> AbstractContextManager:
+    """The server's cwnd at every ACK (tcp:tcp_probe on port 443) in the lab
+    guest, whose kernel is the lab's alone; on the native backend tracing is
+    host-wide and needs root, so it is left off there."""
+    if not ctx.private_ovs or not trace.EVENT.exists():
+        return nullcontext(None)
+    return trace.tcp_probe(CWND_PORT)
+
+
+def _write_cwnd(tracer: trace.TraceReader | None, out: Path) -> str | None:
+    """cwnd.json: [t s, snd_cwnd, ssthresh, srtt us, snd_una, snd_nxt] per
+    ACK of the connection with the most samples (the page's main one)."""
+    if tracer is None:
+        return None
+    by_conn: dict[int, list] = {}
+    for s in tracer.samples():
+        by_conn.setdefault(s.dport, []).append([s.t, s.snd_cwnd, s.ssthresh, s.srtt_us, s.snd_una, s.snd_nxt])
+    if not by_conn:
+        return None
+    out.write_text(json.dumps(max(by_conn.values(), key=len)))
+    return str(out)

@@ -1,0 +1,171 @@
+"""The web tier in the lab: Apache httpd (mod_http2, mod_ssl) on the server
+host, dnsmasq on the dns host, the names the client resolves, and packet
+captures; every process stopped on the way out, also on error.
+The page-load task (guest/tasks/pageload.py) runs loads over it.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from tortoiselab.guest import commands as C
+from tortoiselab.guest.executor import Executor
+from tortoiselab.guest.net import LabContext, PathLab
+from tortoiselab.spec.requests import LAB_DOMAIN, WWW
+from tortoiselab.spec.topology import SERVER_IP2
+from tortoiselab.web import apache
+
+STATIC = f"static.{LAB_DOMAIN}"
+DNS_IP = "10.0.0.53"
+# names for failure tests: no host answers at DEAD_IP; the server's
+# certificates do not cover OTHER
+DEAD, OTHER = f"dead.{LAB_DOMAIN}", f"other.{LAB_DOMAIN}"
+DEAD_IP = "10.0.0.99"
+WEB_RUN = Path("/run/tortoise-web")
+APACHE_START_S = 60.0  # httpd writes its pid file once it listens
+PROCESS_STOP_S = 30.0  # a server or capture asked to stop
+DNS_SETTLE_S = 0.2  # dnsmasq listens; virtual time, costs nothing (docs/determinism.md)
+
+
+def resolution(scenario: str, server_ip: str) -> dict[str, str]:
+    """Where the hostnames point: www and static on the same server address
+    (coalescing possible) or on two addresses of the server (not possible)."""
+    extra = {DEAD: DEAD_IP, OTHER: server_ip}
+    if scenario == "same-ip":
+        return {WWW: server_ip, STATIC: server_ip, **extra}
+    if scenario == "two-ip":
+        return {WWW: server_ip, STATIC: SERVER_IP2, **extra}
+    raise ValueError(f"resolution: unknown scenario {scenario!r}; use same-ip or two-ip")
+
+
+class WebLab:
+    """Apache and dnsmasq of one lab boot, restarted only when their settings
+    change; a context manager that stops both on the way out."""
+
+    def __init__(self, ctx: LabContext, lab: PathLab, site: Path, pki: dict) -> None:
+        self.ctx, self.lab, self.site, self.pki = ctx, lab, site, pki
+        WEB_RUN.mkdir(parents=True, exist_ok=True)
+        self.apache_key: tuple | None = None
+        self.apache_pidfile: Path | None = None
+        self.dns_key: tuple | None = None
+        self.dns_proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> "WebLab":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def apache(self, protocol: str, tls: str, cert: str) -> None:
+        key = (protocol, tls, cert)
+        if key == self.apache_key:
+            return
+        self.stop_apache()
+        run_dir = WEB_RUN / f"httpd-{protocol}-{tls}-{cert}"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        conf = apache.write_httpd_conf(run_dir, site_dir=self.site, pki=self.pki, cert_variant=cert,
+                                       protocols=protocol, tls=tls,
+                                       listen=[self.lab.server.IP(), SERVER_IP2], domain=LAB_DOMAIN)
+        self.apache_pidfile = apache.pid_file(run_dir)  # stop_apache finds it even if the start fails
+        self.ctx.ex.run(apache.apache_argv(conf), host=self.lab.server)
+        apache.wait_for_pid(self.apache_pidfile, timeout=APACHE_START_S, error_log=run_dir / apache.ERROR_LOG)
+        self.apache_key = key
+
+    def stop_apache(self) -> None:
+        if self.apache_pidfile is not None:
+            apache.stop_by_pidfile(self.apache_pidfile, timeout=PROCESS_STOP_S)
+        self.apache_key, self.apache_pidfile = None, None
+
+    def dns(self, names: dict[str, str]) -> None:
+        key = tuple(sorted(names.items()))
+        if key == self.dns_key:
+            return
+        self.stop_dns()
+        argv = C.dnsmasq(DNS_IP, names, WEB_RUN / "dnsmasq.pid", WEB_RUN / "dnsmasq.log")
+        self.dns_proc = self.ctx.ex.start(argv, self.lab.nodes["dns"])
+        time.sleep(DNS_SETTLE_S)
+        if self.dns_proc.poll() is not None:
+            raise RuntimeError(f"dnsmasq exited: {self.dns_proc.stderr.read()}")
+        self.dns_key = key
+
+    def stop_dns(self) -> None:
+        if self.dns_proc is not None and self.dns_proc.poll() is None:
+            self.dns_proc.terminate()
+            self.dns_proc.wait(timeout=PROCESS_STOP_S)
+        self.dns_proc, self.dns_key = None, None
+
+    def stop(self) -> None:
+        try:
+            self.stop_apache()
+        finally:
+            self.stop_dns()
+
+
+@dataclass(frozen=True)
+class NameFiles:
+    hosts: Path
+    resolv: Path
+
+
+def guest_name_files(ex: Executor, work: Path) -> NameFiles:
+    """In the UML guest only: bind-mount files of the work folder over
+    /etc/hosts and /etc/resolv.conf, for tools that use the system resolver
+    (nghttp, curl). This must happen before Mininet makes its hosts: each
+    host gets a private copy of the mount table at birth. Later loads only
+    rewrite the files' contents (same inodes). The mounts exist in the
+    guest's kernel alone; the host's files are untouched."""
+    files = NameFiles(work / "guest-hosts", work / "guest-resolv.conf")
+    files.hosts.write_text("127.0.0.1 localhost\n")
+    files.resolv.write_text(f"nameserver {DNS_IP}\noptions timeout:2 attempts:2\n")
+    for src, dst in ((files.hosts, "/etc/hosts"), (files.resolv, "/etc/resolv.conf")):
+        ex.run(C.bind_mount(src, dst))
+    return files
+
+
+def write_names(hosts: Path, names: dict[str, str]) -> None:
+    with open(hosts, "r+") as fh:  # same inode: the bind mounts keep pointing at it
+        fh.truncate(0)
+        fh.write("127.0.0.1 localhost\n" + "".join(f"{ip} {n}\n" for n, ip in sorted(names.items())))
+
+
+_TCPDUMP_STATS = re.compile(r"(\d+) packets? (captured|received by filter|dropped by kernel)")
+
+
+class Capture:
+    """A running tcpdump; stop() ends it (SIGINT, so it flushes) and returns
+    its counters, once."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.stats: dict | None = None
+
+    def stop(self) -> dict:
+        if self.stats is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                _, err = self.proc.communicate(timeout=PROCESS_STOP_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                _, err = self.proc.communicate()
+            found = {k: int(v) for v, k in _TCPDUMP_STATS.findall(err)}
+            self.stats = {"captured": found.get("captured"), "received_by_filter": found.get("received by filter"),
+                          "dropped_by_kernel": found.get("dropped by kernel")}
+        return self.stats
+
+
+@contextmanager
+def capture(ex: Executor, host, out: Path) -> Iterator[Capture]:
+    """tcpdump on a Mininet host's interface into out; stopped on the way
+    out, also on error."""
+    cap = Capture(ex.start(C.tcpdump(host.defaultIntf().name, out), host))
+    try:
+        yield cap
+    finally:
+        cap.stop()

@@ -1,0 +1,200 @@
+"""What the host asks the lab to do: one typed request per lab task.
+
+The host builds a request only as one of these models (host/probe.py,
+host/lossresponse.py, host/pageload.py); host/backends.run_task adds where
+the task runs (backend, clock, private_ovs, modules_dir) and writes it as
+request.json into the run's work folder; the guest reads it back with
+`read_request` (`python -m tortoiselab.guest REQUEST.json`,
+docs/architecture.md). `task` tells the models apart. Every model forbids
+unknown keys, and every default is defined here once: the guest has no
+defaults of its own, so a request read back is the request the host sent.
+
+On the virtual clock a run repeats only if the guest does the same things
+(docs/determinism.md): what the guest reads from a request decides which
+commands run, so a field's meaning must not change silently.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+
+from tortoiselab.spec.experiment import ClientCfg, ServerCfg
+from tortoiselab.spec.pathspec import PathSpec, describe_errors
+
+# the lab's DNS domain: www and static are the page's two origins
+LAB_DOMAIN = "lab.test"
+WWW = f"www.{LAB_DOMAIN}"
+
+
+def www_url(path: str) -> str:
+    """The URL of a path on the lab's www origin (e.g. objects/1000000.bin)."""
+    return f"https://{WWW}/{path.lstrip('/')}"
+
+
+class RequestError(ValueError):
+    """A request.json the guest cannot run; the message names each bad field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _KeyAccess:
+    """Read access by key, as on the dict requests once were. Only for
+    host/runner.py, which still reads run_request(...)["loads"][0]["client"]["seed"];
+    remove once it reads attributes."""
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            return getattr(self, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+
+class LabRequest(_Strict):
+    """What every task's request carries: the run's seed and lab settings
+    from the task's front-end, then where it runs, from the backend."""
+
+    seed: int = Field(1, ge=0, description="the run's seed: every random stream of the lab derives from it "
+                                           "(netem's draws, OVS's entropy, the guest kernel's CRNG)")
+    switch: Literal["ovs", "bridge"] = Field("ovs", description="Open vSwitch or the Linux bridge")
+    module_params: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="our modules' parameters for this run, by algorithm")
+    ro_paths: list[str] = Field(default_factory=list,
+                                description="host folders the uml guest mounts read-only (the experiment's site)")
+    # set by host/backends.run_task
+    backend: Literal["native", "uml"] | None = Field(None, description="where the task runs")
+    clock: Literal["real", "virtual"] | None = Field(None, description="the uml guest's clock")
+    private_ovs: bool = Field(True, description="the lab starts its own OVS and owns the kernel (uml); "
+                                                "else the host's (native)")
+    modules_dir: str | None = Field(None, description="our modules built for the lab kernel (uml): insmod them")
+
+
+class ProbeMeasure(_Strict):
+    """How long and how often the probe measures."""
+
+    ping_count: int = Field(20, ge=1)
+    ping_interval_s: float = Field(0.2, gt=0)
+    bulk_seconds: float = Field(10.0, gt=0)
+    loss_probes: int = Field(4000, ge=1, description="UDP probes per direction")
+    loss_interval_ms: float = Field(2.0, gt=0)
+
+
+class ProbeRequest(LabRequest):
+    """Measure one path against its configuration (RTT, rate, loss)."""
+
+    task: Literal["probe"] = "probe"
+    path: PathSpec
+    cc: str = Field("cubic", description="the server's congestion control algorithm")
+    measure: ProbeMeasure = Field(default_factory=ProbeMeasure)
+
+
+class CcCheckRequest(LabRequest):
+    """Select each algorithm on the server; read back what the socket and ss say."""
+
+    task: Literal["cc_check"] = "cc_check"
+    path: PathSpec
+    algorithms: list[str] | None = Field(None, description="None: every algorithm the lab kernel has")
+    seconds: float = Field(1.5, gt=0, description="each algorithm's bulk transfer")
+
+
+class LossArm(_Strict):
+    """One arm of the loss response: an algorithm, its module parameters and
+    how many segments its transfer sends."""
+
+    label: str
+    cc: str
+    params: dict[str, str] = Field(default_factory=dict)
+    segments: int = Field(ge=1)
+
+
+class LossResponseRequest(LabRequest):
+    """One bulk transfer per arm over a loss-free path where exactly the
+    drop_nth full-size data segment is dropped."""
+
+    task: Literal["loss_response"] = "loss_response"
+    path: PathSpec
+    drop_nth: int = Field(ge=1, le=10000, description="tc's gact counts 1 to 10000")
+    arms: list[LossArm]
+
+
+class ModuleCheckRequest(LabRequest):
+    """Unload and load our modules and offer them bad parameter values."""
+
+    task: Literal["module_check"] = "module_check"
+    bad_params: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="values the modules must refuse, by algorithm (not checked here)")
+
+
+_TIMEOUT = ClientCfg.model_fields["timeout_s"]
+
+
+class LoadClient(_KeyAccess, ClientCfg):
+    """An experiment's client settings (ClientCfg) as one load runs them:
+    `url` is the full URL (host/pageload resolves ClientCfg's path on www),
+    with the loader's seed and how it resolves names."""
+
+    url: str | None = Field(None, description="the full URL to load; None: the page on www")
+    # ClientCfg's bounds and default (the int 120), but a whole number given
+    # stays one: the loader's --timeout carries the value as written, as it
+    # did before the typed requests (the guest's argv is part of the run)
+    timeout_s: Annotated[int | float, *_TIMEOUT.metadata] = Field(_TIMEOUT.default, description=_TIMEOUT.description)
+    seed: int = Field(1, ge=0, description="the loader's seed (cache-hit choices)")
+    dns: bool = Field(True, description="resolve through the lab's DNS server; False: --resolve each name")
+    tls_client: Literal["1.3", "1.2"] | None = Field(None, description="the loader's TLS version; None: its own")
+
+    def target(self) -> str:
+        return self.url or www_url(self.page)
+
+
+class LoadSpec(_KeyAccess, _Strict):
+    """One page load: the server's settings (an experiment's ServerCfg) and the client's."""
+
+    label: str
+    server: ServerCfg = Field(default_factory=ServerCfg)
+    client: LoadClient = Field(default_factory=LoadClient)
+
+
+class PageLoadRequest(_KeyAccess, LabRequest):
+    """A sequence of page loads in one lab boot."""
+
+    task: Literal["pageload"] = "pageload"
+    path: PathSpec
+    loads: list[LoadSpec]
+    site_dir: str | None = Field(None, description="the experiment's site, made on the host; None: the guest "
+                                                   "makes one from site_seed")
+    pki_dir: str | None = Field(None, description="the experiment's PKI (with site_dir)")
+    site_seed: int = Field(1, ge=0, description="the page generator's seed when the guest makes the site")
+
+    @model_validator(mode="after")
+    def _site_with_pki(self) -> "PageLoadRequest":
+        if (self.site_dir is None) != (self.pki_dir is None):
+            raise ValueError("site_dir and pki_dir: give both (the experiment's) or neither (the guest makes them)")
+        return self
+
+
+AnyRequest = Annotated[Union[ProbeRequest, CcCheckRequest, LossResponseRequest, ModuleCheckRequest,
+                             PageLoadRequest], Field(discriminator="task")]
+REQUEST_MODELS: tuple[type[LabRequest], ...] = (ProbeRequest, CcCheckRequest, LossResponseRequest,
+                                                 ModuleCheckRequest, PageLoadRequest)
+_ADAPTER: TypeAdapter[AnyRequest] = TypeAdapter(AnyRequest)
+
+
+def task_name(model: type[LabRequest]) -> str:
+    """The `task` a request model stands for (its discriminator's default)."""
+    return model.model_fields["task"].default
+
+
+def read_request(text: str | bytes) -> LabRequest:
+    """A request.json as its task's model; RequestError naming each bad
+    field (e.g. ``pageload.loads.0.client.colour: Extra inputs are not permitted``)."""
+    try:
+        return _ADAPTER.validate_json(text)
+    except ValidationError as exc:
+        # one line per error; an empty location is the request itself: its task is missing or unknown
+        lines = [line if err["loc"] else "task: " + line.split(": ", 1)[-1]
+                 for err, line in zip(exc.errors(), describe_errors(exc).splitlines())]
+        raise RequestError("\n".join(f"request.json: {line}" for line in lines)) from None
+
