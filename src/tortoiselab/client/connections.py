@@ -1,5 +1,6 @@
-"""Connections: TCP then TLS (timed apart), and HTTP/2 (h2, sans-IO) or
-HTTP/1.1 on top. Every await is bounded by the caller or here; nothing polls.
+"""Connections: HTTP/2 (h2, sans-IO) or HTTP/1.1 on a stream that
+transport.py opened (TCP then TLS, timed apart). Every await is bounded by
+the caller or here; nothing polls.
 """
 
 from __future__ import annotations
@@ -16,11 +17,15 @@ import h2.events
 import h2.exceptions
 import h2.settings
 
-from .coalesce import sans_from_der, sans_from_peercert
 from .errors import LoadError, Retry, fmt_s, quiet_future
 from .har import CREATOR_VERSION
 from .page import Origin
 from .timeline import ConnRecord, RequestRecord
+from .transport import READ_CHUNK, close_writer, open_stream, peer_sans, tls_context, why_failed
+
+# the loader opens its connections through here: open_stream, tls_context
+__all__ = ["CONN_WINDOW", "STREAM_WINDOW", "USER_AGENT", "H1Connection", "H2Connection", "open_stream",
+           "tls_context"]
 
 USER_AGENT = f"tortoiselab-client/{CREATOR_VERSION}"
 # Receive windows so large the client is never what limits the sender:
@@ -31,113 +36,6 @@ STREAM_WINDOW = 16 * 1024 * 1024
 CONN_WINDOW = 32 * 1024 * 1024
 # streams we allow ourselves before the server's SETTINGS arrive (Chrome: 100)
 INITIAL_STREAM_LIMIT = 100
-READ_CHUNK = 256 * 1024
-CLOSE_WAIT_S = 0.5
-
-
-def tls_context(ca_file: str | None, tls_version: str, alpn: list[str]) -> ssl.SSLContext:
-    """Verify the chain against ca_file (system store if None) and the host name."""
-    try:
-        ctx = ssl.create_default_context(cafile=ca_file)
-    except (ssl.SSLError, OSError) as e:
-        raise LoadError(f"cannot load the CA file {ca_file}: {e}", step="setup")
-    if tls_version == "1.2":
-        ctx.minimum_version = ctx.maximum_version = ssl.TLSVersion.TLSv1_2
-    elif tls_version == "1.3":
-        ctx.minimum_version = ctx.maximum_version = ssl.TLSVersion.TLSv1_3
-    ctx.set_alpn_protocols(alpn)
-    return ctx
-
-
-def _why(e: BaseException) -> str:
-    if isinstance(e, ssl.SSLCertVerificationError):
-        return f"certificate verify failed: {e.verify_message}"
-    if isinstance(e, ssl.SSLError):
-        return e.reason.lower().replace("_", " ") if e.reason else str(e)
-    if isinstance(e, ConnectionRefusedError):
-        return "connection refused"
-    if isinstance(e, OSError) and e.strerror:
-        return e.strerror.lower()
-    return str(e) or type(e).__name__
-
-
-async def open_stream(origin: Origin, ips: list[str], ctx: ssl.SSLContext | None, timeout_s: float,
-                      rec: ConnRecord, now, on_phase=lambda phase: None
-                      ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """TCP connect to the first address that answers, then the TLS handshake
-    (if ctx); fills rec (tcp/tls spans, ALPN, version); on_phase(text) says
-    which step it is in."""
-    host, port = origin.host, origin.port
-    err: LoadError | None = None
-    for ip in ips:
-        rec.remote_ip, rec.remote_port = ip, port
-        on_phase(f"connecting to {host} ({ip}:{port})")
-        rec.tcp_start = now()
-        try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(ip, port, limit=READ_CHUNK), timeout_s)
-        except asyncio.TimeoutError:
-            err = LoadError(f"connect to {host} ({ip}:{port}) timed out after {fmt_s(timeout_s)}",
-                            step="connect", host=host)
-            continue
-        except OSError as e:
-            err = LoadError(f"connect to {host} ({ip}:{port}) failed: {_why(e)}", step="connect", host=host)
-            continue
-        rec.tcp = (rec.tcp_start, now())
-        sock = writer.get_extra_info("sockname")
-        rec.local_port = sock[1] if sock else None
-        break
-    else:
-        assert err is not None
-        raise err
-    if ctx is None:
-        return reader, writer
-    on_phase(f"TLS handshake with {host} ({ip}:{port})")
-    rec.tls_start = now()
-    try:
-        await asyncio.wait_for(writer.start_tls(ctx, server_hostname=host, ssl_handshake_timeout=timeout_s + 1),
-                               timeout_s)
-    except asyncio.CancelledError:  # the page load's own deadline
-        writer.transport.abort()
-        raise
-    except asyncio.TimeoutError:
-        writer.transport.abort()
-        raise LoadError(f"TLS handshake with {host} ({ip}:{port}) timed out after {fmt_s(timeout_s)}",
-                        step="tls", host=host)
-    except (ssl.SSLError, OSError, EOFError) as e:
-        writer.transport.abort()
-        why = _why(e)
-        if isinstance(e, ssl.SSLError) and any(w in why for w in ("extension", "application protocol")):
-            # e.g. a server without h2 picks http/1.1 though we offered h2 only
-            why += " (ALPN: the server may not speak the protocol we offered)"
-        raise LoadError(f"TLS handshake with {host} ({ip}:{port}) failed: {why}", step="tls", host=host)
-    rec.tls = (rec.tls_start, now())
-    so: ssl.SSLObject = writer.get_extra_info("ssl_object")
-    rec.alpn = so.selected_alpn_protocol()
-    rec.tls_version = so.version()
-    c = so.cipher()
-    rec.cipher = c[0] if c else None
-    return reader, writer
-
-
-def peer_sans(writer: asyncio.StreamWriter) -> tuple[list[str], list[str]]:
-    so: ssl.SSLObject | None = writer.get_extra_info("ssl_object")
-    if so is None:
-        return [], []
-    d = so.getpeercert()
-    if d and "subjectAltName" in d:
-        return sans_from_peercert(d)
-    der = so.getpeercert(binary_form=True)
-    return sans_from_der(der) if der else ([], [])
-
-
-async def _close_writer(writer: asyncio.StreamWriter) -> None:
-    try:
-        writer.close()
-        await asyncio.wait_for(writer.wait_closed(), CLOSE_WAIT_S)
-    except (asyncio.TimeoutError, OSError, ssl.SSLError):
-        writer.transport.abort()
-    except Exception:
-        writer.transport.abort()
 
 
 class _Stream:
@@ -268,8 +166,8 @@ class H2Connection:
                 raise
             return b"".join(st.body)
         except (ConnectionError, OSError) as e:
-            self._broken(f"write failed: {_why(e)}")
-            raise LoadError(f"GET {rec.url}: connection {self.rec.id} to {self.rec.host} failed: {_why(e)}",
+            self._broken(f"write failed: {why_failed(e)}")
+            raise LoadError(f"GET {rec.url}: connection {self.rec.id} to {self.rec.host} failed: {why_failed(e)}",
                             step="request", host=origin.host)
         finally:
             self._release()
@@ -301,7 +199,7 @@ class H2Connection:
                     self._event(ev, t)
                 self._flush()
         except (ConnectionError, OSError, ssl.SSLError) as e:
-            self._broken(f"read failed: {_why(e)}")
+            self._broken(f"read failed: {why_failed(e)}")
         except Exception as e:  # never leave streams waiting on a dead reader
             self._broken(f"internal error while reading: {type(e).__name__}: {e}")
 
@@ -378,7 +276,7 @@ class H2Connection:
                 self._flush()
             except (h2.exceptions.H2Error, OSError, RuntimeError):
                 pass
-        await _close_writer(self.writer)
+        await close_writer(self.writer)
         if self._task is not None and not self._task.done():
             self._task.cancel()
             try:
@@ -412,7 +310,7 @@ class H1Connection:
             if rec.first_byte is None and self.used > 1 and isinstance(e, (asyncio.IncompleteReadError,
                                                                             ConnectionError)):
                 raise Retry()
-            why = "the server closed the connection" if isinstance(e, asyncio.IncompleteReadError) else _why(e)
+            why = "the server closed the connection" if isinstance(e, asyncio.IncompleteReadError) else why_failed(e)
             raise LoadError(f"GET {rec.url} on {self.rec.id}: {why}"
                             f"{' mid-response' if rec.first_byte else ' before responding'}",
                             step="request", host=origin.host)
@@ -500,7 +398,7 @@ class H1Connection:
 
     async def close(self) -> None:
         self.usable = False
-        await _close_writer(self.writer)
+        await close_writer(self.writer)
 
 
 def _parse_head(raw: bytes) -> tuple[int, str, str, list[tuple[str, str]]]:
