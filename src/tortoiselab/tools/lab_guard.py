@@ -1,0 +1,64 @@
+"""Keep a lab process from outliving the runner that started it.
+
+    python -S lab_guard.py TIMEOUT_S PROGRAM [ARG...]
+
+Started by the host (host/backends.py) as the leader of a new process
+group, with its stdin a pipe whose other end only the runner holds. It
+starts PROGRAM (the UML lab kernel) in its group and waits. It ends the
+whole group with SIGKILL when
+  - its stdin reaches end of file: the runner is gone, however it died
+    (SIGKILL included: the kernel closes the runner's end of the pipe), or
+  - TIMEOUT_S seconds of wall time have passed: the watchdog, which so
+    lives on after the runner too;
+and when PROGRAM exits by itself it exits with PROGRAM's status, and the
+host ends what is left of the group (UML's helper processes) as before.
+Cleanup goes by this group's id alone (docs/architecture.md, "Style").
+
+Stdlib only and started with -S: it runs for every lab boot.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import sys
+import time
+
+def _end_group() -> None:
+    os.killpg(os.getpgrp(), signal.SIGKILL)  # this process included; nothing after this runs
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    timeout_s, program = float(argv[0]), argv[1:]
+    if os.getpgrp() != os.getpid():
+        print("lab_guard: must lead its own process group (start it with start_new_session)", file=sys.stderr)
+        return 2
+    child = os.fork()
+    if child == 0:
+        try:
+            os.execv(program[0], program)
+        finally:
+            os._exit(127)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pid, status = os.waitpid(child, os.WNOHANG)
+        if pid == child:
+            code = os.waitstatus_to_exitcode(status)
+            return code if code >= 0 else 128 - code
+        left = deadline - time.monotonic()
+        if left <= 0:
+            print(f"lab_guard: {timeout_s:.0f} s of wall time passed; ending the lab's process group",
+                  file=sys.stderr, flush=True)
+            _end_group()
+        ready, _, _ = select.select([sys.stdin], [], [], min(left, 0.2))
+        if ready and not os.read(sys.stdin.fileno(), 4096):
+            print("lab_guard: the runner is gone; ending the lab's process group", file=sys.stderr, flush=True)
+            _end_group()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

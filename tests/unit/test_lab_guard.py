@@ -1,0 +1,99 @@
+"""The lab guard (tools/lab_guard.py): a lab's process group does not
+outlive its runner, however the runner dies, nor its wall-clock budget."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tortoiselab.project import PKG_DIR
+
+GUARD = PKG_DIR / "tools" / "lab_guard.py"
+
+# a "runner": starts the guard over a "lab" (a shell with a child of its
+# own, as UML has helpers), prints the group id, then waits to be killed
+RUNNER = f"""
+import subprocess, sys, time
+p = subprocess.Popen([sys.executable, "-S", {str(GUARD)!r}, sys.argv[1], "/bin/sh", "-c", "sleep 600 & sleep 600"],
+                     stdin=subprocess.PIPE, start_new_session=True)
+print(p.pid, flush=True)
+p.wait()  # reaps the guard, as host/backends.py does
+time.sleep(600)
+"""
+
+
+def _alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def _wait_gone(pgid: int, within_s: float) -> float | None:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < within_s:
+        if not _alive(pgid):
+            return time.monotonic() - t0
+        time.sleep(0.05)
+    return None
+
+
+def _start_runner(timeout_s: str) -> tuple[subprocess.Popen, int]:
+    r = subprocess.Popen([sys.executable, "-c", RUNNER, timeout_s], stdout=subprocess.PIPE, text=True)
+    pgid = int(r.stdout.readline())
+    deadline = time.monotonic() + 10
+    while not _alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return r, pgid
+
+
+def test_the_lab_dies_within_5_s_of_a_sigkilled_runner():
+    r, pgid = _start_runner("600")
+    try:
+        time.sleep(0.5)
+        assert _alive(pgid)
+        r.send_signal(signal.SIGKILL)
+        r.wait()
+        gone = _wait_gone(pgid, 5)
+        assert gone is not None, "the lab's process group outlived its runner by 5 s"
+    finally:
+        if _alive(pgid):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+def test_the_watchdog_lives_in_the_guard():
+    r, pgid = _start_runner("1")
+    try:
+        assert _wait_gone(pgid, 6) is not None, "the guard's watchdog did not end the group"
+        assert r.poll() is None  # the runner itself was not touched
+    finally:
+        r.kill()
+        r.wait()
+        if _alive(pgid):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+def test_the_programs_status_comes_back():
+    p = subprocess.Popen([sys.executable, "-S", str(GUARD), "60", "/bin/sh", "-c", "sleep 0.3; exit 3"],
+                         stdin=subprocess.PIPE, start_new_session=True)
+    assert p.wait(timeout=30) == 3  # stdin held open: the runner is alive
+
+
+def test_a_closed_pipe_means_the_runner_is_gone():
+    p = subprocess.Popen([sys.executable, "-S", str(GUARD), "60", "/bin/sh", "-c", "sleep 600"],
+                         stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    p.stdin.close()
+    assert p.wait(timeout=10) == -signal.SIGKILL and "the runner is gone" in p.stderr.read()
+    assert _wait_gone(p.pid, 5) is not None
+
+
+def test_it_refuses_to_run_outside_its_own_group():
+    p = subprocess.run([sys.executable, "-S", str(GUARD), "60", "/bin/true"], stdin=subprocess.PIPE,
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and "own process group" in p.stderr
+    assert Path(GUARD).exists()
