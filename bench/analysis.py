@@ -41,7 +41,8 @@ import numpy as np
 
 from tortoiselab.spec import experiment
 from tortoiselab.analysis import flights
-from tortoiselab.report import core as report
+from tortoiselab import report
+from tortoiselab.report.context import comparisons, runs_summary
 from tortoiselab.host import store
 
 RESULTS: list[tuple[str, float, float]] = []  # (step, seconds, peak RSS MB)
@@ -129,9 +130,9 @@ def bench_runs(work: Path, n_runs: int) -> None:
     with step("load the experiment (table, records, swept axes)"):
         ctx = report.load_context(exp_dir)
     with step(f"p50/p90/mean with bootstrap CIs, {ctx.df.groupby(ctx.axes).ngroups} groups"):
-        report.runs_summary(ctx)
+        runs_summary(ctx)
     with step("cubic vs hybla per stratum: tests, CIs, effect sizes, Holm"):
-        comp = report.comparisons(ctx)
+        comp = comparisons(ctx)
     with step("PLT / floor per object-size class"):
         report.floor_table(ctx)
     with step("the whole HTML report (tables, figures, embedding)"):

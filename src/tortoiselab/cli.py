@@ -224,7 +224,7 @@ def cmd_clean(a: argparse.Namespace) -> int:
 
 
 def cmd_report(a: argparse.Namespace) -> int:
-    from tortoiselab.report.core import write_report
+    from tortoiselab.report import write_report  # here, not at the top: the CLI starts fast (pandas, matplotlib)
 
     if a.reproduction:
         return _report_reproduction(a)
@@ -236,7 +236,7 @@ def cmd_report(a: argparse.Namespace) -> int:
     if not (d / "runs.parquet").exists() and not any(d.glob("*/run.json")):
         raise RunnerError(f"experiment: no results in {d}; run it first with tortoise run")
     out = write_report(d, Path(a.out) if a.out else None)
-    from tortoiselab.report.core import floor_table, format_floor_table, load_context
+    from tortoiselab.report import floor_table, format_floor_table, load_context  # as above: the CLI starts fast
 
     print(format_floor_table(floor_table(load_context(d))))
     print(f"report: {out}")

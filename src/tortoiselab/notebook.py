@@ -12,12 +12,14 @@ runs from notebooks/).
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 from pathlib import Path
 
 import pandas as pd
 
-from tortoiselab.report import core as report
+from tortoiselab import report
 
 RESULTS_ENV = "TORTOISE_RESULTS"
 
@@ -33,7 +35,7 @@ def results_dir(results: str | Path | None = None) -> Path:
 
 
 def context(experiment: str, results: str | Path | None = None) -> report.Context:
-    """Everything the report knows about an experiment's runs (tortoiselab.report.core.Context:
+    """Everything the report knows about an experiment's runs (tortoiselab.report.Context:
     the table, the swept axes, the arm and control it compares, run records)."""
     exp_dir = results_dir(results) / experiment
     if not exp_dir.is_dir():
@@ -55,8 +57,6 @@ def strip(path: str | Path) -> bool:
     """Remove a notebook's outputs and execution counts in place, written as
     nbformat writes it; True when the file changed. (Plain JSON: stripping
     must not need Jupyter installed.)"""
-    import json
-
     p = Path(path)
     text = p.read_text(encoding="utf-8")
     nb = json.loads(text)
@@ -73,8 +73,6 @@ def strip(path: str | Path) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """python -m tortoiselab.notebook --strip NOTEBOOK...: strip outputs."""
-    import argparse
-
     ap = argparse.ArgumentParser(prog="python -m tortoiselab.notebook", description=main.__doc__)
     ap.add_argument("--strip", nargs="+", metavar="NOTEBOOK", required=True)
     for nb in ap.parse_args(argv).strip:

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import TORTOISE, write_yaml
+from tortoiselab import report
+from tortoiselab.report.context import comparisons, runs_summary
 
 pytestmark = pytest.mark.lab
 
@@ -65,8 +67,6 @@ def _screenshot(report: Path, png: Path) -> str:
 def test_report_of_a_real_experiment(tmp_path, lab_kernel):
     from PIL import Image
 
-    from tortoiselab.report import core as report
-
     f = write_yaml(tmp_path, EXP, "report-smoke.yaml")
     results = tmp_path / "results"
     run = subprocess.run([*TORTOISE, "run", str(f), "--results", str(results), "--backend", "uml",
@@ -82,11 +82,11 @@ def test_report_of_a_real_experiment(tmp_path, lab_kernel):
     assert all((exp_dir / r / "cwnd.json").exists() for r in ctx.df["run_id"])
     assert len(report.floor_table(ctx)) == 2  # one object-size class (tiny), two arms
     assert ctx.main_axis == "server.cc" and ctx.control == "cubic" and ctx.paired_key is None
-    summary = report.runs_summary(ctx, n_resamples=2000)
+    summary = runs_summary(ctx, n_resamples=2000)
     assert list(summary["server.cc"]) == ["cubic", "hybla"]
     assert list(summary["runs"]) == [2, 2] and list(summary["ok"]) == [2, 2]
     assert (summary["p90_low"] <= summary["p90"]).all() and (summary["p90"] <= summary["p90_high"]).all()
-    comp = report.comparisons(ctx, n_resamples=2000)
+    comp = comparisons(ctx, n_resamples=2000)
     assert len(comp) == 1  # plt_ms only: the loader gives no throughput
     row = comp.iloc[0]
     assert row["arm"] == "hybla" and not row["paired"] and row["test"] == "mann-whitney"

@@ -8,7 +8,7 @@ import pytest
 
 from tests.unit.test_napkin import MANIFEST, PKI, _config
 from tortoiselab.analysis import napkin
-from tortoiselab.report import core as report
+from tortoiselab import report
 
 EXP = """\
 name: floor-unit
