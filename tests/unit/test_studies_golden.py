@@ -1,0 +1,83 @@
+"""The studies give the verdicts they gave before their split into modules:
+canned ci-grid runs of every study's experiments (tests/data/runs/<name>@ci:
+run.json, the server capture, experiment.yaml and the lab's site and PKI)
+and, in tests/data/runs/verdicts-before.json, the verdict, value and
+measured text of every claim and the outcome of every physicist's check as
+the single-module code (studies/core.py) computed them on those runs."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tortoiselab import studies as S
+
+RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
+BEFORE = json.loads((RUNS / "verdicts-before.json").read_text())
+GRID = "ci"
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """A copy of the canned runs: reading captures writes a cache beside
+    the run folders (.studies-cache/), which must not land in the repo."""
+    root = tmp_path_factory.mktemp("golden") / "runs"
+    shutil.copytree(RUNS, root)
+    return root
+
+
+def _experiment_files():
+    return sorted({f for s in S.STUDIES.values() for f in s.experiments})
+
+
+@pytest.mark.parametrize("experiment_file", _experiment_files())
+def test_the_canned_runs_are_the_ci_grid(experiment_file):
+    """The canned folders hold exactly the runs of each file's ci grid (an
+    edited grid has other run ids: regenerate the canned runs and the golden
+    verdicts with the code that is known right)."""
+    folder = S.study_folder(experiment_file, GRID, RUNS)
+    have = {p.parent.name for p in folder.glob("*/run.json")}
+    assert have == S.current_run_ids(experiment_file, GRID), f"{folder}: not the runs of {experiment_file}'s ci grid"
+
+
+@pytest.mark.parametrize("study_id", list(S.STUDIES))
+def test_every_claim_has_its_verdict_of_before(study_id, results):
+    verdicts = S.evaluate(study_id, results, GRID)
+    assert [v.claim_id for v in verdicts] == [c.id for c in S.STUDIES[study_id].claims]
+    for v in verdicts:
+        want = BEFORE["verdicts"][v.claim_id]
+        assert v.verdict == want["verdict"], (v.claim_id, v.why)
+        if want["value"] is None:
+            assert v.value is None, v.claim_id
+        else:
+            assert v.value == pytest.approx(want["value"], rel=1e-9, abs=1e-12), v.claim_id
+        assert v.measured == want["measured"], v.claim_id
+    assert {c for c in BEFORE["verdicts"] if c.startswith(study_id + ".")} == {v.claim_id for v in verdicts}
+
+
+def test_every_physics_check_has_its_outcome_of_before(results):
+    got = {}
+    for f in _experiment_files():
+        d = S.study_folder(f, GRID, results)
+        for c in S.physics_checks(d, S.current_run_ids(f, GRID)):
+            assert isinstance(c, S.PhysicsCheck)
+            got[f"{d.name}: {c.name}"] = {"ok": c.ok, "n": c.n, "measured": c.measured}
+    assert got == BEFORE["physics"]
+
+
+def test_the_reproduction_markdown_builds_from_them(results):
+    text = S.reproduction_markdown(results, GRID)
+    flat = list(BEFORE["verdicts"].values())
+    counts = {k: sum(1 for v in flat if v["verdict"] == k) for k in S.VERDICTS}
+    assert (f"**{len(flat)} claims: {counts['agree']} agree, {counts['partly']} partly, "
+            f"{counts['disagree']} disagree, {counts['no data']} without data.**") in text
+    for study in S.STUDIES.values():
+        assert f"## {study.title}" in text
+        for c in study.claims:
+            assert f"`{c.id}`" in text and BEFORE["verdicts"][c.id]["measured"] in text
+    assert "## The physicist's checks" in text and "## Commands and run times" in text
+    for name in BEFORE["physics"]:
+        folder, check = name.split(": ", 1)
+        assert f"| {folder} | {check} |" in text
+    assert not list(RUNS.glob("*/.studies-cache")), "the canned runs were written to"
