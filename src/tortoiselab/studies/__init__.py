@@ -63,7 +63,8 @@ notebooks, `tortoise grade`'s lab checks and `tortoise report
 The modules: model (data model), data (folders and runs), connections
 (captures), measure (statistics and judges), claims/<study> (one per study),
 registry (STUDIES, evaluate), physics, reproduction, run. They import each
-other, never this package, so that it only gathers them.
+other, never this package, so that it only gathers them. A new claim goes in
+claims/<study>.py (docs/architecture.md, "Where to add things").
 """
 
 from tortoiselab.studies.connections import (first_conn, handshake_flight_bytes, handshake_grew_window, hybla_rho,
