@@ -88,7 +88,7 @@ def sans_from_peercert(cert: dict) -> tuple[list[str], list[str]]:
 
 def sans_from_der(der: bytes) -> tuple[list[str], list[str]]:
     """(dNSNames, iPAddresses) from a DER certificate (getpeercert(binary_form=True))."""
-    from cryptography import x509
+    from cryptography import x509  # lazy: a large import, paid only by a load that reads a DER certificate
 
     cert = x509.load_der_x509_certificate(der)
     try:

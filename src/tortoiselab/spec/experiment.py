@@ -308,11 +308,17 @@ def expand(exp: Experiment) -> list[RunSpec]:
     a hash of the resolved configuration and the repetition."""
     errors: list[str] = []
     runs: list[RunSpec] = []
-    for ex in exp.exclude:
+    for i, ex in enumerate(exp.exclude):
+        if not ex:
+            errors.append(f"exclude[{i}]: an empty exclusion would drop every run; give the axis values to "
+                          "leave out, e.g. {server.cc: hybla, path.loss_pct: 0}")
         for k in ex:
             if k not in exp.sweep:
                 errors.append(f"exclude: {k!r} is not a sweep axis ({', '.join(exp.sweep) or 'none'})")
-    for point in _points(exp):
+    points = _points(exp)
+    if not points and not errors:
+        errors.append("exclude: the exclusions leave no point of the sweep to run; remove one")
+    for point in points:
         base = {"path": copy.deepcopy(exp.path), "server": copy.deepcopy(exp.server),
                 "client": copy.deepcopy(exp.client)}
         for k, v in point.items():
