@@ -17,6 +17,7 @@ results/<experiment>/
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -102,6 +103,17 @@ class RunInterrupted(RunnerError):
     the run stays pending."""
 
 
+class ResultsFull(RunnerError):
+    """The results folder's filesystem is full: the runner stops, every run
+    stored so far is kept, the rest stay pending."""
+
+
+# fault injection (tests/integration/test_faults.py): seconds to wait with a
+# run's record written but not yet renamed into place
+FAULT_PAUSE_ENV = "TORTOISE_FAULT_PAUSE_BEFORE_STORE_S"
+MIN_FREE_BYTES = 1 << 20
+
+
 def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path, pki: Path,
             versions: dict, timeout_s: float = 1800, stop: threading.Event | None = None) -> dict:
     """One run in its own lab boot, written to a temporary folder and renamed
@@ -110,43 +122,15 @@ def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path,
     # two runs repeat only if what the guest sees is the same (docs/determinism.md)
     tmp = exp_dir / f".{run.run_id}.tmp-{os.getpid() % 10**7:07d}-{threading.get_ident() % 100000:05d}"
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    (tmp / "config.json").write_text(json.dumps(run.as_dict(), indent=1, sort_keys=True))
     started = datetime.now(timezone.utc).isoformat()
     t0 = time.monotonic()
     record: dict = {"run_id": run.run_id, "experiment": run.experiment, "repetition": run.repetition,
                     "seed": run.seed, "point": run.point, "config": run.config, "path": run.path.model_dump()}
     try:
+        tmp.mkdir()
+        (tmp / "config.json").write_text(json.dumps(run.as_dict(), indent=1, sort_keys=True))
         res = backends.run_task(info, pageload.run_request(run, site, pki), tmp / "lab", timeout_s=timeout_s)
-        ld = res["task"]["loads"][0]
-        problems = measurement_problems(run, ld["summary"])
-        record["ok"] = not problems
-        record["error"] = "; ".join(problems)[:2000] if problems else None
-        record["summary"] = {k: v for k, v in ld["summary"].items() if k not in ("raw",)}
-        record["summary"].update(_floor(run, site, pki, record["summary"]))
-        record["connections"] = ld["connections"]
-        record["capture"] = {"server": ld["capture"], "client": ld["client_capture"]}
-        record["meta"] = {
-            "backend": info.backend, "clock": info.clock, "kernel_release": res["kernel_release"],
-            "switch": res["switch"], "modules": res.get("modules", {}), "server_sysctls": ld["server_sysctls"],
-            "server_route": ld["server_route"], "tools": versions,
-            "sim_seconds": round(res["uptime_end_s"] - res["uptime_start_s"], 6),
-            "load_sim_seconds": ld["load_seconds"],
-            "seeds": run_seeds(run.seed, pageload.run_request(run, site, pki)["loads"][0]["client"]["seed"], site,
-                               Path(pki).parent.parent.name, res["task"].get("seeds", {}), info.clock),
-            "kernel": info.kernel, "code": res.get("code_digest"),  # the lab code that ran (guest.code_digest)
-            # uml: the guest kernel's boot id, a draw from its CRNG: equal in two boots of a run
-            # exactly when the CRNG followed the run's seed (docs/determinism.md)
-            "guest_boot_id": res.get("boot_id"),
-        }
-        # configured vs measured: the TCP handshake's round trip in the capture
-        rtts = [c["tcp_rtt_ms"] for c in ld["connections"] if c.get("tcp_rtt_ms")]
-        fid = handshake_rtt_check(run.path, rtts, len(ld["connections"]))
-        record["fidelity"] = [fid.as_dict()]
-        for name, src in (("page.har", ld.get("har")), ("server.pcap", ld.get("pcap")),
-                          ("client.pcap", ld.get("client_pcap")), ("cwnd.json", ld.get("cwnd"))):
-            if src and Path(src).exists():
-                os.replace(src, tmp / name)
+        record.update(_from_lab(run, res, info, site, pki, versions, tmp))
     except backends.LabError as exc:
         # a lab that died because the runner is being stopped (Ctrl-C, or a
         # scheduler's SIGTERM to every process of the job) is not a failed run:
@@ -154,18 +138,81 @@ def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path,
         if stop is not None and stop.wait(0.5):
             shutil.rmtree(tmp, ignore_errors=True)
             raise RunInterrupted(f"run {run.run_id}: interrupted") from exc
+        _refuse_if_full(exp_dir, run, tmp)  # a lab that failed for want of space is not a failed run either
         record["ok"] = False
         record["error"] = f"lab: {exc}"[:2000]
-    wall = time.monotonic() - t0
+    except OSError as exc:
+        _refuse_if_full(exp_dir, run, tmp, exc)
+        raise
     record.setdefault("meta", {}).update({"started": started, "ended": datetime.now(timezone.utc).isoformat(),
-                                          "wall_seconds": round(wall, 3)})
-    for name in ("commands.log", "console.log"):
-        if (tmp / "lab" / name).exists():
-            os.replace(tmp / "lab" / name, tmp / name)
-    shutil.rmtree(tmp / "lab", ignore_errors=True)
-    store.write_record(tmp, record)
-    os.rename(tmp, exp_dir / run.run_id)  # the run appears whole, or not at all
+                                          "wall_seconds": round(time.monotonic() - t0, 3)})
+    _store(run, exp_dir, tmp, record)
     return record
+
+
+def _from_lab(run: RunSpec, res: dict, info: backends.BackendInfo, site: Path, pki: Path, versions: dict,
+              tmp: Path) -> dict:
+    """The record's figures from the lab's result; the load's files moved into the run folder."""
+    ld = res["task"]["loads"][0]
+    problems = measurement_problems(run, ld["summary"])
+    summary = {k: v for k, v in ld["summary"].items() if k not in ("raw",)}
+    summary.update(_floor(run, site, pki, summary))
+    meta = {
+        "backend": info.backend, "clock": info.clock, "kernel_release": res["kernel_release"],
+        "switch": res["switch"], "modules": res.get("modules", {}), "server_sysctls": ld["server_sysctls"],
+        "server_route": ld["server_route"], "tools": versions,
+        "sim_seconds": round(res["uptime_end_s"] - res["uptime_start_s"], 6),
+        "load_sim_seconds": ld["load_seconds"],
+        "seeds": run_seeds(run.seed, pageload.run_request(run, site, pki)["loads"][0]["client"]["seed"], site,
+                           Path(pki).parent.parent.name, res["task"].get("seeds", {}), info.clock),
+        "kernel": info.kernel, "code": res.get("code_digest"),  # the lab code that ran (guest code_digest)
+        # uml: the guest kernel's boot id, a draw from its CRNG: equal in two boots of a run
+        # exactly when the CRNG followed the run's seed (docs/determinism.md)
+        "guest_boot_id": res.get("boot_id"),
+    }
+    # configured vs measured: the TCP handshake's round trip in the capture
+    rtts = [c["tcp_rtt_ms"] for c in ld["connections"] if c.get("tcp_rtt_ms")]
+    fid = handshake_rtt_check(run.path, rtts, len(ld["connections"]))
+    for name, src in (("page.har", ld.get("har")), ("server.pcap", ld.get("pcap")),
+                      ("client.pcap", ld.get("client_pcap")), ("cwnd.json", ld.get("cwnd"))):
+        if src and Path(src).exists():
+            os.replace(src, tmp / name)
+    return {"ok": not problems, "error": "; ".join(problems)[:2000] if problems else None, "summary": summary,
+            "connections": ld["connections"], "capture": {"server": ld["capture"], "client": ld["client_capture"]},
+            "meta": meta, "fidelity": [fid.as_dict()]}
+
+
+def _store(run: RunSpec, exp_dir: Path, tmp: Path, record: dict) -> None:
+    """The run's folder renamed into place whole, with its logs and record;
+    on a full filesystem nothing of it is left (ResultsFull)."""
+    try:
+        for name in ("commands.log", "console.log"):
+            if (tmp / "lab" / name).exists():
+                os.replace(tmp / "lab" / name, tmp / name)
+        shutil.rmtree(tmp / "lab", ignore_errors=True)
+        store.write_record(tmp, record)
+        time.sleep(float(os.environ.get(FAULT_PAUSE_ENV, 0)))
+        os.rename(tmp, exp_dir / run.run_id)  # the run appears whole, or not at all
+    except OSError as exc:
+        _refuse_if_full(exp_dir, run, tmp, exc)
+        raise
+
+
+def _refuse_if_full(exp_dir: Path, run: RunSpec, tmp: Path, exc: OSError | None = None) -> None:
+    """Raise ResultsFull (after removing the run's work) when the results
+    filesystem is out of space: by the error's errno, or, for a lab that
+    failed without saying why, by the space left."""
+    full = exc is not None and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    if exc is None:
+        try:
+            full = shutil.disk_usage(exp_dir).free < MIN_FREE_BYTES
+        except OSError:
+            full = False
+    if full:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ResultsFull(f"results: no space left on the filesystem of {exp_dir} during run {run.run_id}; "
+                          "free space (or give --results on a larger filesystem) and run again: the runs stored "
+                          "so far are kept and the rest stay pending") from None
 
 
 def measurement_problems(run: RunSpec, summary: dict) -> list[str]:
