@@ -49,13 +49,14 @@ LAB_PREFIX = "10.0.0.0/8"  # every lab address (spec/topology.py)
 
 @dataclass
 class LabContext:
-    """What a task needs: the executor, where to write, and how the lab runs."""
+    """What a task needs: the executor, where to write, and how the lab runs
+    (from the request: guest/__main__.py)."""
 
     ex: Executor
     work: Path
     private_ovs: bool  # start our own ovsdb/vswitchd (uml) or use the host's (native)
-    switch: str = "ovs"
-    seed: int = 1  # the run's seed; every random stream is derived from it
+    switch: str  # ovs or bridge
+    seed: int  # the run's seed; every random stream is derived from it
 
 
 def _entropy_file(seed: int) -> Path:
