@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from tortoiselab import cli
-from tortoiselab.course import grade
+from tortoiselab import studies
+from tortoiselab.course import grade, handout
 from tortoiselab.spec.experiment import expand, load
 
 REPO = Path(__file__).resolve().parents[2]
@@ -76,7 +77,7 @@ def write_runs(results: Path, exp_file: Path, grid: str, reps: int | None = None
     for spec in expand(exp):
         if reps is not None and spec.repetition >= reps:
             continue
-        label = grade.point_label(spec.point)
+        label = handout.point_label(spec.point)
         config = json.loads(json.dumps(spec.config))
         if edit:
             edit(config)
@@ -94,7 +95,7 @@ def write_runs(results: Path, exp_file: Path, grid: str, reps: int | None = None
 
 
 def graded(repo: Path, results: Path, lab: str = "labs/09-toy.md"):
-    lab_ = grade.load_lab(repo / lab)
+    lab_ = handout.load_lab(repo / lab)
     sections = grade.grade(lab_, results)
     return lab_, sections, {c.name: c for s in sections for c in s.checks}
 
@@ -219,17 +220,17 @@ def test_two_experiments_from_a_sibling_folder(repo):
     assert sections[1].checks[0].name == "results folder"
     assert "tortoise run experiments/other.yaml --grid reduced" in sections[1].checks[0].fix
     other = write_runs(repo / "results", repo / "experiments" / "other.yaml", "reduced")
-    sections = grade.grade(grade.load_lab(repo / "labs" / "10-two.md"), other)
+    sections = grade.grade(handout.load_lab(repo / "labs" / "10-two.md"), other)
     assert [s.folder for s in sections] == [toy, other] and grade.complete(sections)
 
 
 def test_find_lab(repo):
     labs = repo / "labs"
-    assert grade.find_lab(str(labs / "09-toy.md")) == labs / "09-toy.md"
-    assert grade.find_lab(str(labs / "09-toy")) == labs / "09-toy.md"
-    assert grade.find_lab(str(labs / "09")) == labs / "09-toy.md"
-    with pytest.raises(grade.GradeError, match=r"LAB .*07.*no such lab handout; give one of 09-toy.md"):
-        grade.find_lab(str(labs / "07"), labs_dir=labs)
+    assert handout.find_lab(str(labs / "09-toy.md")) == labs / "09-toy.md"
+    assert handout.find_lab(str(labs / "09-toy")) == labs / "09-toy.md"
+    assert handout.find_lab(str(labs / "09")) == labs / "09-toy.md"
+    with pytest.raises(handout.GradeError, match=r"LAB .*07.*no such lab handout; give one of 09-toy.md"):
+        handout.find_lab(str(labs / "07"), labs_dir=labs)
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -240,17 +241,17 @@ def test_find_lab(repo):
 ])
 def test_bad_lab_requirements_name_the_field(repo, extra, message):
     (repo / "labs" / "11-bad.md").write_text(LAB.format(extra=extra))
-    with pytest.raises(grade.GradeError, match=message):
-        grade.load_lab(repo / "labs" / "11-bad.md")
+    with pytest.raises(handout.GradeError, match=message):
+        handout.load_lab(repo / "labs" / "11-bad.md")
 
 
 def test_lab_without_front_matter(repo):
     (repo / "labs" / "12-plain.md").write_text("# no front matter\n")
-    with pytest.raises(grade.GradeError, match="no front matter"):
-        grade.load_lab(repo / "labs" / "12-plain.md")
+    with pytest.raises(handout.GradeError, match="no front matter"):
+        handout.load_lab(repo / "labs" / "12-plain.md")
     (repo / "labs" / "13-typo.md").write_text(LAB.format(extra="").replace("min_repetitions", "min_reps"))
-    with pytest.raises(grade.GradeError, match="front matter: min_reps: Extra inputs are not permitted"):
-        grade.load_lab(repo / "labs" / "13-typo.md")
+    with pytest.raises(handout.GradeError, match="front matter: min_reps: Extra inputs are not permitted"):
+        handout.load_lab(repo / "labs" / "13-typo.md")
 
 
 def test_require_limits_the_points(repo):
@@ -261,7 +262,7 @@ def test_require_limits_the_points(repo):
         if s.point["path.loss_pct"] == 2:
             (folder / s.run_id / "run.json").unlink()
     _, sections, checks = graded(repo, folder, "labs/14-part.md")
-    assert grade.complete(sections), grade.format_grade(grade.load_lab(repo / "labs" / "14-part.md"), sections)
+    assert grade.complete(sections), grade.format_grade(handout.load_lab(repo / "labs" / "14-part.md"), sections)
     assert "all 2 required points" in checks["sweep points"].summary
 
 
@@ -288,12 +289,10 @@ def test_run_command_names_a_results_root_other_than_results(repo):
     assert f"--results {repo / 'elsewhere'}" in checks["repetitions"].fix
 
 
-@pytest.mark.parametrize("handout", sorted(p.name for p in (REPO / "labs").glob("[0-9]*.md")))
-def test_the_repository_labs_load(handout):
+@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "labs").glob("[0-9]*.md")))
+def test_the_repository_labs_load(name):
     """Every lab handout's requirements match its experiments and grids."""
-    from tortoiselab import studies
-
-    lab = grade.load_lab(REPO / "labs" / handout)
+    lab = handout.load_lab(REPO / "labs" / name)
     assert lab.spec.expected_minutes and lab.spec.expected_minutes <= 30
     assert lab.spec.notebook and (REPO / lab.spec.notebook).exists()
     study = studies.STUDIES[lab.spec.study]

@@ -6,7 +6,7 @@ block between the first two `---` lines of the handout:
 
     ---
     title: "Lab 1: the TCP Tortoise"
-    study: tortoise                      # tortoiselab.studies.core.STUDIES id
+    study: tortoise                      # tortoiselab.studies.STUDIES id
     grid: reduced                        # the experiments' grid (default reduced)
     min_repetitions: 5                   # completed runs per sweep point
     fidelity_ok_share: 0.9               # of completed runs, measured RTT = configured
@@ -46,8 +46,6 @@ from the results root or from either folder.
 
 from __future__ import annotations
 
-import json
-import re
 import shlex
 from collections import Counter
 from dataclasses import dataclass, field
@@ -55,68 +53,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
+from tortoiselab.course.handout import GradeError, Lab, LabExperiment, Point, config_key, fmt_value, plain
 from tortoiselab.host import store
 from tortoiselab.spec.experiment import Experiment, ExperimentError, expand, load
-from tortoiselab.spec.pathspec import describe_errors
 
 MAX_LINES = 8  # detail lines per check before "... and N more"
-
-
-class GradeError(ValueError):
-    """A bad LAB or RESULTS argument, or a lab file that is wrong: the message
-    names which and says how to fix it."""
-
-
-class ExperimentReq(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    file: str
-    grid: str | None = None
-    min_repetitions: int | None = Field(None, ge=1)
-    require: dict[str, list[Any]] = Field(default_factory=dict)
-
-
-class LabSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    title: str
-    study: str | None = None
-    grid: str = "reduced"
-    min_repetitions: int = Field(3, ge=1)
-    fidelity_ok_share: float = Field(0.9, ge=0, le=1)
-    max_failed_share: float = Field(0.1, ge=0, le=1)
-    expected_minutes: float | None = Field(None, gt=0)
-    notebook: str | None = None
-    experiments: list[ExperimentReq] = Field(min_length=1)
-
-
-@dataclass
-class Point:
-    """One sweep point of the lab's grid: its label and resolved config."""
-
-    label: str
-    values: dict[str, Any]
-    config: dict
-
-
-@dataclass
-class LabExperiment:
-    """One experiment of a lab, resolved: the grid's experiment and points."""
-
-    file: str
-    grid: str
-    exp: Experiment
-    points: dict[str, Point]  # config key -> point
-    required: list[str]  # config keys of the required points
-    min_repetitions: int
-
-
-@dataclass
-class Lab:
-    path: Path
-    repo: Path
-    spec: LabSpec
-    experiments: list[LabExperiment]
 
 
 @dataclass
@@ -145,103 +88,6 @@ class Section:
 # --- the lab file ----------------------------------------------------------------
 
 
-def find_lab(arg: str, labs_dir: Path = Path("labs")) -> Path:
-    """LAB as given: a handout (labs/01-tortoise.md), the same without .md, or
-    a unique prefix of one (labs/01, 01)."""
-    p = Path(arg)
-    if p.is_file():
-        return p
-    if p.with_suffix(".md").is_file():
-        return p.with_suffix(".md")
-    folder = p.parent if p.parent != Path(".") else labs_dir
-    hits = sorted(folder.glob(f"{p.name}*.md")) if folder.is_dir() else []
-    hits = [h for h in hits if h.name != "README.md"]
-    if len(hits) == 1:
-        return hits[0]
-    have = sorted(h.name for h in labs_dir.glob("*.md") if h.name != "README.md") if labs_dir.is_dir() else []
-    why = f"matches {', '.join(h.name for h in hits)}" if hits else "no such lab handout"
-    raise GradeError(f"LAB {arg!r}: {why}; give one of {', '.join(have) or '(no labs/ here: run from the repository)'}"
-                     ", e.g. tortoise grade labs/01-tortoise.md")
-
-
-def front_matter(text: str, where: str) -> dict:
-    """The YAML between the handout's first two `---` lines."""
-    m = re.match(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", text, re.S)
-    if not m:
-        raise GradeError(f"LAB {where}: no front matter; the handout must start with a --- YAML block "
-                         "(title, experiments, min_repetitions, ...) closed by ---")
-    try:
-        data = yaml.safe_load(m.group(1))
-    except yaml.YAMLError as exc:
-        raise GradeError(f"LAB {where}: front matter is not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise GradeError(f"LAB {where}: front matter must be a mapping (title, experiments, ...)")
-    return data
-
-
-def load_lab(path: Path, repo: Path | None = None) -> Lab:
-    """Read and check a lab handout's requirements against its experiments:
-    every file loads with the grid, every required axis and value is in the
-    grid's sweep, and the grid has the repetitions the lab asks for."""
-    path = Path(path)
-    repo = repo or path.resolve().parent.parent
-    try:
-        spec = LabSpec(**front_matter(path.read_text(), str(path)))
-    except ValidationError as exc:
-        raise GradeError(f"LAB {path}: front matter: {describe_errors(exc)}") from None
-    return Lab(path, repo, spec, [_lab_experiment(path, repo, spec, i, req) for i, req in enumerate(spec.experiments)])
-
-
-def _lab_experiment(path: Path, repo: Path, spec: LabSpec, i: int, req: ExperimentReq) -> LabExperiment:
-    where = f"LAB {path}: experiments[{i}]"
-    grid = req.grid or spec.grid
-    f = repo / req.file
-    if not f.is_file():
-        raise GradeError(f"{where}.file: {req.file} does not exist under {repo}; name an experiment file "
-                         "relative to the repository, e.g. experiments/tortoise.yaml")
-    try:
-        exp = load(f, grid=grid)
-    except ExperimentError as exc:
-        raise GradeError(f"{where}: {req.file} with grid {grid!r}: {exc}") from None
-    points: dict[str, Point] = {}
-    for run in expand(exp):
-        points.setdefault(config_key(run.config), Point(point_label(run.point), run.point, _plain(run.config)))
-    for axis, values in req.require.items():
-        if axis not in exp.sweep:
-            raise GradeError(f"{where}.require.{axis}: not a sweep axis of {exp.name} "
-                             f"(axes: {', '.join(exp.sweep) or 'none'})")
-        missing = [v for v in values if v not in exp.sweep[axis]]
-        if missing:
-            raise GradeError(f"{where}.require.{axis}: {missing} not in the grid's values {exp.sweep[axis]}")
-    required = [k for k, p in points.items()
-                if all(p.values.get(a) in vs for a, vs in req.require.items())]
-    reps = req.min_repetitions or spec.min_repetitions
-    if reps > exp.repetitions:
-        raise GradeError(f"{where}.min_repetitions: {reps}, but grid {grid!r} of {req.file} has only "
-                         f"{exp.repetitions} repetitions; lower it or raise the grid's repetitions")
-    return LabExperiment(req.file, grid, exp, points, required, reps)
-
-
-# --- runs and configurations ---------------------------------------------------------
-
-
-def _plain(obj: Any) -> Any:
-    """As run.json stores it (JSON round trip), so configs compare equal."""
-    return json.loads(json.dumps(obj, sort_keys=True, default=str))
-
-
-def config_key(config: dict) -> str:
-    return json.dumps(_plain(config), sort_keys=True, separators=(",", ":"))
-
-
-def point_label(point: dict) -> str:
-    return ", ".join(f"{k}={_fmt(v)}" for k, v in point.items()) or "(the single point)"
-
-
-def _fmt(v: Any) -> str:
-    return json.dumps(v) if isinstance(v, (list, dict)) else str(v)
-
-
 def leaf_diff(mine: Any, lab: Any, prefix: str = "") -> list[tuple[str, Any, Any]]:
     """(dotted field, yours, the lab's) for every leaf that differs."""
     if isinstance(mine, dict) and isinstance(lab, dict):
@@ -254,7 +100,7 @@ def leaf_diff(mine: Any, lab: Any, prefix: str = "") -> list[tuple[str, Any, Any
 
 def closest_diff(config: dict, points: dict[str, Point]) -> list[tuple[str, Any, Any]]:
     """The differences to the lab's nearest point (fewest differing fields)."""
-    diffs = [leaf_diff(_plain(config), p.config) for p in points.values()]
+    diffs = [leaf_diff(plain(config), p.config) for p in points.values()]
     return min(diffs, key=len) if diffs else []
 
 
@@ -331,7 +177,7 @@ def _stored_diff(folder: Path, le: LabExperiment) -> list[str]:
     theirs = stored.model_dump(exclude={"grids", "description"})
     if theirs["repetitions"] >= ours["repetitions"]:  # more repetitions than the lab's are welcome
         theirs["repetitions"] = ours["repetitions"]
-    return [f"{k}: yours {_fmt(a)}, the lab's {_fmt(b)}" for k, a, b in leaf_diff(theirs, ours)]
+    return [f"{k}: yours {fmt_value(a)}, the lab's {fmt_value(b)}" for k, a, b in leaf_diff(theirs, ours)]
 
 
 def check_experiment(le: LabExperiment, folder: Path, runs: list[dict],
@@ -342,7 +188,7 @@ def check_experiment(le: LabExperiment, folder: Path, runs: list[dict],
     fields: Counter = Counter()
     for r in unmatched:
         for k, mine, lab in closest_diff(r.get("config") or {}, le.points):
-            fields[(k, _fmt(mine), _fmt(lab))] += 1
+            fields[(k, fmt_value(mine), fmt_value(lab))] += 1
     if unmatched:
         details.append(f"{len(unmatched)} runs are not at any point of the lab's grid; they differ in:")
         details += [f"  {k}: yours {mine}, the lab's {lab} ({n} runs)" for (k, mine, lab), n in fields.most_common()]

@@ -24,6 +24,8 @@ module holds what checks it:
 from __future__ import annotations
 
 import json
+import secrets
+import string
 import random
 import shutil
 import socket
@@ -247,9 +249,6 @@ def scratch_like(results: Path) -> Path:
     or two (seen: a rerun under a /tmp path of other depth and length
     differed by 1-2 us; runs under two results folders of one shape did
     not). Hidden (a leading dot) where the name has room for one."""
-    import secrets
-    import string
-
     n = len(results.name)
     for _ in range(100):
         tail = "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(n))

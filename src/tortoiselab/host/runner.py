@@ -115,7 +115,8 @@ MIN_FREE_BYTES = 1 << 20
 
 
 def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path, pki: Path,
-            versions: dict, timeout_s: float = 1800, stop: threading.Event | None = None) -> dict:
+            versions: dict, timeout_s: float = backends.LONG_TASK_TIMEOUT_S,
+            stop: threading.Event | None = None) -> dict:
     """One run in its own lab boot, written to a temporary folder and renamed
     into place only when complete."""
     # fixed-length digits: the guest sees this path, and on the virtual clock
@@ -163,7 +164,7 @@ def _from_lab(run: RunSpec, res: dict, info: backends.BackendInfo, site: Path, p
         "server_route": ld["server_route"], "tools": versions,
         "sim_seconds": round(res["uptime_end_s"] - res["uptime_start_s"], 6),
         "load_sim_seconds": ld["load_seconds"],
-        "seeds": run_seeds(run.seed, pageload.run_request(run, site, pki)["loads"][0]["client"]["seed"], site,
+        "seeds": run_seeds(run.seed, pageload.run_request(run, site, pki).loads[0].client.seed, site,
                            Path(pki).parent.parent.name, res["task"].get("seeds", {}), info.clock),
         "kernel": info.kernel, "code": res.get("code_digest"),  # the lab code that ran (guest code_digest)
         # uml: the guest kernel's boot id, a draw from its CRNG: equal in two boots of a run

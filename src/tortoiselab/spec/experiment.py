@@ -39,6 +39,7 @@ import hashlib
 import itertools
 import json
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -216,8 +217,6 @@ class Experiment(BaseModel):
     @field_validator("grids")
     @classmethod
     def _grid_names(cls, v: dict[str, Grid]) -> dict[str, Grid]:
-        import re
-
         for name in v:
             if not re.match(GRID_NAME, name):
                 raise ValueError(f"grid name {name!r}: lower-case letters, digits, - and _, e.g. reduced")

@@ -16,7 +16,7 @@ commands run, so a field's meaning must not change silently.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
@@ -39,18 +39,6 @@ class RequestError(ValueError):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class _KeyAccess:
-    """Read access by key, as on the dict requests once were. Only for
-    host/runner.py, which still reads run_request(...)["loads"][0]["client"]["seed"];
-    remove once it reads attributes."""
-
-    def __getitem__(self, key: str) -> Any:
-        try:
-            return getattr(self, key)
-        except AttributeError:
-            raise KeyError(key) from None
 
 
 class LabRequest(_Strict):
@@ -131,7 +119,7 @@ class ModuleCheckRequest(LabRequest):
 _TIMEOUT = ClientCfg.model_fields["timeout_s"]
 
 
-class LoadClient(_KeyAccess, ClientCfg):
+class LoadClient(ClientCfg):
     """An experiment's client settings (ClientCfg) as one load runs them:
     `url` is the full URL (host/pageload resolves ClientCfg's path on www),
     with the loader's seed and how it resolves names."""
@@ -149,7 +137,7 @@ class LoadClient(_KeyAccess, ClientCfg):
         return self.url or www_url(self.page)
 
 
-class LoadSpec(_KeyAccess, _Strict):
+class LoadSpec(_Strict):
     """One page load: the server's settings (an experiment's ServerCfg) and the client's."""
 
     label: str
@@ -157,7 +145,7 @@ class LoadSpec(_KeyAccess, _Strict):
     client: LoadClient = Field(default_factory=LoadClient)
 
 
-class PageLoadRequest(_KeyAccess, LabRequest):
+class PageLoadRequest(LabRequest):
     """A sequence of page loads in one lab boot."""
 
     task: Literal["pageload"] = "pageload"

@@ -54,6 +54,7 @@ import hashlib
 import json
 import math
 import os
+import subprocess
 import uuid
 from pathlib import Path
 from typing import Sequence
@@ -62,6 +63,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.verification import VerificationError
 
 VARIANTS = ("shared", "separate", "large")
 MSS_BYTES = 1448  # TCP payload per segment: MTU 1500 - 20 (IP) - 20 (TCP) - 12 (timestamps)
@@ -332,10 +334,6 @@ def verify_chain(ca_pem: Path, chain_pem: Path, host: str) -> list[x509.Certific
     used: the CA/Browser Forum profile it enforces forbids Ed25519 keys, which
     OpenSSL's TLS accepts. Returns the path (leaf ... root); raises
     VerificationError naming OpenSSL's reason."""
-    import subprocess
-
-    from cryptography.x509.verification import VerificationError
-
     argv = ["openssl", "verify", "-x509_strict", "-purpose", "sslserver", "-verify_hostname", host,
             "-CAfile", str(ca_pem), "-untrusted", str(chain_pem), str(chain_pem)]
     r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
