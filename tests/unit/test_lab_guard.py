@@ -18,7 +18,7 @@ GUARD = PKG_DIR / "tools" / "lab_guard.py"
 # own, as UML has helpers), prints the group id, then waits to be killed
 RUNNER = f"""
 import subprocess, sys, time
-p = subprocess.Popen([sys.executable, "-S", {str(GUARD)!r}, sys.argv[1], "/bin/sh", "-c", "sleep 600 & sleep 600"],
+p = subprocess.Popen([sys.executable, "-S", {str(GUARD)!r}, sys.argv[1], "0", "/bin/sh", "-c", "sleep 600 & sleep 600"],
                      stdin=subprocess.PIPE, start_new_session=True)
 print(p.pid, flush=True)
 p.wait()  # reaps the guard, as host/backends.py does
@@ -79,13 +79,13 @@ def test_the_watchdog_lives_in_the_guard():
 
 
 def test_the_programs_status_comes_back():
-    p = subprocess.Popen([sys.executable, "-S", str(GUARD), "60", "/bin/sh", "-c", "sleep 0.3; exit 3"],
+    p = subprocess.Popen([sys.executable, "-S", str(GUARD), "60", "0", "/bin/sh", "-c", "sleep 0.3; exit 3"],
                          stdin=subprocess.PIPE, start_new_session=True)
     assert p.wait(timeout=30) == 3  # stdin held open: the runner is alive
 
 
 def test_a_closed_pipe_means_the_runner_is_gone():
-    p = subprocess.Popen([sys.executable, "-S", str(GUARD), "60", "/bin/sh", "-c", "sleep 600"],
+    p = subprocess.Popen([sys.executable, "-S", str(GUARD), "60", "0", "/bin/sh", "-c", "sleep 600"],
                          stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     p.stdin.close()
     assert p.wait(timeout=10) == -signal.SIGKILL and "the runner is gone" in p.stderr.read()
@@ -93,7 +93,19 @@ def test_a_closed_pipe_means_the_runner_is_gone():
 
 
 def test_it_refuses_to_run_outside_its_own_group():
-    p = subprocess.run([sys.executable, "-S", str(GUARD), "60", "/bin/true"], stdin=subprocess.PIPE,
+    p = subprocess.run([sys.executable, "-S", str(GUARD), "60", "0", "/bin/true"], stdin=subprocess.PIPE,
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 2 and "own process group" in p.stderr
     assert Path(GUARD).exists()
+
+
+def test_with_a_grace_period_the_program_may_clean_up_first(tmp_path):
+    """Native backend: SIGTERM first, so the lab task's finally-blocks run."""
+    mark = tmp_path / "cleaned"
+    script = f"trap 'touch {mark}; exit 0' TERM; sleep 600 & wait"
+    p = subprocess.Popen([sys.executable, "-S", str(GUARD), "60", "5", "/bin/sh", "-c", script],
+                         stdin=subprocess.PIPE, start_new_session=True)
+    time.sleep(0.5)
+    p.stdin.close()
+    p.wait(timeout=15)
+    assert mark.exists() and _wait_gone(p.pid, 5) is not None

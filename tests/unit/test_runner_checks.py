@@ -49,3 +49,19 @@ def test_other_urls_are_checked_against_the_sites_manifest(tmp_path, url, ok):
     else:  # the css is on static, not on www where client.url points
         with pytest.raises(RunnerError, match=f"client.url: the lab's site has no {url}"):
             check_manifest_urls(runs, SITE)
+
+
+def test_a_results_folder_the_web_server_cannot_enter_is_refused(tmp_path):
+    """Seen: results under a 0700 folder outside /tmp gave 403 Forbidden for
+    every page (Apache runs as www-data); under /tmp the guest remounts it."""
+    f = _exp(tmp_path, "{page: tiny.html}")
+    home = Path.cwd() / ".pytest-private-home"
+    home.mkdir(mode=0o700, exist_ok=True)
+    try:
+        home.chmod(0o700)
+        with pytest.raises(RunnerError, match=r"results: the lab's web server runs as www-data and cannot enter "
+                                              r".*\.pytest-private-home \(mode 0700"):
+            run_experiment(f, home / "results", backend="uml")
+        assert not (home / "results").exists()
+    finally:
+        home.rmdir()

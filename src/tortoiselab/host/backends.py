@@ -27,6 +27,11 @@ from tortoiselab.spec.requests import LabRequest
 
 GUEST_INIT = PKG_DIR / "guest" / "init.sh"
 NO_HOST_ENTROPY = PKG_DIR / "tools" / "no_host_entropy.py"
+LAB_GUARD = PKG_DIR / "tools" / "lab_guard.py"
+# the guard's own watchdog fires this long after the host's, which names the
+# timeout in the run's error; the guard's matters when the runner is gone
+GUARD_SLACK_S = 30.0
+NATIVE_GRACE_S = 20.0  # native: the lab task tears down the host's network on SIGTERM
 
 # kernel config symbol -> registered name (net/ipv4/Kconfig)
 CONFIG_TO_ALGO = {
@@ -208,8 +213,9 @@ def _read_result(work: Path, log_hint: Path | None) -> dict:
 def _run_native(work: Path, timeout_s: float) -> dict:
     log = work / "native.log"
     with open(log, "w") as fh:
-        p = subprocess.Popen([sys.executable, "-m", "tortoiselab.guest", str(work / "request.json")],
-                             stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        p = subprocess.Popen(guarded([sys.executable, "-m", "tortoiselab.guest", str(work / "request.json")],
+                                     timeout_s, NATIVE_GRACE_S),
+                             stdin=subprocess.PIPE, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
         _wait_or_kill(p, timeout_s)
     return _read_result(work, log)
 
@@ -275,7 +281,7 @@ def _run_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float) -
     log = work / "console.log"
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(work), "TMPDIR": "/dev/shm"}
     with open(log, "w") as fh:
-        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+        p = subprocess.Popen(guarded(argv, timeout_s, 0), stdin=subprocess.PIPE, stdout=fh, stderr=subprocess.STDOUT,
                              start_new_session=True, env=env, cwd=work)
         (work / "uml.pgid").write_text(str(p.pid))
         try:
@@ -283,6 +289,13 @@ def _run_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float) -
         finally:
             shutil.rmtree(work / ".uml", ignore_errors=True)
     return _read_result(work, log)
+
+
+def guarded(argv: list[str], timeout_s: float, grace_s: float) -> list[str]:
+    """argv under tools/lab_guard.py, the leader of the lab's process group:
+    with its stdin a pipe only this process holds, the lab ends when the
+    runner dies however it dies, and its own watchdog outlives the runner."""
+    return [sys.executable, "-S", str(LAB_GUARD), f"{timeout_s + GUARD_SLACK_S:g}", f"{grace_s:g}", *argv]
 
 
 def _wait_or_kill(p: subprocess.Popen, timeout_s: float) -> None:
@@ -296,6 +309,9 @@ def _wait_or_kill(p: subprocess.Popen, timeout_s: float) -> None:
     except BaseException:
         kill_group(p)
         raise
+    finally:
+        if p.stdin is not None:
+            p.stdin.close()  # after the wait: the guard takes end of file for a dead runner
     # UML helper processes can outlive the main one for a moment
     kill_group(p, quiet=True)
 
@@ -307,6 +323,7 @@ def kill_group(p: subprocess.Popen, quiet: bool = False) -> None:
         return
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
+        p.poll()  # reap the group's leader: a zombie still counts as a member
         try:
             os.killpg(p.pid, 0)
         except ProcessLookupError:

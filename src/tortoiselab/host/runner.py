@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -69,14 +70,29 @@ def check_manifest_urls(runs: list[RunSpec], site: Path) -> None:
                               f"(client.page) or one of its objects, e.g. objects/1000000.bin")
 
 
+# folders the UML guest mounts a tmpfs over: a host path under them is
+# mounted again for the guest by root (guest/init.sh), so its host modes
+# do not stand between the lab's users and the site
+GUEST_TMPFS = (Path("/tmp"), Path("/var/tmp"), Path("/run"), Path("/var/log"), Path("/var/lib"))
+
+
 def check_guest_paths(exp_dir: Path) -> None:
     """The results folder, the project and the venv travel to the lab
-    guest's init colon-separated: refuse a path it cannot carry before a
-    folder is made (each run would fail with the same message)."""
+    guest's init colon-separated, and Apache serves the experiment's site
+    from the results folder as www-data: refuse, before a folder is made, a
+    path the guest cannot carry or a folder others cannot enter (each run
+    would fail the same way: 403 for every page)."""
     try:
         backends.guest_ro_paths([str(exp_dir)])
     except backends.LabError as exc:
         raise RunnerError(f"results: {exc}") from None
+    if any(exp_dir.is_relative_to(d) for d in GUEST_TMPFS):
+        return
+    for folder in [*reversed(exp_dir.parents), exp_dir]:
+        if folder.exists() and not folder.stat().st_mode & stat.S_IXOTH:
+            raise RunnerError(f"results: the lab's web server runs as www-data and cannot enter {folder} "
+                              f"(mode {stat.S_IMODE(folder.stat().st_mode):04o}, not searchable by others); give "
+                              f"--results a folder others can enter, or chmod o+x {folder}")
 
 
 def lab_assets(exp_dir: Path, seed: int = 1) -> tuple[Path, Path]:
@@ -273,8 +289,8 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
     mine = [r for r in runs if r.run_id in keep]
     sliced = shard is not None or runs_file is not None
     exp_dir = Path(results).resolve() / exp.name  # the guest is given absolute paths only
-    check_guest_paths(exp_dir)
     check_site_urls(runs)
+    check_guest_paths(exp_dir)
     ccs = sorted({r.config["server"]["cc"] for r in runs})
     info = backends.choose(backend, clock, ccs)
     if info.backend == "native" and jobs > 1:

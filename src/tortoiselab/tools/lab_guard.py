@@ -1,6 +1,6 @@
 """Keep a lab process from outliving the runner that started it.
 
-    python -S lab_guard.py TIMEOUT_S PROGRAM [ARG...]
+    python -S lab_guard.py TIMEOUT_S GRACE_S PROGRAM [ARG...]
 
 Started by the host (host/backends.py) as the leader of a new process
 group, with its stdin a pipe whose other end only the runner holds. It
@@ -10,6 +10,8 @@ whole group with SIGKILL when
     (SIGKILL included: the kernel closes the runner's end of the pipe), or
   - TIMEOUT_S seconds of wall time have passed: the watchdog, which so
     lives on after the runner too;
+first with SIGTERM when GRACE_S > 0 (the native backend's lab task then
+tears its network down on the host), SIGKILL after GRACE_S seconds;
 and when PROGRAM exits by itself it exits with PROGRAM's status, and the
 host ends what is left of the group (UML's helper processes) as before.
 Cleanup goes by this group's id alone (docs/architecture.md, "Style").
@@ -25,21 +27,28 @@ import signal
 import sys
 import time
 
-def _end_group() -> None:
+def _end_group(child: int, grace_s: float) -> None:
+    if grace_s > 0:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        os.killpg(os.getpgrp(), signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and os.waitpid(child, os.WNOHANG)[0] == 0:
+            time.sleep(0.05)
     os.killpg(os.getpgrp(), signal.SIGKILL)  # this process included; nothing after this runs
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) < 2:
+    if len(argv) < 3:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
-    timeout_s, program = float(argv[0]), argv[1:]
+    timeout_s, grace_s, program = float(argv[0]), float(argv[1]), argv[2:]
     if os.getpgrp() != os.getpid():
         print("lab_guard: must lead its own process group (start it with start_new_session)", file=sys.stderr)
         return 2
     child = os.fork()
     if child == 0:
         try:
+            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # the pipe is the guard's alone
             os.execv(program[0], program)
         finally:
             os._exit(127)
@@ -53,11 +62,11 @@ def main(argv: list[str]) -> int:
         if left <= 0:
             print(f"lab_guard: {timeout_s:.0f} s of wall time passed; ending the lab's process group",
                   file=sys.stderr, flush=True)
-            _end_group()
+            _end_group(child, grace_s)
         ready, _, _ = select.select([sys.stdin], [], [], min(left, 0.2))
         if ready and not os.read(sys.stdin.fileno(), 4096):
             print("lab_guard: the runner is gone; ending the lab's process group", file=sys.stderr, flush=True)
-            _end_group()
+            _end_group(child, grace_s)
 
 
 if __name__ == "__main__":
