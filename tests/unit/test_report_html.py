@@ -171,3 +171,16 @@ def test_filters():
     env = rh.environment()
     assert env.from_string("{{ x | num(2) }}").render(x="<b>") == "&lt;b&gt;"
     assert env.from_string("{{ x | ci(x, x) }}").render(x=float("inf")) == "–"
+
+
+@pytest.mark.parametrize("folder", sorted(p.name for p in CANNED.parent.iterdir() if p.is_dir()))
+def test_a_grid_folder_reports_the_grids_own_axes(tmp_path, folder):
+    """A folder <name>@<grid> is reported with the grid's sweep: with the
+    file's full sweep its runs had no value on any axis, and the grids with
+    linked axes (cubic_plus, initcwnd, reno_beta) failed to render."""
+    d = tmp_path / folder
+    shutil.copytree(CANNED.parent / folder, d)
+    ctx = rc.load_context(d)
+    assert ctx.axes and all(ctx.df[ax].notna().all() for ax in ctx.axes), ctx.axes
+    page = report.write_report(d).read_text()
+    assert "<table" in page and ctx.main_axis in page

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from tortoiselab.analysis import figures, stats
 from tortoiselab.host import store
 from tortoiselab.spec import experiment
+from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
 
 PRIORITY_AXIS = "server.cc"
 METRICS = (("plt_ms", "PLT (ms)"), ("throughput_mbit", "throughput (Mbit/s)"))
@@ -75,7 +75,7 @@ def load_context(exp_dir: Path) -> Context:
     if not exp_dir.is_dir():
         raise ReportError(f"{exp_dir}: no such results folder (run `tortoise run EXPERIMENT.yaml` first)")
     notes: list[str] = []
-    yaml_text, exp = _read_experiment(exp_dir / "experiment.yaml", notes)
+    yaml_text, exp = _read_experiment(exp_dir / "experiment.yaml", exp_dir.name.partition("@")[2] or None, notes)
     records: dict[str, dict] = {}
     for st in store.read_records(exp_dir):
         rec = st.record.model_dump(mode="json")
@@ -114,21 +114,27 @@ def load_context(exp_dir: Path) -> Context:
                    strata_axes=[a for a in axes if a != main], paired_key=paired_key, notes=notes)
 
 
-def _read_experiment(yfile: Path, notes: list[str]) -> tuple[str, dict]:
-    """(the file's text, the experiment as a dict): validated by this
-    version's spec, else read as plain YAML with a note."""
+def _read_experiment(yfile: Path, grid: str | None, notes: list[str]) -> tuple[str, dict]:
+    """(the file's text, the experiment as a dict, as the folder's grid ran
+    it: a folder <name>@<grid> holds that grid's sweep): validated by this
+    version's spec, else read as plain (bounded) YAML with a note."""
     yaml_text = yfile.read_text() if yfile.exists() else ""
     if not yaml_text:
         notes.append("the folder has no experiment.yaml")
         return yaml_text, {}
     try:
-        return yaml_text, experiment.load(yfile).model_dump()
-    except Exception as exc:  # noqa: BLE001 - a report of an old folder must still render
+        return yaml_text, experiment.load(yfile, grid=grid).model_dump()
+    except (ValueError, OSError) as exc:  # a report of an old folder must still render
         notes.append(f"experiment.yaml does not validate with this version ({str(exc)[:300]}); read as plain YAML")
     try:
-        return yaml_text, yaml.safe_load(yaml_text) or {}
-    except yaml.YAMLError:
+        raw = read_yaml(yfile, "experiment file")
+    except YamlFileError:
         return yaml_text, {}
+    raw = raw if isinstance(raw, dict) else {}
+    grid_raw = (raw.get("grids") or {}).get(grid) if grid else None
+    if isinstance(grid_raw, dict) and grid_raw.get("sweep") is not None:
+        raw = {**raw, "sweep": grid_raw["sweep"]}
+    return yaml_text, raw
 
 
 def _object_bytes(rec: dict) -> float | None:
