@@ -26,9 +26,10 @@ import stat
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from tortoiselab.analysis import napkin, whole
 from tortoiselab.analysis.fidelity import handshake_rtt_check
@@ -102,9 +103,13 @@ def lab_assets(exp_dir: Path, seed: int = 1) -> tuple[Path, Path]:
         return lab / "site", lab / "pki"
     tmp = exp_dir / f".lab.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    pages.generate_site(tmp / "site", seed=seed, domain="lab.test")
-    pki.make_pki(tmp / "pki", domain="lab.test", seed_name=exp_dir.name)
-    (tmp / "READY").write_text("ok\n")
+    try:
+        pages.generate_site(tmp / "site", seed=seed, domain="lab.test")
+        pki.make_pki(tmp / "pki", domain="lab.test", seed_name=exp_dir.name)
+        (tmp / "READY").write_text("ok\n")
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)  # e.g. a full filesystem: leave nothing half made
+        raise
     # the pki.json inside names files under tmp: rewrite to the final place
     pj = tmp / "pki" / "pki.json"
     pj.write_text(pj.read_text().replace(str(tmp), str(lab)))
@@ -147,6 +152,7 @@ def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path,
         tmp.mkdir()
         (tmp / "config.json").write_text(json.dumps(run.as_dict(), indent=1, sort_keys=True))
         res = backends.run_task(info, pageload.run_request(run, site, pki), tmp / "lab", timeout_s=timeout_s)
+        _refuse_if_full(exp_dir, run, tmp)  # a capture or HAR cut short for want of space is no measurement
         record.update(_from_lab(run, res, info, site, pki, versions, tmp))
     except backends.LabError as exc:
         # a lab that died because the runner is being stopped (Ctrl-C, or a
@@ -212,6 +218,20 @@ def _store(run: RunSpec, exp_dir: Path, tmp: Path, record: dict) -> None:
         os.rename(tmp, exp_dir / run.run_id)  # the run appears whole, or not at all
     except OSError as exc:
         _refuse_if_full(exp_dir, run, tmp, exc)
+        raise
+
+
+@contextmanager
+def space_is_named(exp_dir: Path) -> Iterator[None]:
+    """A full filesystem while the runner writes the experiment's own files
+    (site, PKI, runs.parquet) is a ResultsFull with the fix, not a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise ResultsFull(f"results: no space left on the filesystem of {exp_dir}; free space (or give "
+                              "--results on a larger filesystem) and run again: the runs stored so far are kept") \
+                from None
         raise
 
 
@@ -297,7 +317,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
         raise RunnerError("jobs: runs on the native backend share the host's kernel; use --jobs 1 (or uml)")
     with experiment_lock(exp_dir, shared=sliced):
         cleaned = clean_stale(exp_dir, keep if sliced else None)
-        with setup_lock(exp_dir):
+        with setup_lock(exp_dir), space_is_named(exp_dir):
             (exp_dir / "experiment.yaml").write_text(Path(exp_file).read_text()) \
                 if not (exp_dir / "experiment.yaml").exists() else None
             site, pki = lab_assets(exp_dir)
@@ -323,7 +343,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
                 stop.set()
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
-        with setup_lock(exp_dir):
+        with setup_lock(exp_dir), space_is_named(exp_dir):
             table = store.rebuild_table(exp_dir)
     return {"experiment": exp.name, "dir": str(exp_dir), "total": len(runs), "pending": len(pending),
             "done_now": len(records), "failed_now": sum(1 for r in records if not r["ok"]),

@@ -1,4 +1,4 @@
-"""Topologies as pure graphs; tortoiselab.guest.lab builds them in Mininet."""
+"""Topologies as pure graphs; tortoiselab.guest.net builds them in Mininet."""
 
 from __future__ import annotations
 

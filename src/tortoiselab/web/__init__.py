@@ -2,5 +2,5 @@
 (`pki`) and the Apache httpd configuration (`apache`).
 
 Nothing here runs a network or needs root: the functions write files and
-return argv lists; `tortoiselab.guest.weblab` runs them inside the lab.
+return argv lists; `tortoiselab.guest.webtier` runs them inside the lab.
 """

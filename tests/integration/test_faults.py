@@ -1,0 +1,139 @@
+"""Fault injection (docs/faults.md): the runner killed with SIGKILL at
+boot, in the middle of a page load and while it stores a run, then run
+again; a results filesystem that fills up mid-run. Nothing completed is
+lost or duplicated, no lab outlives its runner by more than 5 s, and no
+work folder is left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TORTOISE, group_alive, host_state, write_yaml
+from tortoiselab.host import store
+from tortoiselab.host.runner import FAULT_PAUSE_ENV
+
+pytestmark = pytest.mark.lab
+
+EXP = """
+name: faults
+repetitions: 1
+seed: 3
+path: {rtt_ms: 40, loss_pct: 1, rate_mbit: 20}
+client: {page: tiny.html}
+sweep:
+  server.cc: [cubic, reno, bbr]
+"""
+GUEST_GONE_S = 5.0
+
+
+def _start(f: Path, results: Path, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen([*TORTOISE, "run", str(f), "--results", str(results), "--backend", "uml",
+                             "--clock", "virtual"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+
+
+def _wait_for(exp_dir: Path, pattern: str, timeout_s: float = 600) -> Path:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        hits = sorted(exp_dir.glob(pattern)) if exp_dir.exists() else []
+        if hits:
+            return hits[0]
+        time.sleep(0.05)
+    raise AssertionError(f"nothing matched {pattern} in {exp_dir} within {timeout_s} s")
+
+
+def _kill_and_check_guest(proc: subprocess.Popen, work: Path) -> float:
+    """SIGKILL the runner; the seconds its lab's process group lived on."""
+    pgid = int((work / "lab" / "uml.pgid").read_text())
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    t0 = time.monotonic()
+    while group_alive(pgid) and time.monotonic() - t0 < 30:
+        time.sleep(0.05)
+    lived = time.monotonic() - t0
+    assert not group_alive(pgid), f"the lab's process group {pgid} outlived its runner by 30 s"
+    return lived
+
+
+def _completed(exp_dir: Path) -> dict[str, tuple]:
+    return {d.name: tuple((f.name, f.stat().st_mtime_ns) for f in sorted(d.iterdir()))
+            for d in store.run_dirs(exp_dir)}
+
+
+def _resume_and_check(f: Path, results: Path, kept: dict) -> None:
+    exp_dir = results / "faults"
+    p = subprocess.run([*TORTOISE, "run", str(f), "--results", str(results), "--backend", "uml",
+                        "--clock", "virtual"], capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    after = _completed(exp_dir)
+    assert len(after) == 3 and all(after[r] == files for r, files in kept.items())  # nothing lost or touched
+    assert not list(exp_dir.glob(".*.tmp-*")), "a work folder was left behind"
+    df, _ = store.read_table(exp_dir)
+    assert len(df) == 3 and df["run_id"].is_unique and df["ok"].all()
+    for claim in (exp_dir / ".claims").glob("*.lock"):  # each run done to the end exactly once
+        lines = claim.read_text().splitlines()
+        assert sum(ln.startswith("done ") for ln in lines) == 1, lines
+
+
+@pytest.mark.parametrize("moment,pattern,env", [
+    ("boot", ".*.tmp-*/lab/uml.pgid", {}),
+    ("mid-load", ".*.tmp-*/lab/load-000/server.pcap", {}),
+    ("storing", ".*.tmp-*/run.json", {FAULT_PAUSE_ENV: "20"}),
+])
+def test_sigkill_then_resume(tmp_path, lab_kernel, moment, pattern, env):
+    before = host_state()
+    f = write_yaml(tmp_path, EXP, "faults.yaml")
+    results = tmp_path / "results"
+    exp_dir = results / "faults"
+    proc = _start(f, results, env)
+    hit = _wait_for(exp_dir, pattern)
+    work = next(p for p in hit.parents if p.name.startswith(".") and ".tmp-" in p.name)
+    if moment == "storing":  # the lab is over by then: its group is gone already
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        assert (work / "run.json").exists() and not list(exp_dir.glob("[0-9a-f]" * 12))
+    else:
+        lived = _kill_and_check_guest(proc, work)
+        assert lived < GUEST_GONE_S, f"the lab lived {lived:.1f} s after its runner was killed at {moment}"
+    kept = _completed(exp_dir)
+    _resume_and_check(f, results, kept)
+    subprocess.run([*TORTOISE, "clean", "--results", str(results)], capture_output=True, text=True, check=True)
+    assert host_state() == before
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs (root)")
+def test_a_full_results_filesystem_stops_the_runner_clearly(tmp_path, lab_kernel):
+    """The results folder on a filesystem that fills up after a run or two:
+    a clear error, every stored run whole, no work folder left."""
+    f = write_yaml(tmp_path, EXP, "faults.yaml")
+    probe = tmp_path / "sizing"
+    subprocess.run([*TORTOISE, "run", str(f), "--results", str(probe), "--backend", "uml", "--clock", "virtual",
+                    "--limit", "1"], capture_output=True, text=True, timeout=900, check=True)
+    lab_bytes = sum(p.stat().st_size for p in (probe / "faults" / ".lab").rglob("*") if p.is_file())
+    run_bytes = sum(p.stat().st_size for d in store.run_dirs(probe / "faults") for p in d.rglob("*"))
+    small = tmp_path / "small"
+    small.mkdir()
+    size = lab_bytes + int(1.5 * run_bytes)  # the site and about one run
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=755", "tmpfs", str(small)], check=True)
+    try:
+        p = subprocess.run([*TORTOISE, "run", str(f), "--results", str(small), "--backend", "uml",
+                            "--clock", "virtual"], capture_output=True, text=True, timeout=900)
+        assert p.returncode == 2, p.stderr[-2000:]
+        assert "no space left on the filesystem" in p.stderr and "Traceback" not in p.stderr, p.stderr[-2000:]
+        exp_dir = small / "faults"
+        stored = store.read_records(exp_dir)  # every stored run reads whole
+        assert len(stored) < 3
+        for st in stored:
+            assert json.loads((st.run_dir / "run.json").read_text())["run_id"] == st.run_dir.name
+        assert not list(exp_dir.glob(".*.tmp-*")), "a work folder was left on the full filesystem"
+    finally:
+        subprocess.run(["umount", str(small)], check=False)
+        shutil.rmtree(probe, ignore_errors=True)
