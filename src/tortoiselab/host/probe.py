@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tortoiselab.host import backends
@@ -69,17 +69,30 @@ class ProbeReport:
             "\n\nfidelity: all within tolerance" if self.ok else "\n\nfidelity: OUT OF TOLERANCE")
 
 
-def evaluate(path: PathSpec, task: dict) -> list[Check]:
-    """Turn the lab's raw measurements into the fidelity table."""
+def evaluate(path: PathSpec, task: dict, measure: ProbeMeasure | None = None) -> list[Check]:
+    """Turn the lab's raw measurements into the fidelity table. A figure
+    from a measurement that is not whole (fewer pings or probes sent than
+    asked for, no bytes moved) is marked out of tolerance with the reason."""
+    m = measure or ProbeMeasure()
     ping = task["ping"]
     bulk = task["bulk"]
-    checks = [rtt_check(path, ping.get("min_ms"), ping["received"], ping["transmitted"])]
+    checks = [_whole(rtt_check(path, ping.get("min_ms"), ping["received"], ping["transmitted"]),
+                     ping["transmitted"], m.ping_count, "pings")]
     goodput = bulk["client"]["bytes"] * 8 / bulk["client"]["seconds"] if bulk["client"]["seconds"] else None
     warm = max(2.0, RATE_WARMUP_RTTS * path.rtt_ms / 1e3)
-    checks.append(rate_check(path, [tuple(s) for s in bulk["samples"]], warm, goodput))
-    checks.append(loss_check("down", path.loss_down_pct, task["loss_down"]["sent"], task["loss_down"]["received"]))
-    checks.append(loss_check("up", path.loss_up, task["loss_up"]["sent"], task["loss_up"]["received"]))
+    rate = rate_check(path, [tuple(s) for s in bulk["samples"]], warm, goodput)
+    checks.append(rate if bulk["client"]["bytes"] else replace(rate, ok=False, note="the bulk transfer moved no bytes"))
+    for direction, configured in (("down", path.loss_down_pct), ("up", path.loss_up)):
+        probes = task[f"loss_{direction}"]
+        checks.append(_whole(loss_check(direction, configured, probes["sent"], probes["received"]),
+                             probes["sent"], m.loss_probes, "probes"))
     return checks
+
+
+def _whole(check: Check, done: int, asked: int, what: str) -> Check:
+    if done == asked:
+        return check
+    return replace(check, ok=False, note=f"only {done} of {asked} {what} sent: not a whole measurement; {check.note}")
 
 
 def run_probe(path: PathSpec, cc: str = "cubic", backend: str = "auto", clock: str = "auto",
@@ -101,7 +114,7 @@ def run_probe(path: PathSpec, cc: str = "cubic", backend: str = "auto", clock: s
     wall = time.monotonic() - t0
     rep = ProbeReport(backend=info.backend, clock=info.clock, kernel_release=result["kernel_release"],
                       algorithms=result["available_cc"], switch=result["switch"], path=path.model_dump(),
-                      cc=cc, checks=evaluate(path, result["task"]), wall_s=wall,
+                      cc=cc, checks=evaluate(path, result["task"], req.measure), wall_s=wall,
                       sim_s=result["uptime_end_s"] - result["uptime_start_s"], work=str(work),
                       modules=result.get("modules", {}))
     (work / "probe.json").write_text(json.dumps(rep.as_dict(), indent=1))
