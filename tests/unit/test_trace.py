@@ -12,5 +12,5 @@ def test_parse_tcp_probe():
     s = parse_tcp_probe(LINES)
     assert len(s) == 2
     a = s[0]
-    assert (a.t, a.sport, a.dport, a.snd_cwnd, a.ssthresh, a.srtt_us) == (12.345678, 7000, 40312, 64, 64, 100215)
+    assert (a.t, a.sport, a.dport, a.snd_cwnd, a.current_ssthresh, a.srtt_us) == (12.345678, 7000, 40312, 64, 64, 100215)
     assert a.snd_una == 0x5F3A25C0 and s[1].snd_cwnd == 65

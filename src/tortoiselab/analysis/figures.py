@@ -287,7 +287,7 @@ def cwnd_over_time(samples: Sequence[Sequence[float]], out_stem: Path | str,
             ax.step(t, a[:, 1], where="post", color=colors[0], lw=1.6, label="cwnd")
             ss = np.where(a[:, 2] >= INFINITE_SSTHRESH, np.nan, a[:, 2])
             if np.isfinite(ss).any():
-                ax.step(t, ss, where="post", color=colors[1], lw=1.2, ls="--", label="ssthresh")
+                ax.step(t, ss, where="post", color=colors[1], lw=1.2, ls="--", label="current ssthresh (kernel's tcp_current_ssthresh)")
             top = float(np.nanmax(a[:, 1])) if len(a) else 1.0
             for i, lt in enumerate(marks):
                 ax.axvline(lt - t0, color=colors[2], lw=1, alpha=0.7, label="loss" if i == 0 else None)

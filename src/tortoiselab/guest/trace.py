@@ -2,6 +2,14 @@
 (snd_cwnd, ssthresh, srtt at every ACK the sender receives), read through
 tracefs inside the lab.
 
+Its `ssthresh` field is not the socket's snd_ssthresh: the tracepoint
+records tcp_current_ssthresh(), which outside the CWR and Recovery states
+is max(snd_ssthresh, 3/4 snd_cwnd). It rises with cwnd in slow start and
+congestion avoidance, so a scan for drops of this column finds dozens of
+phantom reductions; a multiplicative decrease shows as cwnd falling
+(analysis/ccanalysis.py). The sample calls it `current_ssthresh`, and so
+does the third column of a run's cwnd.json.
+
 The trace clock is `mono`: the default (`local`) advanced in 10 ms steps in
 the UML guest (docs/determinism.md); `mono` follows the guest's clock, which on the
 virtual clock is the simulated time.
@@ -31,7 +39,7 @@ class ProbeSample:
     snd_nxt: int
     snd_una: int
     snd_cwnd: int
-    ssthresh: int
+    current_ssthresh: int  # tcp_current_ssthresh(): max(snd_ssthresh, 3/4 cwnd) outside recovery
     srtt_us: int
 
 
@@ -55,7 +63,7 @@ def parse_tcp_probe(text: str) -> list[ProbeSample]:
                 t=float(m.group(1)), sport=_port(kv["src"]), dport=_port(kv["dest"]),
                 data_len=int(kv.get("data_len", "0")),
                 snd_nxt=int(kv["snd_nxt"], 16), snd_una=int(kv["snd_una"], 16),
-                snd_cwnd=int(kv["snd_cwnd"]), ssthresh=int(kv["ssthresh"]), srtt_us=int(kv["srtt"]),
+                snd_cwnd=int(kv["snd_cwnd"]), current_ssthresh=int(kv["ssthresh"]), srtt_us=int(kv["srtt"]),
             ))
         except (KeyError, ValueError):
             continue

@@ -52,6 +52,6 @@ def run(ctx: LabContext, req: LossResponseRequest) -> dict:
                 "label": arm.label, "cc": arm.cc, "params": params,
                 "server_cc": r["server"]["cc"], "bytes": r["client"]["bytes"], "seconds": r["client"]["seconds"],
                 "filter_stats": stats,
-                "samples": [[s.t, s.snd_cwnd, s.ssthresh, s.srtt_us, s.snd_una, s.snd_nxt] for s in tr.samples()],
+                "samples": [[s.t, s.snd_cwnd, s.current_ssthresh, s.srtt_us, s.snd_una, s.snd_nxt] for s in tr.samples()],
             })
     return out

@@ -179,13 +179,14 @@ def _cwnd_probe(ctx: LabContext) -> AbstractContextManager:
 
 
 def _write_cwnd(tracer: trace.TraceReader | None, out: Path) -> str | None:
-    """cwnd.json: [t s, snd_cwnd, ssthresh, srtt us, snd_una, snd_nxt] per
+    """cwnd.json: [t s, snd_cwnd, current_ssthresh (guest/trace.py: max(snd_ssthresh,
+    3/4 cwnd) outside recovery), srtt us, snd_una, snd_nxt] per
     ACK of the connection with the most samples (the page's main one)."""
     if tracer is None:
         return None
     by_conn: dict[int, list] = {}
     for s in tracer.samples():
-        by_conn.setdefault(s.dport, []).append([s.t, s.snd_cwnd, s.ssthresh, s.srtt_us, s.snd_una, s.snd_nxt])
+        by_conn.setdefault(s.dport, []).append([s.t, s.snd_cwnd, s.current_ssthresh, s.srtt_us, s.snd_una, s.snd_nxt])
     if not by_conn:
         return None
     out.write_text(json.dumps(max(by_conn.values(), key=len)))
