@@ -452,3 +452,20 @@ def _write_bulk(path: Path, target: int, snaplen: int = 128) -> int:
                 w(pkt(CLI4, SRV4, 40000, 443, c_isn + 101, seq - 20 * MSS, 0x10, 0), t)
         w(pkt(CLI4, SRV4, 40000, 443, c_isn + 101, seq, 0x10, 0), t + 0.1)
     return n
+
+
+def test_steady_throughput_leaves_slow_start_out():
+    """The second half of the bytes of a transfer, from the ACKs in the
+    server capture: on the canned 1 MB-object runs of reno_beta@ci it is a
+    real rate near h2load's, and the definition is checked by hand."""
+    from tortoiselab.analysis.flights import steady_throughput_mbit
+
+    conn = {"series": {"t_ms": [0, 10, 20, 100, 200, 300], "seq": [1, 1, 1001, 0, 50001, 100001],
+                       "len": [0, 0, 0, 1000, 0, 0], "kind": ["ack", "ack", "ack", "data", "ack", "ack"]}}
+    # acks at 0..300 ms cover 1 .. 100001; half (50001) first at 200 ms; 50000 bytes in 100 ms
+    assert steady_throughput_mbit(conn) == pytest.approx(50000 * 8 / 0.1 / 1e6)
+    assert steady_throughput_mbit({"series": {"t_ms": [0], "seq": [1], "len": [0], "kind": ["ack"]}}) is None
+    runs = Path(__file__).resolve().parents[1] / "data" / "runs" / "reno_beta@ci"
+    for pcap in sorted(runs.glob("*/server.pcap")):
+        c = max(F.analyze_pcap(pcap), key=lambda c: c["server_bytes_acked"])
+        assert 1 < steady_throughput_mbit(c) < 100

@@ -237,3 +237,23 @@ def slow_start_verdicts(fl: list[dict], iw: int) -> list[dict]:
         out.append({"round": f["round"], "segments": n, "predicted": want, "reason": reason,
                     "ok": reason not in ("short", "long")})
     return out
+
+
+def steady_throughput_mbit(conn: dict, share: float = 0.5) -> float | None:
+    """Throughput once a transfer is under way, from one connection of a
+    server-side capture (analyze_pcap with its series): the bytes the client
+    acknowledged after its cumulative ACK first covered `share` of what it
+    acknowledged in all, over the time from that ACK to the last. Slow start
+    and the first losses fall in the first part, so on a lossy long path
+    this is the figure a Mathis-law fit wants, where the whole transfer's
+    (h2load's own) reads 1.2-1.5x higher. None without enough ACKs."""
+    s = conn.get("series") or {}
+    acks = [(t, q) for t, q, k in zip(s.get("t_ms", []), s.get("seq", []), s.get("kind", [])) if k == "ack"]
+    if len(acks) < 3 or not 0 < share < 1:
+        return None
+    first, last = acks[0][1], acks[-1][1]
+    mid = next(((t, q) for t, q in acks if q >= first + share * (last - first)), None)
+    if mid is None or acks[-1][0] <= mid[0] or last <= mid[1]:
+        return None
+    return round((last - mid[1]) * 8 / ((acks[-1][0] - mid[0]) / 1e3) / 1e6, 4)
+

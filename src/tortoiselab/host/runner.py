@@ -33,6 +33,7 @@ from typing import Callable, Iterator
 
 from tortoiselab.analysis import napkin, whole
 from tortoiselab.analysis.fidelity import handshake_rtt_check
+from tortoiselab.analysis.flights import analyze_pcap, steady_throughput_mbit
 from tortoiselab.analysis.parsers import parse_nghttp_stats
 from tortoiselab.host import backends, pageload, store
 from tortoiselab.host.errors import RunnerError
@@ -200,9 +201,21 @@ def _from_lab(run: RunSpec, res: dict, info: backends.BackendInfo, site: Path, p
                       ("client.pcap", ld.get("client_pcap")), ("cwnd.json", ld.get("cwnd"))):
         if src and Path(src).exists():
             os.replace(src, tmp / name)
+    if run.config["client"]["loader"] == "h2load":
+        summary["steady_throughput_mbit"] = steady_throughput(tmp / "server.pcap")
     return {"ok": not problems, "error": "; ".join(problems)[:2000] if problems else None, "summary": summary,
             "connections": ld["connections"], "capture": {"server": ld["capture"], "client": ld["client_capture"]},
             "meta": meta, "fidelity": [fid.as_dict()]}
+
+
+def steady_throughput(pcap: Path) -> float | None:
+    """The transfer's steady-state throughput from the server capture
+    (analysis/flights.steady_throughput_mbit, on the connection that moved
+    the most bytes); None without a capture."""
+    if not pcap.exists():
+        return None
+    conns = analyze_pcap(pcap)
+    return steady_throughput_mbit(max(conns, key=lambda c: c["server_bytes_acked"])) if conns else None
 
 
 def _store(run: RunSpec, exp_dir: Path, tmp: Path, record: dict) -> None:

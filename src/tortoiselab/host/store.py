@@ -233,7 +233,9 @@ SUMMARY_METRICS = {
     "connections_opened": "TCP connections the page used",
     "reuse_ratio": "coalesced share of 2nd-origin requests",
     "bytes": "response body bytes",
-    "throughput_mbit": "h2load throughput",
+    "throughput_mbit": "h2load throughput: body bytes over the whole transfer (slow start included)",
+    "steady_throughput_mbit": "h2load runs: throughput of the second half of the bytes, from the server "
+                              "capture's ACKs (analysis/flights.steady_throughput_mbit)",
 }
 
 
