@@ -9,7 +9,8 @@ import subprocess
 import pytest
 
 from tests.conftest import REPO, TORTOISE
-from tortoiselab.course import grade, handout
+from tortoiselab.course import grade
+from tortoiselab.course.handout import load_lab
 
 pytestmark = pytest.mark.lab
 
@@ -21,7 +22,7 @@ def _as_ci(handout: str, tmp_path):
     text = re.sub(r"^(\s*)min_repetitions: \d+$", r"\1min_repetitions: 1", text, flags=re.M)
     p = tmp_path / handout
     p.write_text(text)
-    return handout.load_lab(p, repo=REPO)
+    return load_lab(p, repo=REPO)
 
 
 @pytest.mark.parametrize("study, handout", [("initcwnd", "04-initcwnd.md"), ("coalescing", "02-coalescing.md")])
