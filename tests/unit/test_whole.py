@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tortoiselab.analysis.parsers import parse_h2load, parse_nghttp_stats
-from tortoiselab.analysis.whole import load_problems, object_bytes_of
+from tortoiselab.analysis.whole import capture_problems, load_problems, object_bytes_of
 from tortoiselab.host.runner import measurement_problems
 from tortoiselab.spec.experiment import Experiment, expand
 
@@ -72,3 +72,12 @@ def test_the_runner_reads_the_loaders_own_output():
 
 def test_object_size_from_url():
     assert object_bytes_of("objects/10000000.bin") == 10000000 and object_bytes_of("feed.html") is None
+
+
+def test_a_capture_is_whole_only_with_counters_and_no_drops():
+    good = {"captured": 969, "received_by_filter": 969, "dropped_by_kernel": 0}
+    assert capture_problems({"server": good, "client": good}) == []
+    assert capture_problems({"server": {**good, "dropped_by_kernel": 12}, "client": good}) == [
+        "tcpdump dropped 12 packets of the server capture"]
+    assert capture_problems({"server": good, "client": {"captured": None}}) == [
+        "the client capture has no tcpdump counters (tcpdump did not stop cleanly)"]

@@ -84,6 +84,19 @@ def _h2load_problems(s: dict, requests: int | None, object_bytes: int | None, ur
     return out
 
 
+def capture_problems(captures: dict[str, dict | None]) -> list[str]:
+    """A capture is whole when tcpdump reported its counters and its kernel
+    buffer dropped nothing: the connections, handshake RTTs and flights of
+    a run come from it."""
+    out = []
+    for side, c in sorted(captures.items()):
+        if not c or c.get("captured") is None:
+            out.append(f"the {side} capture has no tcpdump counters (tcpdump did not stop cleanly)")
+        elif c.get("dropped_by_kernel"):
+            out.append(f"tcpdump dropped {c['dropped_by_kernel']} packets of the {side} capture")
+    return out
+
+
 def load_problems(loader: str, summary: dict, requests: int | None = None, object_bytes: int | None = None,
                   url: str | None = None) -> list[str]:
     """Why a load's measurement is not whole (empty when it is). requests:

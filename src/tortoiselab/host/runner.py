@@ -179,6 +179,7 @@ def _from_lab(run: RunSpec, res: dict, info: backends.BackendInfo, site: Path, p
     """The record's figures from the lab's result; the load's files moved into the run folder."""
     ld = res["task"]["loads"][0]
     problems = measurement_problems(run, ld["summary"])
+    problems += whole.capture_problems({"server": ld["capture"], "client": ld["client_capture"]})
     summary = {k: v for k, v in ld["summary"].items() if k not in ("raw",)}
     summary.update(_floor(run, site, pki, summary))
     meta = {
