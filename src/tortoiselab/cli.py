@@ -148,17 +148,17 @@ def cmd_run(a: argparse.Namespace) -> int:
     import pandas as pd
 
     df = pd.read_parquet(res["table"])
+    swept = [f for axis in load(Path(a.file), grid=a.grid).sweep for f in axis.split("+")]
+    keys = [k for k in dict.fromkeys(swept) if k in df and df[k].nunique(dropna=False) > 1] or ["server.cc"]
     t = Table(title=f"{res['experiment']}: {len(df)} of {res['total']} runs complete "
                     f"({res['backend']}, {res['clock']} clock)")
-    for col in ("point", "runs", "ok", "PLT p50 ms", "PLT p90 ms", "throughput Mbit/s"):
+    for col in (" ".join(keys), "runs", "ok", "PLT p50 ms", "PLT p90 ms", "throughput Mbit/s"):
         t.add_column(col)
-    keys = [k for k in ("server.cc", "path.rtt_ms", "path.loss_pct", "client.page", "client.coalescing",
-                        "server.initcwnd_pkts") if k in df and df[k].nunique(dropna=False) > 1] or ["server.cc"]
     for key, g in df.groupby(keys, dropna=False):
         ok = g[g["ok"]]
         plt = ok["plt_ms"].dropna()
         thr = ok["throughput_mbit"].dropna()
-        t.add_row(str(key), str(len(g)), str(len(ok)),
+        t.add_row(" ".join(map(str, key if isinstance(key, tuple) else (key,))), str(len(g)), str(len(ok)),
                   f"{plt.quantile(0.5):.1f}" if len(plt) else "-", f"{plt.quantile(0.9):.1f}" if len(plt) else "-",
                   f"{thr.median():.2f}" if len(thr) else "-")
     Console().print(t)
