@@ -88,6 +88,7 @@ def check_guest_paths(exp_dir: Path) -> None:
         backends.guest_ro_paths([str(exp_dir)])
     except backends.LabError as exc:
         raise RunnerError(f"results: {exc}") from None
+
     if any(exp_dir.is_relative_to(d) for d in GUEST_TMPFS):
         return
     for folder in [*reversed(exp_dir.parents), exp_dir]:
@@ -95,6 +96,16 @@ def check_guest_paths(exp_dir: Path) -> None:
             raise RunnerError(f"results: the lab's web server runs as www-data and cannot enter {folder} "
                               f"(mode {stat.S_IMODE(folder.stat().st_mode):04o}, not searchable by others); give "
                               f"--results a folder others can enter, or chmod o+x {folder}")
+
+
+def check_kernel_paths(info: backends.BackendInfo) -> None:
+    """Our modules' folder (in the kernel cache, $TORTOISE_CACHE, or
+    $TORTOISE_MODULES) travels to the guest's init like the results folder."""
+    mods = backends.modules_path(Path(info.kernel)) if info.kernel else None
+    try:
+        backends.plain_paths([str(mods)] if mods is not None else [])
+    except backends.LabError as exc:
+        raise RunnerError(f"kernel cache: {exc}") from None
 
 
 def lab_assets(exp_dir: Path, seed: int = 1) -> tuple[Path, Path]:
@@ -324,9 +335,10 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
     sliced = shard is not None or runs_file is not None
     exp_dir = Path(results).resolve() / exp.name  # the guest is given absolute paths only
     check_site_urls(runs)
-    check_guest_paths(exp_dir)
     ccs = sorted({r.config["server"]["cc"] for r in runs})
+    check_guest_paths(exp_dir)
     info = backends.choose(backend, clock, ccs)
+    check_kernel_paths(info)
     if info.backend == "native" and jobs > 1:
         raise RunnerError("jobs: runs on the native backend share the host's kernel; use --jobs 1 (or uml)")
     with experiment_lock(exp_dir, shared=sliced):
