@@ -141,6 +141,7 @@ def cmd_run(a: argparse.Namespace) -> int:
             prog.update(task, total=total, completed=n,
                         status=f"failed {failures[0]}; last {rec['run_id']} "
                                f"{'ok' if rec['ok'] else 'FAILED: ' + str(rec['error'])[:60]}")
+            prog.console.print(f"{rec['run_id']} {'ok' if rec['ok'] else 'FAILED'}: {_time_budget(rec['meta'])}")
 
         res = run_experiment(Path(a.file), Path(a.results), jobs=a.jobs, backend=a.backend, clock=a.clock,
                              limit=a.limit, on_progress=progress, grid=a.grid, shard=shard,
@@ -170,6 +171,15 @@ def cmd_run(a: argparse.Namespace) -> int:
               f"guest time / wall time per run {sum(sims) / sum(walls):.2f}")
     print(f"results: {res['dir']}  (runs table: {res['table']})")
     return 0 if res["failed_now"] == 0 else 3
+
+
+def _time_budget(meta: dict) -> str:
+    """A run's simulated (guest) time against its wall time."""
+    sim, wall, load = meta.get("sim_seconds"), meta.get("wall_seconds"), meta.get("load_sim_seconds")
+    if not sim or not wall:
+        return f"{wall or 0:.1f} s wall"
+    return (f"{sim:.2f} s simulated ({load or 0:.2f} s of it the load) in {wall:.1f} s wall: "
+            f"{sim / wall:.2f}x real time")
 
 
 def cmd_ls(a: argparse.Namespace) -> int:

@@ -20,3 +20,11 @@ def test_bad_path_refused_before_anything_starts(tmp_path, args, field):
     assert p.returncode == 2, p.stderr
     assert field in p.stderr
     assert not work.exists()  # nothing was created
+
+
+def test_each_run_prints_its_time_budget():
+    from tortoiselab.cli import _time_budget
+
+    assert _time_budget({"sim_seconds": 13.2, "load_sim_seconds": 2.776, "wall_seconds": 24.6}) == (
+        "13.20 s simulated (2.78 s of it the load) in 24.6 s wall: 0.54x real time")
+    assert _time_budget({"wall_seconds": 3.0}) == "3.0 s wall"
