@@ -137,3 +137,40 @@ def test_a_full_results_filesystem_stops_the_runner_clearly(tmp_path, lab_kernel
     finally:
         subprocess.run(["umount", str(small)], check=False)
         shutil.rmtree(probe, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switches to the unprivileged user nobody (root)")
+def test_an_unprivileged_user_runs_the_lab(lab_kernel):
+    """The uml backend as an ordinary user: the lab kernel and our modules
+    where that user can read them, results in a folder of their own. Seen:
+    tcpdump in the guest could not hand its capture file to its own user
+    through hostfs and wrote 24 bytes; the run is now whole."""
+    import tempfile
+
+    from tortoiselab.host import backends
+
+    top = Path(tempfile.mkdtemp(prefix="tortoise-unpriv-", dir="/tmp"))
+    try:
+        top.chmod(0o755)
+        kernel = top / "linux"
+        shutil.copy2(lab_kernel, kernel)
+        shutil.copy2(lab_kernel.parent / "config", top / "config")
+        mods = backends.modules_path(lab_kernel)
+        shutil.copytree(mods, top / mods.name)
+        results = top / "results"
+        results.mkdir()
+        shutil.chown(results, "nobody")
+        f = top / "e.yaml"
+        f.write_text(EXP.replace("[cubic, reno, bbr]", "[cubic]"))
+        subprocess.run(["chmod", "-R", "a+rX", str(top)], check=True)
+        env = {"PATH": os.environ["PATH"], "HOME": str(results), "TORTOISE_KERNEL": str(kernel),
+               "TORTOISE_MODULES": str(top / mods.name)}
+        p = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *TORTOISE, "run",
+                            str(f), "--results", str(results), "--backend", "uml"], capture_output=True, text=True,
+                           env=env, cwd=top, timeout=900)
+        assert p.returncode == 0, p.stderr[-2000:]
+        (st,) = store.read_records(results / "faults")
+        assert st.record.ok and st.record.capture["server"]["captured"] > 0, st.record.error
+        assert (st.run_dir / "server.pcap").stat().st_uid != 0  # the user's own file
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

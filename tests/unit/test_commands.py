@@ -124,9 +124,10 @@ def test_tools():
 
 
 def test_tcpdump_and_dnsmasq():
+    assert C.tcpdump("server-eth0", Path("/w/load-000/server.pcap"), user="nobody")[10:12] == ["-Z", "nobody"]
     assert C.tcpdump("server-eth0", Path("/w/load-000/server.pcap")) == [
         "tcpdump", "-i", "server-eth0", "-n", "-s", "128", "-B", "8192", "--immediate-mode", "-U",
-        "-w", "/w/load-000/server.pcap", "tcp or udp port 53"]
+        "-Z", "root", "-w", "/w/load-000/server.pcap", "tcp or udp port 53"]
     assert C.dnsmasq("10.0.0.53", {"www.lab.test": "10.0.0.2", "dead.lab.test": "10.0.0.99"},
                      Path("/run/w/dnsmasq.pid"), "/run/w/dnsmasq.log") == [
         "dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--no-poll",

@@ -91,7 +91,8 @@ def capture_problems(captures: dict[str, dict | None]) -> list[str]:
     out = []
     for side, c in sorted(captures.items()):
         if not c or c.get("captured") is None:
-            out.append(f"the {side} capture has no tcpdump counters (tcpdump did not stop cleanly)")
+            why = f": {c['stderr']}" if c and c.get("stderr") else ""
+            out.append(f"the {side} capture has no tcpdump counters (tcpdump did not stop cleanly){why}")
         elif c.get("dropped_by_kernel"):
             out.append(f"tcpdump dropped {c['dropped_by_kernel']} packets of the {side} capture")
     return out

@@ -214,11 +214,15 @@ def tool(python: str, module: str, *args: str) -> list[str]:
     return [python, "-m", f"tortoiselab.tools.{module}", *args]
 
 
-def tcpdump(dev: str, out: str | Path, snaplen: int = 128, buffer_kb: int = 8192) -> list[str]:
+def tcpdump(dev: str, out: str | Path, user: str = "root", snaplen: int = 128, buffer_kb: int = 8192) -> list[str]:
     """A capture of TCP and DNS: short snaplen, large buffer, no name
-    lookups, packet-buffered so that a stop loses nothing."""
+    lookups, packet-buffered so that a stop loses nothing. `-Z user`: the
+    user tcpdump switches to and hands the capture file to; the owner of the
+    folder it writes into (guest/webtier.py), because through hostfs the
+    host refuses a chown to anyone else when the lab runs as an unprivileged
+    user ("Couldn't change ownership of savefile")."""
     return ["tcpdump", "-i", dev, "-n", "-s", str(snaplen), "-B", str(buffer_kb), "--immediate-mode",
-            "-U", "-w", str(out), "tcp or udp port 53"]
+            "-U", "-Z", user, "-w", str(out), "tcp or udp port 53"]
 
 
 def dnsmasq(listen: str, names: dict[str, str], pidfile: str | Path, logfile: str | Path) -> list[str]:

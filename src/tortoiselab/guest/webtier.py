@@ -6,6 +6,7 @@ The page-load task (guest/tasks/pageload.py) runs loads over it.
 
 from __future__ import annotations
 
+import pwd
 import re
 import signal
 import subprocess
@@ -157,14 +158,25 @@ class Capture:
             found = {k: int(v) for v, k in _TCPDUMP_STATS.findall(err)}
             self.stats = {"captured": found.get("captured"), "received_by_filter": found.get("received by filter"),
                           "dropped_by_kernel": found.get("dropped by kernel")}
+            if "captured" not in found:  # why there are no counters, for the run's error
+                self.stats["stderr"] = err.strip()[-300:]
         return self.stats
+
+
+def folder_owner(folder: Path) -> str:
+    """The name of the user owning a folder (in the uml guest: the host user
+    the lab runs as, through hostfs); root where the id has no name."""
+    try:
+        return pwd.getpwuid(folder.stat().st_uid).pw_name
+    except KeyError:
+        return "root"
 
 
 @contextmanager
 def capture(ex: Executor, host, out: Path) -> Iterator[Capture]:
     """tcpdump on a Mininet host's interface into out; stopped on the way
     out, also on error."""
-    cap = Capture(ex.start(C.tcpdump(host.defaultIntf().name, out), host))
+    cap = Capture(ex.start(C.tcpdump(host.defaultIntf().name, out, user=folder_owner(out.parent)), host))
     try:
         yield cap
     finally:
