@@ -27,6 +27,20 @@ def test_uml_argv_virtual():
     assert not [x for x in real if x.startswith("time-travel")]
 
 
+def test_guest_work_paths_map_back_to_the_host(tmp_path):
+    """The uml guest sees the run's work folder at one fixed path in every
+    boot (docs/determinism.md); the paths in its result come back as the
+    host's, and nothing else changes."""
+    g = B.GUEST_WORK
+    res = {"ok": True, "task": {"loads": [{"pcap": f"{g}/load-000/server.pcap", "har": None, "n": 3,
+                                           "names": ["/run/tortoise-web/x", f"{g}x/y", g]}]}}
+    out = B.host_paths(res, tmp_path)
+    ld = out["task"]["loads"][0]
+    assert ld["pcap"] == f"{tmp_path}/load-000/server.pcap" and ld["har"] is None and ld["n"] == 3
+    assert ld["names"] == ["/run/tortoise-web/x", f"{g}x/y", str(tmp_path)]
+    assert f"W={g}\n" in B.GUEST_INIT.read_text()  # the path init.sh mounts it at
+
+
 def test_kernel_algorithms_from_config_and_our_modules(tmp_path, monkeypatch):
     monkeypatch.delenv("TORTOISE_MODULES", raising=False)
     (tmp_path / "config").write_text("CONFIG_TCP_CONG_CUBIC=y\nCONFIG_TCP_CONG_HSTCP=y\n"

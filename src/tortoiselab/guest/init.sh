@@ -44,21 +44,26 @@ mount_ro() {
   IFS="$IFS_SAVE"
 }
 mount_ro "$TL_RO"  # the project, its venv, our modules: the same in every boot
-# the work folder at the same path as on the host (mkdir only succeeds
-# inside the tmpfs mounts above; elsewhere the folder already exists)
-mkdir -p "$TL_WORK" 2>/dev/null
-mount -t hostfs -o "$TL_WORK" hostfs "$TL_WORK"
+# the work folder at one fixed path in every boot (host/backends.py
+# GUEST_WORK), never at its host path: the guest's path lookups cost virtual
+# time by the component (e.g. mount(8) canonicalizes its source with a failing
+# readlink per component), so a run stored under results/ and its rerun under
+# a folder of another depth or place parted by microseconds, boot timing and
+# CRNG included (docs/determinism.md). The host maps the paths back.
+W=/run/tortoise-work
+mkdir -p "$W"
+mount -t hostfs -o "$TL_WORK" hostfs "$W"
 # the run's own read-only folders (e.g. the experiment's site and PKI): from
 # a file, not the command line, as they differ from results folder to folder
-[ -f "$TL_WORK/ro_paths" ] && mount_ro "$(cat "$TL_WORK/ro_paths")"
+[ -f "$W/ro_paths" ] && mount_ro "$(cat "$W/ro_paths")"
 # the kernel's CRNG from the run's seed, before anything draws from it
-"$TL_PYTHON" -S "$(dirname "$0")/../tools/crng_seed.py" "$TL_WORK/request.json" ||
+"$TL_PYTHON" -S "$(dirname "$0")/../tools/crng_seed.py" "$W/request.json" ||
   echo "tortoise-guest: could not seed the CRNG; this run's kernel random numbers are not the seed's"
 hostname tortoise-lab
 ip link set lo up
 
 echo "tortoise-guest: kernel $(uname -r), uptime $(cut -d' ' -f1 /proc/uptime) s"
-"$TL_PYTHON" -m tortoiselab.guest "$TL_WORK/request.json"
+"$TL_PYTHON" -m tortoiselab.guest "$W/request.json"
 echo "tortoise-guest: task exited with $?"
 sync
 # power off (LINUX_REBOOT_CMD_POWER_OFF): the UML process exits

@@ -28,6 +28,9 @@ from tortoiselab.spec.requests import LabRequest
 GUEST_INIT = PKG_DIR / "guest" / "init.sh"
 NO_HOST_ENTROPY = PKG_DIR / "tools" / "no_host_entropy.py"
 LAB_GUARD = PKG_DIR / "tools" / "lab_guard.py"
+# where the uml guest mounts the run's work folder (guest/init.sh): one path in
+# every boot, whatever the host's (docs/determinism.md); result paths map back
+GUEST_WORK = "/run/tortoise-work"
 # the guard's own watchdog fires this long after the host's, which names the
 # timeout in the run's error; the guard's matters when the runner is gone
 GUARD_SLACK_S = 30.0
@@ -205,9 +208,22 @@ def _read_result(work: Path, log_hint: Path | None) -> dict:
             tail = "\n".join(log_hint.read_text(errors="replace").splitlines()[-25:])
         raise LabError(f"the lab wrote no result (see {log_hint}):\n{tail}")
     result = json.loads(res.read_text())
+    result = host_paths(result, work)  # uml: the guest's fixed work folder, as the host sees it
     if not result.get("ok"):
         raise LabError(f"lab task failed: {result.get('error')}\n{result.get('traceback', '')}")
     return result
+
+
+def host_paths(obj, work: Path):
+    """obj with every string under the uml guest's work folder (GUEST_WORK)
+    rewritten to the same place under the host's work folder."""
+    if isinstance(obj, dict):
+        return {k: host_paths(v, work) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [host_paths(v, work) for v in obj]
+    if isinstance(obj, str) and (obj == GUEST_WORK or obj.startswith(GUEST_WORK + "/")):
+        return str(work) + obj[len(GUEST_WORK):]
+    return obj
 
 
 def _run_native(work: Path, timeout_s: float) -> dict:
