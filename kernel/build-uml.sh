@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Builds the UML lab kernel from Debian's pinned linux-source-6.12, our config
+# Builds the UML lab kernel from Debian's pinned linux-source, our config
 # fragment and our modules, into a cache outside the clone keyed by a hash of
 # those inputs. Prints the path of the kernel binary on its last line.
+#
+# Two kernel series, chosen by TORTOISE_KERNEL_SERIES (default 6.12):
+#   6.12  linux-source-6.12 installed by `make setup` (kernel/DEBIAN_VERSION)
+#   7.3   linux-source-7.3 from trixie-backports, fetched into the cache by
+#         kernel/fetch-source.sh (pin: kernel/sources/7.3), with the 7.3
+#         changes of the fragment in kernel/lab-7.3.config
 #
 #   kernel/build-uml.sh                 build kernel + our modules where the cache lacks them
 #   kernel/build-uml.sh --hash          print the input hash only
@@ -15,13 +21,24 @@ set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 cache="${TORTOISE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tortoiselab}"
-src_tar="/usr/src/linux-source-6.12.tar.xz"
 jobs="${JOBS:-$(nproc)}"
+series="${TORTOISE_KERNEL_SERIES:-6.12}"
+case "$series" in
+  6.12)
+    want="$(cat "$here/DEBIAN_VERSION")"
+    fragments=("$here/lab.config")
+    prefix="uml" ;;
+  *)
+    [ -f "$here/sources/$series" ] || { echo "lab kernel: unknown series '$series' (no kernel/sources/$series)" >&2; exit 1; }
+    want="$(sed -n 's/^VERSION=//p' "$here/sources/$series")"
+    fragments=("$here/lab.config" "$here/lab-$series.config")
+    prefix="uml$series" ;;
+esac
 
 kernel_hash() {
   {
-    echo "debian-version $(cat "$here/DEBIAN_VERSION")"
-    sha256sum "$here/lab.config" "$here/build-uml.sh" | awk '{print $1}'
+    echo "debian-version $want"
+    sha256sum "${fragments[@]}" "$here/build-uml.sh" | awk '{print $1}'
   } | sha256sum | cut -c1-16
 }
 
@@ -36,7 +53,7 @@ modules_hash() {
 }
 
 hash="$(kernel_hash)"
-out="$cache/kernel/uml-$hash"
+out="$cache/kernel/$prefix-$hash"
 mhash="$(modules_hash "$hash")"
 mods="$out/modules-$mhash"
 case "${1:-}" in
@@ -71,11 +88,15 @@ if [ -x "$out/linux" ] && [ -f "$out/BUILD_OK" ]; then
   exit 0
 fi
 
-want="$(cat "$here/DEBIAN_VERSION")"
-have="$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null || true)"
-if [ "$have" != "$want" ] || [ ! -f "$src_tar" ]; then
-  echo "lab kernel: needs linux-source-6.12=$want (have '${have:-none}'); run 'make setup'" >&2
-  exit 1
+if [ "$series" = 6.12 ]; then
+  src_tar="/usr/src/linux-source-6.12.tar.xz"
+  have="$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null || true)"
+  if [ "$have" != "$want" ] || [ ! -f "$src_tar" ]; then
+    echo "lab kernel: needs linux-source-6.12=$want (have '${have:-none}'); run 'make setup'" >&2
+    exit 1
+  fi
+else
+  src_tar="$(bash "$here/fetch-source.sh" "$series" | tail -1)"
 fi
 
 mkdir -p "$cache/kernel"
@@ -84,24 +105,45 @@ trap 'rm -rf "$work"' EXIT
 start=$(date +%s)
 echo "lab kernel: extracting $src_tar ($want)" >&2
 tar -C "$work" -xf "$src_tar"
-tree="$work/linux-source-6.12"
+tree="$(echo "$work"/linux-source-*)"
 
 echo "lab kernel: configuring (ARCH=um)" >&2
 make -C "$tree" -s ARCH=um SUBARCH=x86_64 defconfig >&2
-(cd "$tree" && ARCH=um SUBARCH=x86_64 ./scripts/kconfig/merge_config.sh -m .config "$here/lab.config" >&2)
+(cd "$tree" && ARCH=um SUBARCH=x86_64 ./scripts/kconfig/merge_config.sh -m .config "${fragments[@]}" >&2)
 make -C "$tree" -s ARCH=um SUBARCH=x86_64 olddefconfig >&2
 
-# every option in the fragment must have survived olddefconfig
+# every option in the fragments must have survived olddefconfig; on a series
+# other than 6.12 every symbol must also exist in its Kconfig, unless the
+# series' fragment drops it with a reason ("#drop CONFIG_X reason")
+dropped=""
+if [ "${#fragments[@]}" -gt 1 ]; then
+  dropped="$(sed -n 's/^#drop \(CONFIG_[A-Za-z0-9_]*\) .*/\1/p' "${fragments[@]:1}")"
+  known="$(find "$tree" -name 'Kconfig*' -type f -print0 | xargs -0 grep -hoE '^[[:space:]]*(menu)?config [A-Za-z0-9_]+' \
+    | awk '{print "CONFIG_" $2}' | sort -u)"
+fi
 bad=0
-while IFS= read -r line; do
-  case "$line" in CONFIG_*=*|"# CONFIG_"*" is not set") ;; *) continue ;; esac
-  sym="${line#\# }"; sym="${sym%%=*}"; sym="${sym%% *}"
-  if [ "${line:0:1}" = "#" ] && ! grep -q "^$sym=" "$tree/.config"; then continue; fi
-  if ! grep -qx "$line" "$tree/.config"; then
-    echo "lab kernel: option did not take effect: $line (have: $(grep "^$sym=" "$tree/.config" || echo unset))" >&2
-    bad=1
-  fi
-done < "$here/lab.config"
+for frag in "${fragments[@]}"; do
+  while IFS= read -r line; do
+    case "$line" in CONFIG_*=*|"# CONFIG_"*" is not set") ;; *) continue ;; esac
+    sym="${line#\# }"; sym="${sym%%=*}"; sym="${sym%% *}"
+    if [ -n "$dropped" ] && grep -qx "$sym" <<<"$dropped"; then
+      echo "lab kernel: $series drops $sym: $(sed -n "s/^#drop $sym //p" "${fragments[@]:1}")" >&2
+      continue
+    fi
+    if [ "${#fragments[@]}" -gt 1 ] && ! grep -qx "$sym" <<<"$known"; then
+      echo "lab kernel: $sym is not an option of $series (renamed or gone): drop it in lab-$series.config with a reason" >&2
+      bad=1; continue
+    fi
+    # a later fragment may set the symbol otherwise: the last one counts
+    last="$(grep -hE "^(# )?$sym[= ]" "${fragments[@]}" | tail -1)"
+    [ "$last" = "$line" ] || continue
+    if [ "${line:0:1}" = "#" ] && ! grep -q "^$sym=" "$tree/.config"; then continue; fi
+    if ! grep -qx "$line" "$tree/.config"; then
+      echo "lab kernel: option did not take effect: $line (have: $(grep "^$sym=" "$tree/.config" || echo unset))" >&2
+      bad=1
+    fi
+  done < "$frag"
+done
 [ "$bad" -eq 0 ] || exit 1
 
 echo "lab kernel: building with $jobs jobs" >&2
@@ -117,7 +159,8 @@ make -C "$tree" -s ARCH=um SUBARCH=x86_64 kernelrelease > "$out/release"
 # keep what building external modules needs ("clean" keeps exactly that)
 make -C "$tree" -s ARCH=um SUBARCH=x86_64 clean >&2
 mv "$tree" "$out/tree"
-echo "built $(date -u +%FT%TZ) in $(( $(date +%s) - start )) s from linux-source-6.12=$want" > "$out/BUILD_OK"
+echo "built $(date -u +%FT%TZ) in $(( $(date +%s) - start )) s from $(basename "$src_tar" .tar.xz)=$want" > "$out/BUILD_OK"
+echo "$want" > "$out/source-version"
 chmod -R a+rX "$out"
 echo "lab kernel: built in $(( $(date +%s) - start )) s -> $out/linux" >&2
 build_modules
