@@ -430,20 +430,28 @@ static void cubicplus_set_state(struct sock *sk, u8 new_state)
 	}
 }
 
-static void cubicplus_cwnd_event(struct sock *sk, enum tcp_ca_event ev)
+/* Sending after idle: leave the idle time out of t. */
+static void cubicplus_tx_start(struct sock *sk)
 {
 	struct cubicplus *ca = inet_csk_ca(sk);
 	u64 now = tcp_sk(sk)->tcp_mstamp;
 	u64 idle_from;
 
+	if (!ca->epoch_valid)
+		return;
+	idle_from = max(ca->last_ack_us, ca->epoch_start_us);
+	if (now > idle_from)
+		ca->epoch_start_us += now - idle_from;
+}
+
+static void cubicplus_cwnd_event(struct sock *sk, enum tcp_ca_event ev)
+{
+	struct cubicplus *ca = inet_csk_ca(sk);
+
 	switch (ev) {
 	case CA_EVENT_TX_START:
-		/* Sending after idle: leave the idle time out of t. */
-		if (!ca->epoch_valid)
-			break;
-		idle_from = max(ca->last_ack_us, ca->epoch_start_us);
-		if (now > idle_from)
-			ca->epoch_start_us += now - idle_from;
+		/* kernels without the cwnd_event_tx_start op (6.12) */
+		cubicplus_tx_start(sk);
 		break;
 	case CA_EVENT_CWND_RESTART:
 		/* the stack shrank cwnd after idle (RFC 2861): new epoch */
@@ -487,6 +495,11 @@ static struct tcp_congestion_ops cubicplus_ops __read_mostly = {
 	.cong_avoid	= cubicplus_cong_avoid,
 	.set_state	= cubicplus_set_state,
 	.cwnd_event	= cubicplus_cwnd_event,
+#ifdef TL_HAVE_CWND_EVENT_TX_START
+	/* newer kernels (7.3) deliver CA_EVENT_TX_START only through this op,
+	 * no longer to cwnd_event: without it the idle time would count in t */
+	.cwnd_event_tx_start = cubicplus_tx_start,
+#endif
 	.pkts_acked	= cubicplus_pkts_acked,
 	.owner		= THIS_MODULE,
 	.name		= "cubic_plus",
