@@ -47,7 +47,8 @@ def cmd_cc_check(a: argparse.Namespace) -> int:
 
     res = run_cc_check(a.algorithms or None, backend=a.backend, clock=a.clock)
     bad = 0
-    print(f"backend {res['backend']}, clock {res['clock']}")
+    print(f"backend {res['backend']}, clock {res['clock']}, kernel {res.get('kernel_release')}"
+          + (f", uml userspace {res['uml_userspace']}" if res.get("uml_userspace") else ""))
     print(f"{'selected':<12} {'socket says':<12} {'ss -ti says':<14} ok")
     for cc, r in res["algorithms"].items():
         ok = r["sockopt"] == cc and any(s is not None and s.split("-")[0] == cc for s in r["ss"])
@@ -63,7 +64,8 @@ def cmd_loss_response(a: argparse.Namespace) -> int:
     if a.json:
         print(json.dumps({"meta": meta, "rows": rows}, indent=1))
     else:
-        print(f"backend {meta['backend']}, clock {meta['clock']}, kernel {meta['kernel_release']}")
+        print(f"backend {meta['backend']}, clock {meta['clock']}, kernel {meta['kernel_release']}"
+              + (f", uml userspace {meta['uml_userspace']}" if meta.get("uml_userspace") else ""))
         for alg, ps in sorted(meta["modules"].items()):
             print(f"module tcp_{alg}: " + " ".join(f"{k}={v}" for k, v in ps.items()))
         print(f"path: {lossresponse.PATH.rtt_ms:g} ms, {lossresponse.PATH.rate_mbit:g} Mbit/s, no random loss; "

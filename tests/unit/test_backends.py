@@ -41,6 +41,39 @@ def test_guest_work_paths_map_back_to_the_host(tmp_path):
     assert f"W={g}\n" in B.GUEST_INIT.read_text()  # the path init.sh mounts it at
 
 
+def test_uml_argv_seccomp_only_when_asked():
+    assert "seccomp=on" not in B.uml_argv("/k/linux", "virtual", "tl-1")
+    argv = B.uml_argv("/k/linux", "virtual", "tl-1", userspace="seccomp")
+    # `on`, not `auto`: the kernel either runs seccomp or stops, so the mode is known
+    assert argv[-1] == "seccomp=on" and "time-travel=inf-cpu" in argv
+
+
+def test_uml_userspace_follows_the_kernel_and_the_host(tmp_path, monkeypatch):
+    monkeypatch.delenv("TORTOISE_UML_USERSPACE", raising=False)
+    k612, k73 = tmp_path / "linux-612", tmp_path / "linux-73"
+    k612.write_bytes(b"\0" * 100 + b"time-travel=inf-cpu\0")
+    k73.write_bytes(b"\0" * 100 + b"seccomp=<on/auto/off>\n    Configure whether\0")
+    assert B.uml_userspace(str(k612))[0] == "ptrace"
+    assert B.uml_userspace(str(k73)) == ("seccomp", "the kernel offers it")
+    monkeypatch.setenv("TORTOISE_UML_USERSPACE", "ptrace")
+    assert B.uml_userspace(str(k73))[0] == "ptrace"
+    monkeypatch.setenv("TORTOISE_UML_USERSPACE", "seccomp")
+    with pytest.raises(B.LabError, match="no seccomp mode"):
+        B.uml_userspace(str(k612))
+    # a refusal seen once: ptrace from then on, and it says why
+    monkeypatch.delenv("TORTOISE_UML_USERSPACE")
+    log = tmp_path / "console.log"
+    log.write_text("Checking that seccomp filters can be installed...missing\n"
+                   "SECCOMP userspace requested but not functional!\n")
+    why = B._seccomp_refusal(log)
+    assert why is not None and "missing" in why
+    monkeypatch.setitem(B._seccomp_refused, str(k73), why)
+    mode, reason = B.uml_userspace(str(k73))
+    assert mode == "ptrace" and "refused" in reason and "missing" in reason
+    log.write_text("Linux version 7.3.4\n")
+    assert B._seccomp_refusal(log) is None
+
+
 def test_kernel_algorithms_from_config_and_our_modules(tmp_path, monkeypatch):
     monkeypatch.delenv("TORTOISE_MODULES", raising=False)
     (tmp_path / "config").write_text("CONFIG_TCP_CONG_CUBIC=y\nCONFIG_TCP_CONG_HSTCP=y\n"

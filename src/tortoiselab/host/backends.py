@@ -12,6 +12,7 @@ from __future__ import annotations
 import compileall
 import gzip
 import json
+import mmap
 import os
 import shutil
 import signal
@@ -253,7 +254,7 @@ def guest_ro_paths(extra: list[str] | None = None) -> list[str]:
 
 
 def uml_argv(kernel: str, clock: str, umid: str, mem_mb: int = 1024,
-             extra_ro: list[str] | None = None) -> list[str]:
+             extra_ro: list[str] | None = None, userspace: str = "ptrace") -> list[str]:
     """The UML command line: host tree as read-only root through hostfs, our
     init, the console on stdout; started with the host's getrandom failing
     for it (tools/no_host_entropy.py).
@@ -270,7 +271,68 @@ def uml_argv(kernel: str, clock: str, umid: str, mem_mb: int = 1024,
             f"TL_PYTHON={sys.executable}", f"TL_RO={':'.join(guest_ro_paths(extra_ro))}"]
     if clock == "virtual":
         argv += [f"time-travel-start={VIRTUAL_EPOCH_S * 10**9}", "time-travel=inf-cpu"]
+    if userspace == "seccomp":
+        # `on`, not `auto`: UML then either runs seccomp or stops at once
+        # with SECCOMP_REFUSED, so the mode that ran is known (with `auto`
+        # and `quiet` the kernel falls back to ptrace without a word)
+        argv.append("seccomp=on")
     return argv
+
+
+# UML (7.x) runs the guest's processes under a seccomp filter instead of
+# ptrace when booted with seccomp=<on|auto|off>: system calls, fork+exec and
+# page faults cost the host about half the CPU. A kernel that has the option
+# carries its help text; 6.12 has no seccomp mode and must not get the
+# parameter (an unknown one would reach init's environment and the kernel's
+# command line, which the CRNG mixes in).
+SECCOMP_HELP = b"seccomp=<on/auto/off>"
+# what a kernel booted with seccomp=on prints (fatal) when the host refuses it
+SECCOMP_REFUSED = "SECCOMP userspace requested but not functional"
+# per kernel binary: why the host refused seccomp, once seen (None: not refused)
+_seccomp_refused: dict[str, str] = {}
+
+
+def kernel_has_seccomp(kernel: str) -> bool:
+    """Whether a UML kernel binary offers the seccomp userspace mode."""
+    try:
+        with open(kernel, "rb") as fh:
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                return m.find(SECCOMP_HELP) != -1
+    except (OSError, ValueError):
+        return False
+
+
+def uml_userspace(kernel: str) -> tuple[str, str]:
+    """How the UML guest's processes will run: ("seccomp" | "ptrace", why).
+    TORTOISE_UML_USERSPACE=seccomp|ptrace|auto (default auto: seccomp where
+    the kernel offers it and the host has not refused it in this process)."""
+    want = os.environ.get("TORTOISE_UML_USERSPACE", "auto")
+    if want not in ("auto", "seccomp", "ptrace"):
+        raise LabError(f"TORTOISE_UML_USERSPACE={want!r}: use auto, seccomp or ptrace")
+    if want == "ptrace":
+        return "ptrace", "TORTOISE_UML_USERSPACE=ptrace"
+    if not kernel_has_seccomp(kernel):
+        if want == "seccomp":
+            raise LabError(f"TORTOISE_UML_USERSPACE=seccomp, but the kernel {kernel} has no seccomp mode (UML 7.x has)")
+        return "ptrace", "the kernel has no seccomp mode"
+    if kernel in _seccomp_refused:
+        if want == "seccomp":
+            raise LabError(f"TORTOISE_UML_USERSPACE=seccomp, but the host refused it: {_seccomp_refused[kernel]}")
+        return "ptrace", f"the host refused seccomp: {_seccomp_refused[kernel]}"
+    return "seccomp", "the kernel offers it"
+
+
+def _seccomp_refusal(log: Path) -> str | None:
+    """The console's line saying the host refused seccomp, if it does."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if SECCOMP_REFUSED in line:
+            checks = [ln.strip() for ln in text.splitlines() if "seccomp filters can be installed" in ln]
+            return "; ".join([*checks, line.strip()])
+    return None
 
 
 def _compile_package() -> None:
@@ -292,19 +354,36 @@ def _run_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float) -
     _compile_package()
     # on the command line only what every boot of a run shares (the kernel
     # mixes it into its random pool); the run's own folders go in a file
-    argv = uml_argv(info.kernel, info.clock, umid, extra_ro=[req.modules_dir] if req.modules_dir else [])
     (work / "ro_paths").write_text(":".join(plain_paths(list(req.ro_paths))))
     log = work / "console.log"
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(work), "TMPDIR": "/dev/shm"}
-    with open(log, "w") as fh:
-        p = subprocess.Popen(guarded(argv, timeout_s, 0), stdin=subprocess.PIPE, stdout=fh, stderr=subprocess.STDOUT,
-                             start_new_session=True, env=env, cwd=work)
-        (work / "uml.pgid").write_text(str(p.pid))
-        try:
-            _wait_or_kill(p, timeout_s)
-        finally:
-            shutil.rmtree(work / ".uml", ignore_errors=True)
-    return _read_result(work, log)
+    userspace, why = uml_userspace(info.kernel)
+    while True:
+        argv = uml_argv(info.kernel, info.clock, umid, extra_ro=[req.modules_dir] if req.modules_dir else [],
+                        userspace=userspace)
+        with open(log, "w") as fh:
+            p = subprocess.Popen(guarded(argv, timeout_s, 0), stdin=subprocess.PIPE, stdout=fh,
+                                 stderr=subprocess.STDOUT, start_new_session=True, env=env, cwd=work)
+            (work / "uml.pgid").write_text(str(p.pid))
+            try:
+                _wait_or_kill(p, timeout_s)
+            finally:
+                shutil.rmtree(work / ".uml", ignore_errors=True)
+        refused = _seccomp_refusal(log) if userspace == "seccomp" else None
+        if refused is None:
+            break
+        # UML stops in its early checks, before the guest runs anything:
+        # boot again in ptrace mode (and skip seccomp from now on)
+        _seccomp_refused[info.kernel] = refused
+        if os.environ.get("TORTOISE_UML_USERSPACE") == "seccomp":
+            raise LabError(f"TORTOISE_UML_USERSPACE=seccomp, but the host refused it: {refused}")
+        (work / "console-seccomp-refused.log").write_text(log.read_text(errors="replace"))
+        userspace, why = "ptrace", f"the host refused seccomp: {refused}"
+    (work / "uml_userspace").write_text(f"{userspace}\t{why}\n")
+    result = _read_result(work, log)
+    result["uml_userspace"] = userspace
+    result["uml_userspace_why"] = why
+    return result
 
 
 def guarded(argv: list[str], timeout_s: float, grace_s: float) -> list[str]:

@@ -102,7 +102,7 @@ def run(backend: str = "uml", clock: str = "virtual", work: Path | None = None,
     result = backends.run_task(info, lab_request(arms), work, timeout_s=timeout_s)
     rows = analyze(arms, result["task"])
     meta = {"backend": info.backend, "clock": info.clock, "kernel_release": result["kernel_release"],
-            "modules": result.get("modules", {}), "work": str(work)}
+            "modules": result.get("modules", {}), "work": str(work), "uml_userspace": result.get("uml_userspace")}
     (work / "loss_response.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     return rows, meta
 

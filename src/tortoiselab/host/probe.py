@@ -39,6 +39,7 @@ class ProbeReport:
     wall_s: float = 0.0
     sim_s: float = 0.0
     work: str = ""
+    uml_userspace: str | None = None  # uml: seccomp | ptrace (backends.uml_userspace)
 
     @property
     def ok(self) -> bool:
@@ -56,6 +57,7 @@ class ProbeReport:
             f"backend          {self.backend}",
             f"clock            {self.clock}",
             f"kernel release   {self.kernel_release}",
+            *([f"uml userspace    {self.uml_userspace}"] if self.uml_userspace else []),
             f"switch           {self.switch}",
             f"algorithms       {' '.join(sorted(self.algorithms))} ({len(self.algorithms)})",
             f"path             rtt {p['rtt_ms']} ms, rate {p['rate_mbit']} Mbit/s, loss {p['loss_pct']} % "
@@ -116,7 +118,7 @@ def run_probe(path: PathSpec, cc: str = "cubic", backend: str = "auto", clock: s
                       algorithms=result["available_cc"], switch=result["switch"], path=path.model_dump(),
                       cc=cc, checks=evaluate(path, result["task"], req.measure), wall_s=wall,
                       sim_s=result["uptime_end_s"] - result["uptime_start_s"], work=str(work),
-                      modules=result.get("modules", {}))
+                      modules=result.get("modules", {}), uml_userspace=result.get("uml_userspace"))
     (work / "probe.json").write_text(json.dumps(rep.as_dict(), indent=1))
     return rep
 
@@ -131,4 +133,5 @@ def run_cc_check(algorithms: list[str] | None = None, backend: str = "auto", clo
     req = CcCheckRequest(path=path or PathSpec(rtt_ms=40, loss_pct=0, rate_mbit=20), algorithms=algorithms)
     result = backends.run_task(info, req, work, timeout_s=timeout_s)
     return {"backend": info.backend, "clock": info.clock, "available_cc": result["available_cc"],
+            "kernel_release": result.get("kernel_release"), "uml_userspace": result.get("uml_userspace"),
             **result["task"]}

@@ -205,6 +205,8 @@ def _from_lab(run: RunSpec, res: dict, info: backends.BackendInfo, site: Path, p
         # uml: the guest kernel's boot id, a draw from its CRNG: equal in two boots of a run
         # exactly when the CRNG followed the run's seed (docs/determinism.md)
         "guest_boot_id": res.get("boot_id"),
+        # uml: how the guest's processes ran on the host (seccomp | ptrace; backends.uml_userspace)
+        "uml_userspace": res.get("uml_userspace"),
     }
     # configured vs measured: the TCP handshake's round trip in the capture
     rtts = [c["tcp_rtt_ms"] for c in ld["connections"] if c.get("tcp_rtt_ms")]

@@ -58,6 +58,7 @@ class RunMeta(BaseModel):
     seeds: dict[str, Any] = Field(default_factory=dict)  # every seed the run used (host/determinism.run_seeds)
     code: str | None = None  # sha256 of the lab code that ran (guest code_digest)
     guest_boot_id: str | None = None
+    uml_userspace: str | None = None  # uml: seccomp | ptrace, how the guest's processes ran on the host
     started: str | None = None  # UTC, ISO 8601
     ended: str | None = None
     wall_seconds: float | None = None

@@ -13,8 +13,13 @@ random instruction: nothing. The guest then seeds its CRNG from the run
 A seccomp filter (prctl NO_NEW_PRIVS first: no root needed) that returns
 ENOSYS for getrandom on x86-64 and allows everything else, then exec: the
 program keeps this process's pid. The guest's own processes are host
-processes traced by UML, whose system calls the guest kernel handles; the
-filter never sees them (ptrace's SYSEMU stops a call before seccomp would).
+processes whose system calls the guest kernel handles. In UML's ptrace mode
+the filter never sees them (ptrace's SYSEMU stops a call before seccomp
+would). In its seccomp mode (UML 7.x, `seccomp=on`) each guest process runs
+under UML's own filter as well, which traps every call made outside UML's
+stub (SECCOMP_RET_TRAP); the host takes the most severe action of all the
+filters, and TRAP outranks this filter's ERRNO, so a guest's getrandom still
+goes to the guest kernel.
 Only x86-64 (the lab kernel's only architecture); elsewhere it refuses.
 """
 
