@@ -288,8 +288,25 @@ def uml_argv(kernel: str, clock: str, umid: str, mem_mb: int = 1024,
 SECCOMP_HELP = b"seccomp=<on/auto/off>"
 # what a kernel booted with seccomp=on prints (fatal) when the host refuses it
 SECCOMP_REFUSED = "SECCOMP userspace requested but not functional"
-# per kernel binary: why the host refused seccomp, once seen (None: not refused)
-_seccomp_refused: dict[str, str] = {}
+SECCOMP_REFUSED_FILE = "seccomp-refused"  # beside the kernel binary: why this host refused it
+
+
+def seccomp_refused(kernel: str) -> str | None:
+    """Why this host refused the kernel's seccomp mode, as recorded beside
+    the kernel binary when it happened (None: never refused)."""
+    try:
+        return (Path(kernel).parent / SECCOMP_REFUSED_FILE).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _record_seccomp_refusal(kernel: str, why: str) -> None:
+    """Remember a refusal for later boots; a read-only kernel folder (a
+    kernel installed for users) just means trying seccomp again next time."""
+    try:
+        (Path(kernel).parent / SECCOMP_REFUSED_FILE).write_text(why + "\n")
+    except OSError:
+        pass
 
 
 def kernel_has_seccomp(kernel: str) -> bool:
@@ -305,7 +322,7 @@ def kernel_has_seccomp(kernel: str) -> bool:
 def uml_userspace(kernel: str) -> tuple[str, str]:
     """How the UML guest's processes will run: ("seccomp" | "ptrace", why).
     TORTOISE_UML_USERSPACE=seccomp|ptrace|auto (default auto: seccomp where
-    the kernel offers it and the host has not refused it in this process)."""
+    the kernel offers it and the host has not refused it: seccomp_refused)."""
     want = os.environ.get("TORTOISE_UML_USERSPACE", "auto")
     if want not in ("auto", "seccomp", "ptrace"):
         raise LabError(f"TORTOISE_UML_USERSPACE={want!r}: use auto, seccomp or ptrace")
@@ -315,10 +332,11 @@ def uml_userspace(kernel: str) -> tuple[str, str]:
         if want == "seccomp":
             raise LabError(f"TORTOISE_UML_USERSPACE=seccomp, but the kernel {kernel} has no seccomp mode (UML 7.x has)")
         return "ptrace", "the kernel has no seccomp mode"
-    if kernel in _seccomp_refused:
+    refused = seccomp_refused(kernel)
+    if refused is not None:
         if want == "seccomp":
-            raise LabError(f"TORTOISE_UML_USERSPACE=seccomp, but the host refused it: {_seccomp_refused[kernel]}")
-        return "ptrace", f"the host refused seccomp: {_seccomp_refused[kernel]}"
+            raise LabError(f"TORTOISE_UML_USERSPACE=seccomp, but the host refused it: {refused}")
+        return "ptrace", f"the host refused seccomp: {refused}"
     return "seccomp", "the kernel offers it"
 
 
@@ -374,7 +392,7 @@ def _run_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float) -
             break
         # UML stops in its early checks, before the guest runs anything:
         # boot again in ptrace mode (and skip seccomp from now on)
-        _seccomp_refused[info.kernel] = refused
+        _record_seccomp_refusal(info.kernel, refused)
         if os.environ.get("TORTOISE_UML_USERSPACE") == "seccomp":
             raise LabError(f"TORTOISE_UML_USERSPACE=seccomp, but the host refused it: {refused}")
         (work / "console-seccomp-refused.log").write_text(log.read_text(errors="replace"))
