@@ -1,12 +1,7 @@
 """Run an experiment: every pending run of its sweep, each in its own lab
 boot, stored so that nothing completed is ever lost or overwritten.
 
-results/<experiment>/
-  .lock                   held by the one runner of this experiment (flock), or
-                          shared by the shards of its sweep (--shard i/N)
-  .setup.lock             held for seconds: lab assets, cleaning, runs.parquet
-  .claims/<run_id>.lock   held while a run is done (flock); its lines are the
-                          run's attempts: "start <host> <pid> <utc>", "done <utc>"
+results/<experiment>/     (locks and claims: host/locks.py; records: host/store.py)
   .lab/site, .lab/pki     pages and the lab PKI, made once per experiment
   <run_id>/               a completed run (renamed into place as a whole)
     run.json              config, metadata, summary, fidelity: the record
@@ -163,9 +158,10 @@ def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path,
     try:
         tmp.mkdir()
         (tmp / "config.json").write_text(json.dumps(run.as_dict(), indent=1, sort_keys=True))
-        res = backends.run_task(info, pageload.run_request(run, site, pki), tmp / "lab", timeout_s=timeout_s)
+        req = pageload.run_request(run, site, pki)
+        res = backends.run_task(info, req, tmp / "lab", timeout_s=timeout_s)
         _refuse_if_full(exp_dir, run, tmp)  # a capture or HAR cut short for want of space is no measurement
-        record.update(_from_lab(run, res, info, site, pki, versions, tmp))
+        record.update(_from_lab(run, req.loads[0].client.seed, res, info, site, pki, versions, tmp))
     except backends.LabError as exc:
         # a lab that died because the runner is being stopped (Ctrl-C, or a
         # scheduler's SIGTERM to every process of the job) is not a failed run:
@@ -185,8 +181,8 @@ def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path,
     return record
 
 
-def _from_lab(run: RunSpec, res: dict, info: backends.BackendInfo, site: Path, pki: Path, versions: dict,
-              tmp: Path) -> dict:
+def _from_lab(run: RunSpec, client_seed: int, res: dict, info: backends.BackendInfo, site: Path, pki: Path,
+              versions: dict, tmp: Path) -> dict:
     """The record's figures from the lab's result; the load's files moved into the run folder."""
     ld = res["task"]["loads"][0]
     problems = measurement_problems(run, ld["summary"])
@@ -199,7 +195,7 @@ def _from_lab(run: RunSpec, res: dict, info: backends.BackendInfo, site: Path, p
         "server_route": ld["server_route"], "tools": versions,
         "sim_seconds": round(res["uptime_end_s"] - res["uptime_start_s"], 6),
         "load_sim_seconds": ld["load_seconds"],
-        "seeds": run_seeds(run.seed, pageload.run_request(run, site, pki).loads[0].client.seed, site,
+        "seeds": run_seeds(run.seed, client_seed, site,
                            Path(pki).parent.parent.name, res["task"].get("seeds", {}), info.clock),
         "kernel": info.kernel, "code": res.get("code_digest"),  # the lab code that ran (guest code_digest)
         # uml: the guest kernel's boot id, a draw from its CRNG: equal in two boots of a run
