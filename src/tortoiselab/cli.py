@@ -147,7 +147,8 @@ def cmd_run(a: argparse.Namespace) -> int:
 
         res = run_experiment(Path(a.file), Path(a.results), jobs=a.jobs, backend=a.backend, clock=a.clock,
                              limit=a.limit, on_progress=progress, grid=a.grid, shard=shard,
-                             runs_file=Path(a.runs_file) if a.runs_file else None)
+                             runs_file=Path(a.runs_file) if a.runs_file else None,
+                             **({"batch": a.batch} if a.batch is not None else {}))
     import pandas as pd
 
     df = pd.read_parquet(res["table"])
@@ -353,6 +354,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--jobs", type=int, default=1, help="lab instances side by side (uml)")
     p.add_argument("--limit", type=int, default=None, help="at most this many pending runs")
+    p.add_argument("--batch", type=int, default=None, metavar="N",
+                   help="at most N runs share one lab boot, each stored as its load ends (default "
+                        "%d; 1: a boot per run); every run's figures and packets are the same either way"
+                        % 8)
     p.add_argument("--grid", default=None, help="one of the file's grids (e.g. ci, reduced); results go to "
                                                 "results/<name>@<grid>; default: the file's own sweep")
     p.add_argument("--results", default="results")

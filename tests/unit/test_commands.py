@@ -113,6 +113,8 @@ def test_open_vswitch():
         "--pidfile=/run/openvswitch/ovsdb-server.pid", "--detach", "--no-chdir",
         "--log-file=/run/openvswitch/ovsdb-server.log"]
     assert C.ovs_init() == ["ovs-vsctl", "--no-wait", "init"]
+    assert C.switch_forget_macs("ovs", "s1") == ["ovs-appctl", "fdb/flush", "s1"]
+    assert C.switch_forget_macs("bridge", "s2") == ["ip", "link", "set", "dev", "s2", "type", "bridge", "fdb_flush"]
     assert C.ovs_vswitchd("/run/openvswitch") == [
         "ovs-vswitchd", "unix:/run/openvswitch/db.sock", "--pidfile=/run/openvswitch/ovs-vswitchd.pid",
         "--detach", "--no-chdir", "--log-file=/run/openvswitch/ovs-vswitchd.log"]

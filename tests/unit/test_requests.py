@@ -122,15 +122,60 @@ def test_a_runs_pageload_request_validates_and_carries_what_it_did(tmp_path):
     runs = expand(load(write_yaml(tmp_path, EXP)))
     site, pki = tmp_path / ".lab" / "site", tmp_path / ".lab" / "pki" / "req"
     for run in runs:
-        req = pageload.run_request(run, site, pki)
+        req = pageload.run_request([run], site, pki)
         assert read_request(req.model_dump_json()) == req
         ld = req.loads[0]
         assert ld.client.url == "https://www.lab.test/objects/100000.bin" and ld.client.seed == run.seed
         assert req.module_params == {"cubic_plus": {"n": "2", "beta": "0.8"}}
         assert requested_algorithms(req) == {"cubic_plus"}
+        # a run alone: its load's seed and path are the request's, no spacing (the former request's meaning)
+        assert (ld.seed, ld.path, req.load_spacing_s, req.settle_s) == (req.seed, req.path, 0.0, 0.0)
         # what reaches the guest: the former request's content, key for key
         sent = json.loads(req.model_copy(update=PLACED).model_dump_json())
+        for k in ("load_spacing_s", "settle_s"):
+            del sent[k]
+        for k in ("seed", "path"):
+            del sent["loads"][0][k]
         assert _same_content(sent, json.loads(json.dumps(_former_request(run, site, pki)))) == []
+
+
+def test_a_batch_request_carries_each_runs_own_path_and_seed(tmp_path):
+    runs = expand(load(write_yaml(tmp_path, EXP)))
+    assert len(runs) > 1
+    site, pki = tmp_path / ".lab" / "site", tmp_path / ".lab" / "pki" / "req"
+    req = pageload.run_request(runs, site, pki)
+    assert read_request(req.model_dump_json()) == req
+    assert (req.seed, req.path) == (runs[0].seed, runs[0].path)  # the boot's
+    assert [(ld.label, ld.seed, ld.path, ld.client.seed) for ld in req.loads] == \
+        [(r.run_id, r.seed, r.path, r.seed) for r in runs]
+    assert req.load_spacing_s == pageload.LOAD_SPACING_S and req.settle_s > 60  # past TIME_WAIT
+
+
+def test_batches_share_module_parameters_and_fill_every_job(tmp_path):
+    exp = write_yaml(tmp_path, """
+name: b
+repetitions: 5
+server: {cc: reno_beta}
+sweep:
+  server.module_params: [{reno_beta: {beta: 0.5}}, {reno_beta: {beta: 0.7}}]
+""")
+    runs = expand(load(exp))
+    assert len(runs) == 10
+    one = pageload.plan_batches(runs, jobs=1, max_size=8)
+    assert sorted(len(b) for b in one) == [5, 5]  # by parameters: a boot loads the module once
+    assert all(len({pageload.boot_key(r) for r in b}) == 1 for b in one)
+    for jobs, sizes in ((1, [5, 5]), (2, [5, 5]), (4, [3, 2, 3, 2])):
+        plan = pageload.plan_batches(runs, jobs=jobs, max_size=8)
+        assert sorted(len(b) for b in plan) == sorted(sizes) and len(plan) >= jobs
+        # every run once, each batch in the runs' own order
+        assert sorted(r.run_id for b in plan for r in b) == sorted(r.run_id for r in runs)
+        assert all([runs.index(r) for r in b] == sorted(runs.index(r) for r in b) for b in plan)
+    assert [len(b) for b in pageload.plan_batches(runs, jobs=1, max_size=1)] == [1] * 10
+    with pytest.raises(ValueError, match="batch: must be at least 1"):
+        pageload.plan_batches(runs, jobs=1, max_size=0)
+    mixed = one[0][:1] + one[1][:1]
+    with pytest.raises(ValueError, match="module parameters"):
+        pageload.run_request(mixed, tmp_path, tmp_path)
 
 
 def test_run_loads_sends_one_typed_request(tmp_path, monkeypatch):

@@ -41,12 +41,14 @@ def sleep_until_monotonic(t_s: float) -> None:
             return
 
 
-def align_to_grid(step_s: float = 0.5) -> None:
+def align_to_grid(step_s: float = 0.5) -> float:
     """Sleep until the next multiple of step_s (at least step_s/2 away) of
     the monotonic clock: two runs that drifted apart by microseconds meet
-    again at the same instant (docs/determinism.md)."""
+    again at the same instant (docs/determinism.md); returns that instant."""
     now = time.monotonic()
-    sleep_until_monotonic(math.ceil((now + step_s / 2) / step_s) * step_s)
+    target = math.ceil((now + step_s / 2) / step_s) * step_s
+    sleep_until_monotonic(target)
+    return target
 
 
 def uptime_s() -> float:

@@ -209,6 +209,16 @@ def ovs_vswitchd(run_dir: str | Path) -> list[str]:
 
 # --- our tools, the web tier and the loaders ---------------------------------
 
+def switch_forget_macs(switch: str, name: str) -> list[str]:
+    """Empty one lab switch's MAC learning table (OVS: fdb/flush of that
+    bridge only, never the host's others; Linux bridge: fdb_flush), so that
+    a load meets the switches as a fresh lab does: its first frame to an
+    unknown MAC is flooded, in every run alike."""
+    if switch == "ovs":
+        return ["ovs-appctl", "fdb/flush", name]
+    return ["ip", "link", "set", "dev", name, "type", "bridge", "fdb_flush"]
+
+
 def tool(python: str, module: str, *args: str) -> list[str]:
     """One of the lab's tools (tortoiselab.tools.<module>: bulk, udpprobe, ...)."""
     return [python, "-m", f"tortoiselab.tools.{module}", *args]

@@ -193,6 +193,14 @@ class PathLab:
                                       ssthresh if host is self.server else None), host=host)
         self.set_netem(path, loss_on)
 
+    def forget_macs(self) -> None:
+        """Every lab switch's MAC table emptied (before each page load: an
+        earlier load in the same boot would otherwise have taught the
+        switches where the DNS server is, and the first query would not be
+        flooded as in a run alone)."""
+        for sw in self.net.switches:
+            self.ex.run(C.switch_forget_macs(self.ctx.switch, sw.name))
+
     def quiet_ipv6(self) -> None:
         """IPv6 off on every lab interface. The lab's traffic is IPv4; IPv6
         router solicitations, DAD and MLD reports go out on random timers for
@@ -206,16 +214,20 @@ class PathLab:
             if node not in self.net.hosts:
                 self.ex.run(C.sysctl_set(f"net.ipv6.conf.{dev}.disable_ipv6", 1))
 
-    def set_netem(self, path: PathSpec, loss_on: bool = True) -> None:
+    def set_netem(self, path: PathSpec, loss_on: bool = True, seed: int | None = None) -> dict[str, int]:
         """netem on both WAN ports, each with its own seeded PRNG (derived from
-        the run's seed), so that a rerun draws the same losses."""
+        the run's seed: the lab's, or a batch's load's), so that a rerun draws
+        the same losses; returns the PRNG seeds by direction."""
+        seeds = {}
         for dev, direction, loss, rate in ((self.up_dev, "up", path.loss_up, path.rate_up),
                                            (self.down_dev, "down", path.loss_down_pct, path.rate_mbit)):
             loss = loss if loss_on else 0.0
             self.ex.run(C.netem(dev, path, loss, rate))
-            seed = C.derive_seed(self.seed, "netem", direction)
-            self.ex.run(C.netem_seed(dev, path, loss, seed, sys.executable, rate))
-            self.seeds[f"netem_{direction}"] = seed
+            seeds[f"netem_{direction}"] = C.derive_seed(self.seed if seed is None else seed, "netem", direction)
+            self.ex.run(C.netem_seed(dev, path, loss, seeds[f"netem_{direction}"], sys.executable, rate))
+        if seed is None:
+            self.seeds.update(seeds)
+        return seeds
 
     # --- measurements ---------------------------------------------------
 

@@ -379,6 +379,8 @@ def _run_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float) -
     while True:
         argv = uml_argv(info.kernel, info.clock, umid, extra_ro=[req.modules_dir] if req.modules_dir else [],
                         userspace=userspace)
+        # written before the boot too: a batch's runs are stored while it runs
+        (work / "uml_userspace").write_text(f"{userspace}\t{why}\n")
         with open(log, "w") as fh:
             p = subprocess.Popen(guarded(argv, timeout_s, 0), stdin=subprocess.PIPE, stdout=fh,
                                  stderr=subprocess.STDOUT, start_new_session=True, env=env, cwd=work)

@@ -9,7 +9,7 @@ module holds what checks it:
 - `fingerprint(run_dir)`: what must repeat, read from a stored run: its PLT,
   response bytes, the server's retransmissions (counted from server.pcap by
   tortoiselab.analysis.flights) and every packet of the server-side capture, with its
-  timestamp in microseconds and its headers normalized (connections numbered
+  timestamp in microseconds after the first packet and its headers normalized (connections numbered
   in order of appearance, sequence numbers and TCP timestamps relative to
   their first value: ports, initial sequence numbers and timestamp offsets
   are random in the kernel and change nothing else);
@@ -40,7 +40,7 @@ import dpkt
 from tortoiselab.analysis.flights import RETRANS_KINDS, analyze_pcap
 from tortoiselab.host import backends
 from tortoiselab.host.provenance import tool_versions
-from tortoiselab.host.runner import run_one
+from tortoiselab.host.runner import run_batch
 from tortoiselab.spec.experiment import expand, load, run_order
 
 @dataclass
@@ -71,7 +71,9 @@ def _rel(x: int, base: int | None) -> int | None:
 
 
 def pcap_packets(path: Path, server_port: int = 443) -> list[tuple]:
-    """One tuple per captured packet: (time in us, then the headers that
+    """One tuple per captured packet: (time in us after the capture's first
+    packet: a run alone and the same run later in a batch start at other
+    instants of their boots; then the headers that
     must repeat). TCP: ("tcp", connection number, "c2s"|"s2c", IP length,
     flags, seq and ack relative to each side's first sequence number,
     window, TSval and TSecr relative to each side's first TSval). UDP: ("udp",
@@ -82,8 +84,11 @@ def pcap_packets(path: Path, server_port: int = 443) -> list[tuple]:
     out: list[tuple] = []
     with open(path, "rb") as fh:
         reader = dpkt.pcap.Reader(fh)
+        t0_us = None
         for ts, buf in reader:
             t_us = round(float(ts) * 1e6)
+            t0_us = t_us if t0_us is None else t0_us
+            t_us -= t0_us
             ip = dpkt.ethernet.Ethernet(buf).data
             if not isinstance(ip, dpkt.ip.IP):
                 out.append((t_us, "other", len(buf)))
@@ -228,8 +233,14 @@ def verify(exp_file: Path, results: Path, n: int = 2, jobs: int = 1, backend: st
     t0 = time.monotonic()
 
     def one(run_id: str) -> Comparison:
-        run_one(specs[run_id], work_dir, info, lab / "site", lab / "pki", versions)
-        c = compare_fingerprints(fingerprint(exp_dir / run_id), fingerprint(work_dir / run_id), _label(specs[run_id]))
+        # the run's own batch again: on the virtual clock a run repeats exactly in
+        # the boot it ran in (docs/determinism.md, "Batches"); its batch's other
+        # runs are rerun too, and only this one compared
+        batch = stored_batch(exp_dir / run_id, specs)
+        out = work_dir / f"{run_id}.batch" if len(batch) > 1 else work_dir
+        out.mkdir(parents=True, exist_ok=True)
+        run_batch(batch, out, info, lab / "site", lab / "pki", versions)
+        c = compare_fingerprints(fingerprint(exp_dir / run_id), fingerprint(out / run_id), _label(specs[run_id]))
         if on_progress:
             on_progress(c)
         return c
@@ -239,6 +250,18 @@ def verify(exp_file: Path, results: Path, n: int = 2, jobs: int = 1, backend: st
     return {"experiment": exp.name, "stored": str(exp_dir), "scratch": str(scratch), "comparisons": comps,
             "wall_seconds": round(time.monotonic() - t0, 1),
             "backend": info.backend, "clock": info.clock}
+
+
+def stored_batch(run_dir: Path, specs: dict) -> list:
+    """The runs of a stored run's lab boot, in their order (meta.batch.runs);
+    the run alone if it ran alone or before batches."""
+    rec = json.loads((run_dir / "run.json").read_text())
+    ids = ((rec.get("meta") or {}).get("batch") or {}).get("runs") or [rec["run_id"]]
+    missing = [r for r in ids if r not in specs]
+    if missing:
+        raise DeterminismError(f"verify-determinism: {run_dir.name} ran in a boot with runs the experiment no "
+                               f"longer has ({', '.join(missing)}); it cannot be rerun as it ran")
+    return [specs[r] for r in ids]
 
 
 def scratch_like(results: Path) -> Path:

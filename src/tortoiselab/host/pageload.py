@@ -3,6 +3,7 @@ load's summary, HAR, capture and per-connection handshake figures."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 from typing import Sequence
@@ -50,11 +51,57 @@ def one_load(label: str, server: dict, client: dict, seed: int) -> LoadSpec:
     return LoadSpec(label=label, server=s, client=load_client(c.model_dump(), seed))
 
 
-def run_request(run: RunSpec, site: Path, pki: Path) -> PageLoadRequest:
-    """The lab request of one run of an experiment: its path, seed, module
-    parameters and its one load, with the experiment's site and PKI."""
+# a batch's later loads (docs/determinism.md): each starts a whole number of
+# LOAD_SPACING_S after the first, so the kernel's timer wheel (granularities
+# up to 512 jiffies at level 3: 5.12 s at HZ=100, 2.048 s at 250, 0.512 s at
+# 1000) rounds its timers as for the first; at least LOAD_SETTLE_S after the
+# previous load ended, past Linux's fixed 60-s TIME_WAIT, so no socket of an
+# earlier run is left. Virtual time: the wait costs almost nothing.
+LOAD_SPACING_S = 40.96
+LOAD_SETTLE_S = 61.0
+
+
+def boot_key(run: RunSpec) -> str:
+    """What one lab boot fixes for every run it holds: our modules'
+    parameters (loaded at boot). Runs with the same key can share a boot;
+    their paths, seeds, server and client settings are per load."""
     server = ServerCfg.model_validate(run.config["server"])
+    return json.dumps(server.module_params, sort_keys=True)
+
+
+def run_request(runs: Sequence[RunSpec], site: Path, pki: Path) -> PageLoadRequest:
+    """The lab request of runs of an experiment that share a boot (a batch;
+    one run alone is a batch of one): the first run's path and seed set the
+    boot up (its CRNG, OVS's entropy), and each load carries its own run's
+    path, seed, server and client settings."""
+    if len({boot_key(r) for r in runs}) != 1:
+        raise ValueError("a batch's runs must share their module parameters (boot_key)")
+    first = runs[0]
+    server = ServerCfg.model_validate(first.config["server"])
+    batch = len(runs) > 1
     return PageLoadRequest(
-        path=run.path, seed=run.seed, site_dir=str(site), pki_dir=str(pki), ro_paths=[str(site.parent)],
+        path=first.path, seed=first.seed, site_dir=str(site), pki_dir=str(pki), ro_paths=[str(site.parent)],
         module_params={alg: {k: str(v) for k, v in ps.items()} for alg, ps in server.module_params.items()},
-        loads=[LoadSpec(label=run.run_id, server=server, client=load_client(run.config["client"], run.seed))])
+        load_spacing_s=LOAD_SPACING_S if batch else 0.0, settle_s=LOAD_SETTLE_S if batch else 0.0,
+        loads=[LoadSpec(label=r.run_id, server=ServerCfg.model_validate(r.config["server"]),
+                        client=load_client(r.config["client"], r.seed), seed=r.seed, path=r.path) for r in runs])
+
+
+def plan_batches(runs: Sequence[RunSpec], jobs: int, max_size: int) -> list[list[RunSpec]]:
+    """The pending runs, in their order, as batches of runs that can share a
+    boot (boot_key), each at most max_size and no larger than needed to give
+    every job work: ceil(runs / jobs)."""
+    if max_size < 1:
+        raise ValueError(f"batch: must be at least 1 (got {max_size}); 1 boots the lab once per run")
+    size = max(1, min(max_size, -(-len(runs) // max(1, jobs))))
+    out: list[list[RunSpec]] = []
+    open_by_key: dict[str, list[RunSpec]] = {}
+    for r in runs:
+        key = boot_key(r)
+        cur = open_by_key.get(key)
+        if cur is None or len(cur) >= size:
+            cur = []
+            out.append(cur)
+            open_by_key[key] = cur
+        cur.append(r)
+    return out

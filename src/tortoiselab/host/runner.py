@@ -1,12 +1,15 @@
-"""Run an experiment: every pending run of its sweep, each in its own lab
-boot, stored so that nothing completed is ever lost or overwritten.
+"""Run an experiment: every pending run of its sweep, in batches of runs
+that share a lab boot (one load per run, host/pageload.plan_batches), each
+run stored as soon as its load is done, so that nothing completed is ever
+lost or overwritten.
 
 results/<experiment>/     (locks and claims: host/locks.py; records: host/store.py)
   .lab/site, .lab/pki     pages and the lab PKI, made once per experiment
   <run_id>/               a completed run (renamed into place as a whole)
     run.json              config, metadata, summary, fidelity: the record
     page.har, server.pcap, client.pcap, commands.log, console.log
-  .<run_id>.tmp-<pid>/    a run in progress (or interrupted: redone next time)
+  .<run_id>.tmp-<pid>-<thread>/       a run in progress (or interrupted: redone next time)
+  .<run_id>.tmp-<pid>-<thread>-boot/  a batch's lab (under its first run's claim)
   runs.parquet            one row per completed run, rebuilt from the folders
 """
 
@@ -21,10 +24,11 @@ import stat
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from contextlib import contextmanager
+from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from tortoiselab.analysis import napkin, whole
 from tortoiselab.analysis.fidelity import handshake_rtt_check
@@ -140,69 +144,162 @@ class ResultsFull(RunnerError):
 # run's record written but not yet renamed into place
 FAULT_PAUSE_ENV = "TORTOISE_FAULT_PAUSE_BEFORE_STORE_S"
 MIN_FREE_BYTES = 1 << 20
+# runs per lab boot at most (--batch): a boot costs several loads' worth of
+# time; a larger batch saves little more and puts more runs behind one boot
+DEFAULT_BATCH = 8
 
 
 def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path, pki: Path,
             versions: dict, timeout_s: float = backends.LONG_TASK_TIMEOUT_S,
             stop: threading.Event | None = None) -> dict:
-    """One run in its own lab boot, written to a temporary folder and renamed
-    into place only when complete."""
-    # fixed-length digits: the guest sees this path, and on the virtual clock
-    # two runs repeat only if what the guest sees is the same (docs/determinism.md)
-    tmp = exp_dir / f".{run.run_id}.tmp-{os.getpid() % 10**7:07d}-{threading.get_ident() % 100000:05d}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    started = datetime.now(timezone.utc).isoformat()
-    t0 = time.monotonic()
-    record: dict = {"run_id": run.run_id, "experiment": run.experiment, "repetition": run.repetition,
-                    "seed": run.seed, "point": run.point, "config": run.config, "path": run.path.model_dump()}
+    """One run in its own lab boot (a batch of one)."""
+    return run_batch([run], exp_dir, info, site, pki, versions, timeout_s, stop)[0]
+
+
+def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, site: Path, pki: Path,
+              versions: dict, timeout_s: float = backends.LONG_TASK_TIMEOUT_S,
+              stop: threading.Event | None = None,
+              on_stored: Callable[[dict], None] | None = None) -> list[dict]:
+    """Runs that share a lab boot (host/pageload.plan_batches), each written
+    to a temporary folder and renamed into place as soon as its load is done,
+    while the lab goes on with the next. A load that fails fails its run
+    only; if the lab itself dies, the runs it finished are kept, the one it
+    was on fails with the lab's error and the rest get a boot of their own."""
+    # fixed-length digits (docs/determinism.md)
+    tag = f"{os.getpid() % 10**7:07d}-{threading.get_ident() % 100000:05d}"
+    tmps = {r.run_id: exp_dir / f".{r.run_id}.tmp-{tag}" for r in runs}
+    boot_dir = exp_dir / f".{runs[0].run_id}.tmp-{tag}-boot"  # its claim is the first run's
+    work = boot_dir / "lab"
+    for d in (*tmps.values(), boot_dir):
+        shutil.rmtree(d, ignore_errors=True)
+    stored: dict[str, dict] = {}
+    t_last, started = time.monotonic(), datetime.now(timezone.utc).isoformat()
+
+    def store_finished() -> None:
+        nonlocal t_last, started
+        for i, run in enumerate(runs):
+            done = work / f"load-{i:03d}" / "result.json"
+            if run.run_id in stored or not done.exists():
+                continue
+            ld = backends.host_paths(json.loads(done.read_text()), work)
+            boot = json.loads((work / "boot.json").read_text())
+            rec = _record_of_load(run, i, [r.run_id for r in runs], boot, ld, info, site, pki, versions,
+                                  tmps[run.run_id], work)
+            rec["meta"].update({"wall_seconds": round(time.monotonic() - t_last, 3),  # since the batch's last store
+                                "started": started})
+            t_last, started = time.monotonic(), rec["meta"]["ended"]
+            _store(run, exp_dir, tmps[run.run_id], rec, work)
+            stored[run.run_id] = rec
+            if on_stored:
+                on_stored(rec)
+
     try:
-        tmp.mkdir()
-        (tmp / "config.json").write_text(json.dumps(run.as_dict(), indent=1, sort_keys=True))
-        req = pageload.run_request(run, site, pki)
-        res = backends.run_task(info, req, tmp / "lab", timeout_s=timeout_s)
-        _refuse_if_full(exp_dir, run, tmp)  # a capture or HAR cut short for want of space is no measurement
-        record.update(_from_lab(run, req.loads[0].client.seed, res, info, site, pki, versions, tmp))
-    except backends.LabError as exc:
-        # a lab that died because the runner is being stopped (Ctrl-C, or a
-        # scheduler's SIGTERM to every process of the job) is not a failed run:
-        # store nothing, so that the run is done again next time
-        if stop is not None and stop.wait(0.5):
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise RunInterrupted(f"run {run.run_id}: interrupted") from exc
-        _refuse_if_full(exp_dir, run, tmp)  # a lab that failed for want of space is not a failed run either
-        record["ok"] = False
-        record["error"] = f"lab: {exc}"[:2000]
+        for run in runs:
+            tmps[run.run_id].mkdir()
+            (tmps[run.run_id] / "config.json").write_text(json.dumps(run.as_dict(), indent=1, sort_keys=True))
+        req = pageload.run_request(runs, site, pki)
+        lab_error = _run_lab(info, req, work, timeout_s * len(runs), while_waiting=store_finished)
+        store_finished()
     except OSError as exc:
-        _refuse_if_full(exp_dir, run, tmp, exc)
+        _refuse_if_full(exp_dir, runs[0], boot_dir, exc, also=tmps.values())
         raise
-    record.setdefault("meta", {}).update({"started": started, "ended": datetime.now(timezone.utc).isoformat(),
-                                          "wall_seconds": round(time.monotonic() - t0, 3)})
-    _store(run, exp_dir, tmp, record)
+    rest = [r for r in runs if r.run_id not in stored]
+    if rest:
+        # a lab that died because the runner is being stopped (Ctrl-C, or a
+        # scheduler's SIGTERM to every process of the job) fails no run:
+        # store nothing more, so that the rest are done again next time
+        if lab_error is not None and stop is not None and stop.wait(0.5):
+            for d in (*(tmps[r.run_id] for r in rest), boot_dir):
+                shutil.rmtree(d, ignore_errors=True)
+            raise RunInterrupted(f"run {rest[0].run_id}: interrupted") from lab_error
+        # a lab that failed for want of space is not a failed run either
+        _refuse_if_full(exp_dir, rest[0], boot_dir, also=tmps.values())
+        why = f"lab: {lab_error}" if lab_error is not None else "lab: the lab wrote no result for this run's load"
+        rec = _failed_record(rest[0], why)
+        _store(rest[0], exp_dir, tmps[rest[0].run_id], rec, work)
+        stored[rest[0].run_id] = rec
+        if on_stored:
+            on_stored(rec)
+    shutil.rmtree(boot_dir, ignore_errors=True)
+    for r in rest[1:]:
+        shutil.rmtree(tmps[r.run_id], ignore_errors=True)
+    out = [stored[r.run_id] for r in runs if r.run_id in stored]
+    if len(rest) > 1:  # the lab died on the way: the runs after the one it was on get a boot of their own
+        out += run_batch(rest[1:], exp_dir, info, site, pki, versions, timeout_s, stop, on_stored)
+    return out
+
+
+def _run_lab(info: backends.BackendInfo, req, work: Path, timeout_s: float,
+             while_waiting: Callable[[], None]) -> backends.LabError | None:
+    """The lab's boot in a thread of its own, calling while_waiting every
+    half second until it ends; the lab's error, or None."""
+    with ThreadPoolExecutor(max_workers=1) as lab_thread:
+        lab = lab_thread.submit(backends.run_task, info, req, work, timeout_s=timeout_s)
+        while True:
+            try:
+                lab.result(timeout=0.5)
+                return None
+            except FutureTimeout:
+                while_waiting()
+            except backends.LabError as exc:
+                return exc
+
+
+def _base_record(run: RunSpec) -> dict:
+    return {"run_id": run.run_id, "experiment": run.experiment, "repetition": run.repetition,
+            "seed": run.seed, "point": run.point, "config": run.config, "path": run.path.model_dump()}
+
+
+def _failed_record(run: RunSpec, why: str) -> dict:
+    now = datetime.now(timezone.utc).isoformat()
+    return {**_base_record(run), "ok": False, "error": why[:2000],
+            "meta": {"started": now, "ended": now, "wall_seconds": 0.0}}
+
+
+def _record_of_load(run: RunSpec, index: int, batch: list[str], boot: dict, ld: dict, info: backends.BackendInfo,
+                    site: Path, pki: Path, versions: dict, tmp: Path, work: Path) -> dict:
+    """A run's record from its load's result (load-NNN/result.json) and
+    what the boot is (boot.json); the load's files moved into the run folder."""
+    record = _base_record(run)
+    if ld.get("error"):
+        record.update({"ok": False, "error": f"lab: load: {ld['error']}"[:2000]})
+        meta: dict = {}
+    else:
+        _refuse_if_full(tmp.parent, run, tmp)  # a capture or HAR cut short for want of space is no measurement
+        record.update(_from_lab(run, boot, ld, info, site, pki, versions, tmp))
+        meta = record["meta"]
+    userspace = (work / "uml_userspace").read_text().split("\t")[0].strip() \
+        if (work / "uml_userspace").exists() else None
+    first_sim = boot["uptime_start_s"] if index == 0 else ld["sim_set_up_s"]
+    meta.update({"uml_userspace": userspace, "sim_seconds": round(ld["sim_end_s"] - first_sim, 6),
+                 "batch": {"index": index, "size": len(batch), "runs": batch, "start_s": ld.get("start_s"),
+                           "boot_sim_seconds": round(ld["sim_set_up_s"] - boot["uptime_start_s"], 6)
+                           if index == 0 else 0.0},
+                 "ended": datetime.now(timezone.utc).isoformat()})
+    record["meta"] = meta
     return record
 
 
-def _from_lab(run: RunSpec, client_seed: int, res: dict, info: backends.BackendInfo, site: Path, pki: Path,
+def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, site: Path, pki: Path,
               versions: dict, tmp: Path) -> dict:
-    """The record's figures from the lab's result; the load's files moved into the run folder."""
-    ld = res["task"]["loads"][0]
+    """The record's figures from the load's result; the load's files moved into the run folder."""
+    client_seed = ld["client"]["seed"]
     problems = measurement_problems(run, ld["summary"])
     problems += whole.capture_problems({"server": ld["capture"], "client": ld["client_capture"]})
     summary = {k: v for k, v in ld["summary"].items() if k not in ("raw",)}
     summary.update(_floor(run, site, pki, summary))
     meta = {
-        "backend": info.backend, "clock": info.clock, "kernel_release": res["kernel_release"],
-        "switch": res["switch"], "modules": res.get("modules", {}), "server_sysctls": ld["server_sysctls"],
+        "backend": info.backend, "clock": info.clock, "kernel_release": boot["kernel_release"],
+        "switch": boot["switch"], "modules": boot.get("modules", {}), "server_sysctls": ld["server_sysctls"],
         "server_route": ld["server_route"], "tools": versions,
-        "sim_seconds": round(res["uptime_end_s"] - res["uptime_start_s"], 6),
         "load_sim_seconds": ld["load_seconds"],
-        "seeds": run_seeds(run.seed, client_seed, site,
-                           Path(pki).parent.parent.name, res["task"].get("seeds", {}), info.clock),
-        "kernel": info.kernel, "code": res.get("code_digest"),  # the lab code that ran (guest code_digest)
+        "seeds": run_seeds(run.seed, client_seed, site, Path(pki).parent.parent.name, ld.get("seeds", {}),
+                           info.clock),
+        "kernel": info.kernel, "code": ld.get("code_digest"),  # the lab code that ran (guest code_digest)
         # uml: the guest kernel's boot id, a draw from its CRNG: equal in two boots of a run
-        # exactly when the CRNG followed the run's seed (docs/determinism.md)
-        "guest_boot_id": res.get("boot_id"),
-        # uml: how the guest's processes ran on the host (seccomp | ptrace; backends.uml_userspace)
-        "uml_userspace": res.get("uml_userspace"),
+        # exactly when the CRNG followed the run's seed (docs/determinism.md); in a batch, the
+        # boot's (its first run's seed)
+        "guest_boot_id": boot.get("boot_id"),
     }
     # configured vs measured: the TCP handshake's round trip in the capture
     rtts = [c["tcp_rtt_ms"] for c in ld["connections"] if c.get("tcp_rtt_ms")]
@@ -228,14 +325,14 @@ def steady_throughput(pcap: Path) -> float | None:
     return steady_throughput_mbit(max(conns, key=lambda c: c["server_bytes_acked"])) if conns else None
 
 
-def _store(run: RunSpec, exp_dir: Path, tmp: Path, record: dict) -> None:
-    """The run's folder renamed into place whole, with its logs and record;
-    on a full filesystem nothing of it is left (ResultsFull)."""
+def _store(run: RunSpec, exp_dir: Path, tmp: Path, record: dict, work: Path) -> None:
+    """The run's folder renamed into place whole, with its record and the
+    boot's logs as they are now (in a batch: up to this run's load); on a
+    full filesystem nothing of it is left (ResultsFull)."""
     try:
         for name in ("commands.log", "console.log"):
-            if (tmp / "lab" / name).exists():
-                os.replace(tmp / "lab" / name, tmp / name)
-        shutil.rmtree(tmp / "lab", ignore_errors=True)
+            if (work / name).exists():
+                shutil.copyfile(work / name, tmp / name)
         store.write_record(tmp, record)
         time.sleep(float(os.environ.get(FAULT_PAUSE_ENV, 0)))
         os.rename(tmp, exp_dir / run.run_id)  # the run appears whole, or not at all
@@ -258,10 +355,11 @@ def space_is_named(exp_dir: Path) -> Iterator[None]:
         raise
 
 
-def _refuse_if_full(exp_dir: Path, run: RunSpec, tmp: Path, exc: OSError | None = None) -> None:
-    """Raise ResultsFull (after removing the run's work) when the results
-    filesystem is out of space: by the error's errno, or, for a lab that
-    failed without saying why, by the space left."""
+def _refuse_if_full(exp_dir: Path, run: RunSpec, tmp: Path, exc: OSError | None = None,
+                    also: Iterable[Path] = ()) -> None:
+    """Raise ResultsFull (after removing the run's work, and `also`) when the
+    results filesystem is out of space: by the error's errno, or, for a lab
+    that failed without saying why, by the space left."""
     full = exc is not None and exc.errno in (errno.ENOSPC, errno.EDQUOT)
     if exc is None:
         try:
@@ -269,7 +367,8 @@ def _refuse_if_full(exp_dir: Path, run: RunSpec, tmp: Path, exc: OSError | None 
         except OSError:
             full = False
     if full:
-        shutil.rmtree(tmp, ignore_errors=True)
+        for d in (tmp, *also):
+            shutil.rmtree(d, ignore_errors=True)
         raise ResultsFull(f"results: no space left on the filesystem of {exp_dir} during run {run.run_id}; "
                           "free space (or give --results on a larger filesystem) and run again: the runs stored "
                           "so far are kept and the rest stay pending") from None
@@ -299,25 +398,29 @@ def _floor(run: RunSpec, site: Path, pki: Path, summary: dict) -> dict:
             if f["floor_ms"] else None, "floor_model": f.get("model") or {"why": f.get("why")}}
 
 
-def _claimed_run(run: RunSpec, exp_dir: Path, *args, stop: threading.Event | None = None) -> dict | None:
-    """run_one under the run's claim; None if it was complete by the time
-    the claim was ours (done by another runner)."""
-    with claim(exp_dir, run.run_id) as fh:
-        if store.completed(exp_dir, run.run_id):
-            return None
-        note(fh, f"start {socket.gethostname()} {os.getpid()}")
-        rec = run_one(run, exp_dir, *args, stop=stop)
-        note(fh, "done")
-        return rec
+def _claimed_batch(batch: list[RunSpec], exp_dir: Path, *args, stop: threading.Event | None = None,
+                   on_stored: Callable[[dict], None] | None = None) -> list[dict]:
+    """run_batch under every run's claim, leaving out the runs that were
+    complete by the time their claim was ours (done by another runner)."""
+    with ExitStack() as claims:
+        mine = []
+        for run in batch:
+            fh = claims.enter_context(claim(exp_dir, run.run_id))
+            if not store.completed(exp_dir, run.run_id):
+                note(fh, f"start {socket.gethostname()} {os.getpid()}")
+                mine.append(run)
+        return run_batch(mine, exp_dir, *args, stop=stop, on_stored=on_stored) if mine else []
 
 
 def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 1, backend: str = "auto",
                    clock: str = "auto", limit: int | None = None,
                    on_progress: Callable[[dict, int, int], None] | None = None, grid: str | None = None,
-                   shard: tuple[int, int] | None = None, runs_file: Path | None = None) -> dict:
+                   shard: tuple[int, int] | None = None, runs_file: Path | None = None,
+                   batch: int = DEFAULT_BATCH) -> dict:
     """Every pending run (of slice shard=(i, N) only, if given; of the runs
     listed in runs_file only, if given), each under its claim, so that
-    shards running side by side never do a run twice."""
+    shards running side by side never do a run twice; up to `batch` runs
+    share a lab boot (host/pageload.plan_batches)."""
     if shard is not None:
         parse_shard(f"{shard[0]}/{shard[1]}")
     exp = load(exp_file, grid=grid)  # a grid runs into results/<name>@<grid>
@@ -350,19 +453,23 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
         if limit is not None:
             pending = pending[:limit]
         versions = tool_versions()
-        records, t0 = [], time.monotonic()
+        records: list[dict] = []
+        t0 = time.monotonic()
         stop = threading.Event()
+        done_lock = threading.Lock()
+
+        def stored(rec: dict) -> None:  # from the batches' threads, as each run is stored
+            with done_lock:
+                records.append(rec)
+                if on_progress:
+                    on_progress(rec, len(records), len(pending))
+
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futs = {pool.submit(_claimed_run, r, exp_dir, info, site, pki, versions, stop=stop): r
-                    for r in pending}
+            futs = [pool.submit(_claimed_batch, b, exp_dir, info, site, pki, versions, stop=stop, on_stored=stored)
+                    for b in pageload.plan_batches(pending, jobs, batch)]
             try:
-                for n, fut in enumerate(as_completed(futs), 1):
-                    rec = fut.result()
-                    if rec is None:  # another runner completed it meanwhile
-                        continue
-                    records.append(rec)
-                    if on_progress:
-                        on_progress(rec, n, len(pending))
+                for fut in as_completed(futs):
+                    fut.result()
             except BaseException:  # interrupted: runs under way store nothing, queued ones never start
                 stop.set()
                 pool.shutdown(wait=False, cancel_futures=True)

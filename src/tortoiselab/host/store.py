@@ -31,13 +31,26 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tortoiselab.analysis import napkin
 from tortoiselab.spec.experiment import ClientCfg, PathCfg, ServerCfg
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: meta.batch (runs sharing a lab boot); sim_seconds is the run's own share
 RECORD = "run.json"
 TABLE = "runs.parquet"
 
 
 class StoreError(RuntimeError):
     """A results folder or run record that cannot be read; the message names it."""
+
+
+class BatchMeta(BaseModel):
+    """Where a run sat in its lab boot (host/pageload.plan_batches): a run
+    alone is index 0 of a batch of size 1."""
+
+    model_config = ConfigDict(extra="forbid")
+    index: int  # its load's place in the boot
+    size: int  # loads the boot was asked for
+    boot_sim_seconds: float  # guest time from boot to the first load's set-up (0.0 for the later loads)
+    start_s: float | None = None  # the guest's monotonic clock when the load started (None: it failed first)
+    runs: list[str] = Field(default_factory=list)  # the boot's runs in their order: a rerun repeats this run
+    # to the microsecond in the same batch (docs/determinism.md, "Batches")
 
 
 class RunMeta(BaseModel):
@@ -53,7 +66,8 @@ class RunMeta(BaseModel):
     server_sysctls: dict[str, str] = Field(default_factory=dict)
     server_route: str | None = None
     tools: dict[str, Any] = Field(default_factory=dict)  # tool versions, git revision
-    sim_seconds: float | None = None  # guest time of the whole lab boot
+    sim_seconds: float | None = None  # guest time of the run: boot to its load's end, or (later in a
+    # batch) from the end of the previous load, the wait for its start instant included
     load_sim_seconds: float | None = None  # guest time of the page load
     seeds: dict[str, Any] = Field(default_factory=dict)  # every seed the run used (host/determinism.run_seeds)
     code: str | None = None  # sha256 of the lab code that ran (guest code_digest)
@@ -61,7 +75,8 @@ class RunMeta(BaseModel):
     uml_userspace: str | None = None  # uml: seccomp | ptrace, how the guest's processes ran on the host
     started: str | None = None  # UTC, ISO 8601
     ended: str | None = None
-    wall_seconds: float | None = None
+    wall_seconds: float | None = None  # host time since the previous run of its batch was stored
+    batch: BatchMeta | None = None  # None: stored before batches (format 2)
 
 
 class RunRecord(BaseModel):
@@ -108,6 +123,8 @@ def upgrade(raw: dict, run_dir: Path | None = None) -> dict:
                          f"tortoiselab ({FORMAT_VERSION}); update the project to read it")
     if version == 1:
         raw = _upgrade_1_to_2(raw, run_dir)
+    if raw["format_version"] == 2:  # a boot per run: nothing to change, meta.batch stays None
+        raw["format_version"] = 3
     return raw
 
 

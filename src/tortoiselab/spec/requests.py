@@ -138,11 +138,16 @@ class LoadClient(ClientCfg):
 
 
 class LoadSpec(_Strict):
-    """One page load: the server's settings (an experiment's ServerCfg) and the client's."""
+    """One page load: the server's settings (an experiment's ServerCfg) and
+    the client's; in a batch (several runs in one boot) also the run's own
+    path and seed, so that each load draws what its run alone would."""
 
     label: str
     server: ServerCfg = Field(default_factory=ServerCfg)
     client: LoadClient = Field(default_factory=LoadClient)
+    seed: int | None = Field(None, ge=0, description="this load's run seed (netem's draws per direction); "
+                                                    "None: the request's")
+    path: PathSpec | None = Field(None, description="this load's path (netem on the WAN ports); None: the request's")
 
 
 class PageLoadRequest(LabRequest):
@@ -155,6 +160,12 @@ class PageLoadRequest(LabRequest):
                                                    "makes one from site_seed")
     pki_dir: str | None = Field(None, description="the experiment's PKI (with site_dir)")
     site_seed: int = Field(1, ge=0, description="the page generator's seed when the guest makes the site")
+    load_spacing_s: float = Field(
+        0.0, ge=0, le=3600, description="in a batch, each load after the first starts a whole number of these "
+        "after the first one, and at least settle_s after the previous one ended (docs/determinism.md: the "
+        "kernel's timers round to the same instants); 0: on the next half-second")
+    settle_s: float = Field(0.0, ge=0, le=3600, description="the quiet time a load leaves before the next "
+                            "(TIME_WAIT is 60 s in Linux); virtual time costs almost nothing")
 
     @model_validator(mode="after")
     def _site_with_pki(self) -> "PageLoadRequest":

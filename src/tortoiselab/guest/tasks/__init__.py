@@ -13,6 +13,7 @@ from typing import Any, Callable
 from tortoiselab.guest.clock import sleep_until_monotonic, uptime_s
 from tortoiselab.guest.modules import available_algorithms, host_modules, load_modules, requested_algorithms
 from tortoiselab.guest.net import OVS_MIN_UPTIME_S, LabContext, private_ovs
+from tortoiselab.guest.record import write_json_atomic
 from tortoiselab.guest.tasks import cc_check, loss_response, module_check, pageload, probe
 from tortoiselab.spec.requests import LabRequest
 
@@ -40,6 +41,8 @@ def run_task(ctx: LabContext, req: LabRequest) -> dict:
             stack.enter_context(private_ovs(ctx.ex, ctx.seed))
         elif ctx.private_ovs and req.clock == "virtual":  # uml, Linux bridge: the same alignment point
             sleep_until_monotonic(OVS_MIN_UPTIME_S)
+        # what the boot is, for a host that stores a batch's loads as they finish
+        write_json_atomic(ctx.work / "boot.json", result)
         result["task"] = task(ctx, req)
     result["uptime_end_s"] = uptime_s()
     return result

@@ -10,8 +10,11 @@ h2load), stop the captures and collect what the lab saw.
 from __future__ import annotations
 
 import json
+import math
+import os
 import sys
 import time
+import traceback
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Callable
@@ -20,9 +23,10 @@ from tortoiselab.analysis.flights import analyze_pcap, handshake_summary
 from tortoiselab.analysis.parsers import parse_h2load, parse_nghttp_stats
 from tortoiselab.guest import commands as C
 from tortoiselab.guest import trace
-from tortoiselab.guest.clock import align_to_grid
+from tortoiselab.guest.clock import align_to_grid, sleep_until_monotonic, uptime_s
 from tortoiselab.guest.executor import Executor
 from tortoiselab.guest.net import LAB_PREFIX, LabContext, PathLab, mininet_path
+from tortoiselab.guest.record import code_digest, write_json_atomic
 from tortoiselab.guest.webtier import DNS_IP, NameFiles, WebLab, capture, guest_name_files, resolution, write_names
 from tortoiselab.spec.requests import LAB_DOMAIN, LoadSpec, PageLoadRequest
 from tortoiselab.spec.topology import SERVER_IP2, WEB_PATH
@@ -36,21 +40,69 @@ LOAD_GRID_S = 0.5  # tcpdump is attached within it; every load starts on a grid 
 CAPTURE_DRAIN_S = 1.0  # the last packets reach tcpdump (virtual time: costs nothing)
 LOADER_GRACE_S = 60.0  # beyond the loader's own --timeout before the executor kills it
 CWND_PORT = 443  # the server's side of the page's connections
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 
 
 def run(ctx: LabContext, req: PageLoadRequest) -> dict:
-    """Apache and dnsmasq are restarted only when a load's settings change."""
+    """One lab boot, one or more loads (a batch: one per run, each with its
+    run's path and seeds). Every load after the first gets a freshly
+    started Apache and dnsmasq, as its run alone would. Each load's
+    result is written as load-NNN/result.json as soon as it is done (the
+    host stores the run then); a load that fails fails alone and the batch
+    goes on."""
     site, manifest, pki = _site(req)
     out: dict = {"manifest": manifest, "loads": []}
     name_files = guest_name_files(ctx.ex, ctx.work) if ctx.private_ovs else None
     with mininet_path(ctx, WEB_PATH) as lab:
         lab.configure(req.path, server_cc="cubic", loss_on=True)
-        out["seeds"] = lab.seeds  # netem's, per direction (recorded in run.json meta.seeds)
+        out["seeds"] = dict(lab.seeds)  # netem's, per direction, for the request's seed
         _second_server_address(ctx.ex, lab)
         with WebLab(ctx, lab, site, pki) as web:
+            first: dict | None = None  # the first load's set-up and start instants
             for i, load in enumerate(req.loads):
-                out["loads"].append(_one_load(ctx, lab, web, req, load, i, name_files))
+                d = ctx.work / f"load-{i:03d}"
+                d.mkdir(exist_ok=True)
+                t_set_up = uptime_s()
+                try:
+                    target = None
+                    if i > 0:
+                        web.stop()  # every load meets servers as fresh as a run alone does
+                        target = _wait_for_slot(req, first, out["loads"][-1]["sim_end_s"])
+                    res = _one_load(ctx, lab, web, req, load, i, name_files, d, target)
+                except Exception as exc:  # this load's run fails, the batch goes on
+                    res = {"index": i, "label": load.label, "error": f"{type(exc).__name__}: {exc}"[:2000],
+                           "traceback": traceback.format_exc()[-4000:]}
+                res.update({"label": load.label, "sim_set_up_s": t_set_up, "sim_end_s": uptime_s(),
+                            "code_digest": code_digest()})
+                if first is None and "start_s" in res:
+                    first = res
+                write_json_atomic(d / "result.json", res)
+                out["loads"].append(res)
     return out
+
+
+def _wait_for_slot(req: PageLoadRequest, first: dict | None, prev_end: float) -> float | None:
+    """Before a later load of a batch: sleep (virtual time, nearly free)
+    until its set-up is as far ahead of its start instant as the first
+    load's was: the servers it starts are then as old at the start as in a
+    run alone (their timers fire at the same moments of the load). Returns
+    the start instant (None: no spacing, the next grid point)."""
+    if first is None or req.load_spacing_s <= 0:
+        return None
+    lead = first["start_s"] - first["set_up_s"]
+    target = _slot(req, first["start_s"], prev_end + lead)
+    sleep_until_monotonic(target - lead)
+    return target
+
+
+def _slot(req: PageLoadRequest, first_start: float, earliest: float) -> float:
+    """A later load's start instant: the first load's start plus a whole
+    number of load_spacing_s, at least settle_s after `earliest`. The
+    kernel's timer wheel rounds a timer's expiry to a granularity that
+    depends on the absolute jiffies; a whole number of spacings keeps every
+    load at the same phase (docs/determinism.md)."""
+    k = max(1, math.ceil((earliest + req.settle_s - first_start) / req.load_spacing_s))
+    return first_start + k * req.load_spacing_s
 
 
 def _site(req: PageLoadRequest) -> tuple[Path, dict, dict]:
@@ -76,17 +128,21 @@ def _second_server_address(ex: Executor, lab: PathLab) -> None:
 
 
 def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, req: PageLoadRequest, load: LoadSpec, i: int,
-              name_files: NameFiles | None) -> dict:
+              name_files: NameFiles | None, d: Path, target: float | None) -> dict:
+    set_up = time.monotonic()
+    lab.forget_macs()
+    _forget_files(ctx)
     names = _set_up_server(ctx.ex, lab, web, load, name_files)
-    lab.set_netem(req.path, loss_on=True)  # same seeded draws for every load
-    d = ctx.work / f"load-{i:03d}"
-    d.mkdir(exist_ok=True)
+    seeds = lab.set_netem(load.path or req.path, loss_on=True, seed=req.seed if load.seed is None else load.seed)
     pcap, cpcap = d / "server.pcap", d / "client.pcap"
     with capture(ctx.ex, lab.server, pcap) as cap, capture(ctx.ex, lab.client, cpcap) as ccap:
-        # tcpdump attached before the first packet (0.25-0.75 s); the load starts
-        # on a grid point, at the same instant in every run (docs/determinism.md)
-        align_to_grid(LOAD_GRID_S)
+        # tcpdump and the tracepoint attached before the first packet (0.25-0.75 s);
+        # the load starts on a grid point, at the same instant in every run, and
+        # nothing whose cost differs between a boot's first load and a later one
+        # (the tracer's first set-up) lies between that instant and the loader
+        # (docs/determinism.md)
         with _cwnd_probe(ctx) as tracer:
+            start = _start_on_time(target)
             t0 = time.monotonic()
             summary, har = LOADERS[load.client.loader](ctx.ex, lab, web, load, names, d)
             # elapsed time of the whole client process (DNS, TCP, TLS, every object):
@@ -96,9 +152,32 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, req: PageLoadRequest, 
         time.sleep(CAPTURE_DRAIN_S)
         capstats, ccapstats = cap.stop(), ccap.stop()
     return {"index": i, "server": load.server.model_dump(mode="json"), "client": load.client.model_dump(mode="json"),
-            "names": names, "summary": summary, "har": har,
+            "names": names, "summary": summary, "har": har, "seeds": seeds, "set_up_s": set_up, "start_s": start,
             "pcap": str(pcap), "client_pcap": str(cpcap), "capture": capstats, "client_capture": ccapstats,
             **_collect(ctx.ex, lab, pcap), "load_seconds": round(wall_of_load, 6), "cwnd": cwnd}
+
+
+def _forget_files(ctx: LabContext) -> None:
+    """uml: the guest kernel's page, dentry and inode caches dropped before
+    every load: a later load of a batch would otherwise find warm what a run
+    alone finds cold (the loader's Python modules, read through hostfs), and
+    on the virtual clock a cold lookup costs time (docs/determinism.md)."""
+    if ctx.private_ovs:
+        os.sync()
+        ctx.ex.write(DROP_CACHES, "3")
+
+
+def _start_on_time(target: float | None) -> float:
+    """The load's start: a batch's later load at its slot (run() slept until
+    just before it), any other load on the next half-second grid point;
+    returns the instant."""
+    if target is None:
+        return align_to_grid(LOAD_GRID_S)
+    if time.monotonic() > target:
+        raise RuntimeError(f"the load's set-up ran past its start instant ({target:.3f} s of uptime): it took "
+                           "longer than the first load's")
+    sleep_until_monotonic(target)
+    return target
 
 
 def _set_up_server(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec,
