@@ -45,10 +45,8 @@ bench: setup kernel
 	@echo "== virtual clock =="; $(VENV)/bin/tortoise probe --backend uml --clock virtual || true
 	@echo "== real clock ==";    $(VENV)/bin/tortoise probe --backend uml --clock real || true
 	@echo "== loss response =="; $(VENV)/bin/tortoise loss-response || true
-	@echo "== runner: --jobs 1 vs --jobs 2 on the same sweep =="
-	rm -rf /tmp/tortoise-bench-j1 /tmp/tortoise-bench-j2
-	$(VENV)/bin/tortoise run experiments/quick.yaml --results /tmp/tortoise-bench-j1 --jobs 1 || true
-	$(VENV)/bin/tortoise run experiments/quick.yaml --results /tmp/tortoise-bench-j2 --jobs 2 || true
+	@echo "== speed: quick.yaml end to end, lab kernel 6.12 vs 7.3, a boot per run vs batches, --jobs 1 vs 2; per-phase table =="
+	$(PY) bench/speed.py || true
 	@echo "== determinism: real vs virtual clock; paired vs unpaired CI width (~20 min) =="
 	$(PY) bench/determinism.py --reps 8 || true
 	@echo "== measured PLT / napkin floor per object-size class (0 % loss, virtual clock) =="

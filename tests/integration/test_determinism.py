@@ -3,6 +3,9 @@ virtual clock, into two results folders, gives identical PLT, bytes,
 retransmission counts and identical server-side packets (time to the
 microsecond, sizes, flags, relative sequence numbers and TCP timestamps);
 then `tortoise run --verify-determinism` reruns one of them and agrees.
+With the runner's default batch the 8 runs share one lab boot per pass;
+the same runs each alone in a boot of its own, and in a batch in the
+reverse order, are compared with them (docs/determinism.md, "Batches").
 
 The two passes run side by side (one runner each, --jobs 1: two labs at
 once, as --jobs 2 would), for two reasons: it shows that the load of the
@@ -59,6 +62,10 @@ def _comparisons(a: Path, b: Path) -> list:
     if any(x != y for x, y in codes):
         pytest.skip(f"the lab's code changed while the test ran ({codes}); rerun it")
     return comps
+
+
+def _batch_meta(run_dir: Path) -> dict:
+    return json.loads((run_dir / "run.json").read_text())["meta"]["batch"]
 
 
 def _headers(p: tuple) -> tuple:
@@ -120,3 +127,63 @@ def test_verify_determinism_cli(two_passes):
     r = subprocess.run([*TORTOISE, "run", str(f), "--results", str(a.parent), "--backend", "uml",
                         "--clock", "real", "--verify-determinism"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "virtual clock" in r.stderr
+
+
+# what a run's place in a boot may change (docs/determinism.md, "Batches"):
+# the times of its packets by a few microseconds, nothing else
+BATCH_MAX_DT_US = 200
+BATCH_MAX_PLT_MS = 0.2
+
+
+@pytest.fixture(scope="module")
+def alone_and_reversed(two_passes, tmp_path_factory):
+    """The sweep once more with a boot per run (--batch 1, two at a time),
+    and its runs in one batch in the reverse order (runner.run_batch)."""
+    from tortoiselab.host import backends
+    from tortoiselab.host.provenance import tool_versions
+    from tortoiselab.host.runner import run_batch
+    from tortoiselab.spec.experiment import expand, load, run_order
+
+    f, a, _b = two_passes
+    d = tmp_path_factory.mktemp("det-alone")
+    p = subprocess.run([*TORTOISE, "run", str(f), "--results", str(d / "alone"), "--backend", "uml",
+                        "--clock", "virtual", "--jobs", "2", "--batch", "1"], capture_output=True, text=True,
+                       timeout=1800)
+    assert p.returncode == 0, p.stdout + p.stderr
+    exp = load(f)
+    runs = list(reversed(run_order(exp, expand(exp))))
+    rev = d / "reversed" / exp.name
+    rev.mkdir(parents=True)
+    info = backends.choose("uml", "virtual", ["cubic", "hybla"])
+    recs = run_batch(runs, rev, info, a / ".lab" / "site", a / ".lab" / "pki", tool_versions())
+    assert [r["run_id"] for r in recs] == [r.run_id for r in runs] and all(r["ok"] for r in recs)
+    return a, d / "alone" / exp.name, rev
+
+
+def test_a_batch_changes_a_runs_packet_times_by_microseconds_only(alone_and_reversed):
+    """Each run alone, in the batch's order and in the reverse order: the
+    same outcome (load ok, bytes, retransmissions by kind, every packet's
+    headers: the same losses), packet times within a few microseconds; a
+    batch's first run is its run alone to the microsecond."""
+    batch, alone, rev = alone_and_reversed
+    ids = _runs(batch)
+    assert _runs(alone) == ids == _runs(rev)
+    worst = 0
+    for r in ids:
+        fa = D.fingerprint(alone / r)
+        assert _batch_meta(alone / r)["size"] == 1 and _batch_meta(batch / r)["size"] == 8
+        for other in (batch, rev):
+            c = D.compare_fingerprints(fa, D.fingerprint(other / r))
+            if fa.code != c.b.code:
+                pytest.skip("the lab's code changed while the test ran; rerun it")
+            assert c.a.ok and c.b.ok and c.a.bytes == c.b.bytes, r
+            assert c.a.retransmissions == c.b.retransmissions, r
+            assert [_headers(x) for x in c.a.packets] == [_headers(x) for x in c.b.packets], r
+            assert c.max_dt_us <= BATCH_MAX_DT_US and abs(c.a.plt_ms - c.b.plt_ms) <= BATCH_MAX_PLT_MS, \
+                f"{r} in {other.parent.name}: " + "; ".join(c.differences)
+            worst = max(worst, c.max_dt_us)
+    for other in (batch, rev):  # the first load of a boot is its run alone, to the microsecond
+        r = next(r for r in ids if _batch_meta(other / r)["index"] == 0)
+        c = D.compare_fingerprints(D.fingerprint(alone / r), D.fingerprint(other / r))
+        assert c.identical, f"{r}: " + "; ".join(c.differences)
+    print(f"largest packet time difference, alone vs in a batch: {worst} us")

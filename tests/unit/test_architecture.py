@@ -21,7 +21,7 @@ LAYERS = {
     "web": {"project"},
     "client": set(),
     "tools": set(),
-    "guest": {"project", "spec", "analysis", "web"},
+    "guest": {"project", "spec", "analysis", "web", "tools"},
     "host": {"project", "spec", "analysis", "web"},
     "studies": {"project", "spec", "analysis", "host"},
     "report": {"project", "spec", "analysis", "host"},

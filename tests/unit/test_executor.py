@@ -2,6 +2,7 @@
 
 import errno
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +49,14 @@ def test_write_logs_the_setting_and_keeps_the_kernels_refusal(tmp_path):
     assert ex.records[-1]["rc"] == errno.ENOENT and "No such file" in ex.records[-1]["stderr"]
     log = (tmp_path / "commands.log").read_text().splitlines()
     assert f"[root] rc=0 write {f} 0.800" in log[0] and f"rc={errno.ENOENT} write" in log[1]
+
+
+def test_sysctl_paths_and_reads_in_this_process():
+    from tortoiselab.guest.executor import netns_of, sysctl_path
+
+    assert sysctl_path("net.ipv6.conf.s1-eth1.disable_ipv6") == Path("/proc/sys/net/ipv6/conf/s1-eth1/disable_ipv6")
+    ex = Executor()
+    with netns_of(None):  # the root namespace: nothing to enter
+        got = ex.read_sysctls(["kernel.ostype", "net.ipv4.no_such_setting"])
+    assert got == {"kernel.ostype": "Linux", "net.ipv4.no_such_setting": ""}
+    assert ex.records == []  # reads are not steps of the lab

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tortoiselab.host.errors import RunnerError
-from tortoiselab.host.runner import check_manifest_urls, run_experiment
+from tortoiselab.host.checks import check_manifest_urls
+from tortoiselab.host.runner import run_experiment
 from tortoiselab.spec.experiment import expand, load
 
 SITE = Path(__file__).resolve().parents[1] / "data" / "runs" / "coalescing@ci" / ".lab" / "site"

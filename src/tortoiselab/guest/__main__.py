@@ -13,6 +13,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from tortoiselab.guest.clock import HostWall
 from tortoiselab.guest.executor import Executor
 from tortoiselab.guest.net import LabContext
 from tortoiselab.guest.record import code_digest, write_json_atomic
@@ -26,7 +27,8 @@ def run(req_path: Path) -> tuple[dict, int]:
     ex = Executor(log_path=work / "commands.log")
     try:
         req = read_request(req_path.read_bytes())
-        ctx = LabContext(ex=ex, work=work, private_ovs=req.private_ovs, switch=req.switch, seed=req.seed)
+        ctx = LabContext(ex=ex, work=work, private_ovs=req.private_ovs, switch=req.switch, seed=req.seed,
+                         wall=HostWall(work / ".wall"))
         result, rc = {"ok": True, **run_task(ctx, req)}, 0
     except Exception as exc:  # reported to the host, which raises it there
         result = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}

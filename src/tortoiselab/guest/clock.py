@@ -54,3 +54,23 @@ def align_to_grid(step_s: float = 0.5) -> float:
 def uptime_s() -> float:
     """The guest kernel's uptime: on the virtual clock, the simulated time."""
     return float(Path("/proc/uptime").read_text().split()[0])
+
+
+class HostWall:
+    """The host's wall clock, read from inside the guest for the time budget
+    only (which phase of a run costs the machine what; `make bench`), never
+    for the lab's own timing. Each reading creates a new file in a folder of
+    the work folder (hostfs): the host stamps it with its own time, and the
+    guest reads that back. The same readings in every run, so the virtual
+    clock is not disturbed differently from run to run."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.folder.mkdir()
+        self.n = 0
+
+    def now(self) -> float:
+        self.n += 1
+        f = self.folder / str(self.n)
+        f.touch()
+        return f.stat().st_mtime_ns / 1e9

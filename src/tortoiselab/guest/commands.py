@@ -48,10 +48,6 @@ def sysctl_set(key: str, value: str | int) -> list[str]:
     return ["sysctl", "-q", "-w", f"{key}={value}"]
 
 
-def sysctl_get(key: str) -> list[str]:
-    return ["sysctl", "-n", key]
-
-
 def route_window(prefix: str, dev: str, initcwnd: int | None, initrwnd: int | None,
                  ssthresh: int | None = None) -> list[str]:
     """Per-host initial windows live on the route (napkin article: `ip route

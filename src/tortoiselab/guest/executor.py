@@ -4,16 +4,56 @@ Writes of kernel settings through sysfs are logged the same way."""
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import os
 import shlex
 import subprocess
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 
 class CommandError(RuntimeError):
     pass
+
+
+CLONE_NEWNET = 0x40000000
+PROC_SYS = Path("/proc/sys")
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _setns(fd: int) -> None:
+    if _libc().setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"setns: {os.strerror(err)}")
+
+
+@contextmanager
+def netns_of(host: Any) -> Iterator[None]:
+    """This thread in a Mininet host's network namespace (its shell's, by
+    the pid Mininet recorded) and back again, also on error; the guest's
+    root namespace for host None. A setting under /proc/sys/net opened
+    here is that namespace's."""
+    if host is None:
+        yield
+        return
+    with open("/proc/thread-self/ns/net", "rb") as home, open(f"/proc/{host.pid}/ns/net", "rb") as there:
+        _setns(there.fileno())
+        try:
+            yield
+        finally:
+            _setns(home.fileno())
+
+
+def sysctl_path(key: str) -> Path:
+    return PROC_SYS / key.replace(".", "/")
 
 
 @dataclass
@@ -82,6 +122,46 @@ class Executor:
             rc, err = exc.errno or 1, str(exc)
         self.record(where, ["write", str(path), value], rc, "", err, t0)
         return rc, err
+
+    def sysctl(self, values: dict[str, Any], host: Any = None) -> None:
+        """Kernel settings written to /proc/sys in the host's namespace by
+        this process (a sysctl process costs tens of ms in the lab guest),
+        each logged as a write; CommandError naming the setting if the
+        kernel refuses it."""
+        where = host.name if host is not None else "root"
+        with netns_of(host):
+            for key, value in values.items():
+                rc, err = self.write(sysctl_path(key), str(value), where=where)
+                if rc:
+                    raise CommandError(f"[{where}] {key}={value}: {err}")
+
+    def read_sysctls(self, keys: tuple[str, ...] | list[str], host: Any = None) -> dict[str, str]:
+        """Kernel settings read from /proc/sys in the host's namespace, as
+        `sysctl -n` prints them (tabs between a vector's values); "" for a
+        setting the namespace lacks."""
+        out = {}
+        with netns_of(host):
+            for key in keys:
+                try:
+                    out[key] = sysctl_path(key).read_text().strip()
+                except OSError:
+                    out[key] = ""
+        return out
+
+    def in_process(self, argv: list[str], fn: Callable[[], object], where: str = "root") -> None:
+        """Do in this process what argv would do as one (e.g. a tool's main
+        with argv's own arguments: the same step without a Python start,
+        which costs tens of ms in the lab guest), logged as argv; raises
+        CommandError if fn raises OSError."""
+        t0 = time.monotonic()
+        try:
+            fn()
+            rc, err = 0, ""
+        except OSError as exc:
+            rc, err = exc.errno or 1, str(exc)
+        self.record(where, ["(in-process)", *argv], rc, "", err, t0)
+        if rc:
+            raise CommandError(f"[{where}] {shlex.join(argv)} failed: {err}")
 
     def start(self, argv: list[str], host: Any) -> subprocess.Popen:
         """Start a long-running argv in a Mininet host; the caller waits."""

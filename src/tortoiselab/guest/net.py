@@ -28,11 +28,12 @@ from mininet.nodelib import LinuxBridge
 
 from tortoiselab.analysis.parsers import parse_ping, parse_ss_ti
 from tortoiselab.guest import commands as C
-from tortoiselab.guest.clock import align_to_grid, sleep_until_monotonic
+from tortoiselab.guest.clock import HostWall, align_to_grid, sleep_until_monotonic
 from tortoiselab.guest.executor import Executor
 from tortoiselab.guest.modules import available_algorithms
 from tortoiselab.spec.pathspec import PathSpec
 from tortoiselab.spec.topology import ONE_PATH, Graph
+from tortoiselab.tools import netem_seed
 
 OVS_RUN = Path("/run/openvswitch")
 # ovs-vswitchd sizes its handler threads from a CPU count that it caches only
@@ -57,6 +58,7 @@ class LabContext:
     private_ovs: bool  # start our own ovsdb/vswitchd (uml) or use the host's (native)
     switch: str  # ovs or bridge
     seed: int  # the run's seed; every random stream is derived from it
+    wall: HostWall | None = None  # the host's clock, for the time budget only
 
 
 def _entropy_file(seed: int) -> Path:
@@ -111,9 +113,8 @@ def _no_ipv6_from_birth(ex: Executor) -> None:
     (docs/determinism.md). devconf_inherit_init_net=1: new namespaces copy
     the root's all/default settings. Switch ports are born without IPv6 too
     (turning it off port by port woke vswitchd)."""
-    ex.run(C.sysctl_set("net.core.devconf_inherit_init_net", 1))
-    for key in ("all", "default"):
-        ex.run(C.sysctl_set(f"net.ipv6.conf.{key}.disable_ipv6", 1))
+    ex.sysctl({"net.core.devconf_inherit_init_net": 1, "net.ipv6.conf.all.disable_ipv6": 1,
+               "net.ipv6.conf.default.disable_ipv6": 1})
 
 
 @contextmanager
@@ -180,13 +181,12 @@ class PathLab:
         ex = self.ex
         self.quiet_ipv6()
         # a non-initial netns may only pick allowed algorithms (EPERM otherwise)
-        ex.run(C.sysctl_set("net.ipv4.tcp_allowed_congestion_control", " ".join(available_algorithms())))
+        ex.sysctl({"net.ipv4.tcp_allowed_congestion_control": " ".join(available_algorithms())})
         for node, dev in self.all_intfs():
             host = node if node in self.net.hosts else None
             ex.run(C.offloads_off(dev), host=host)
         for host, cc in ((self.client, client_cc), (self.server, server_cc)):
-            ex.run(C.sysctl_set("net.ipv4.tcp_no_metrics_save", 1), host=host)
-            ex.run(C.sysctl_set("net.ipv4.tcp_congestion_control", cc), host=host)
+            ex.sysctl({"net.ipv4.tcp_no_metrics_save": 1, "net.ipv4.tcp_congestion_control": cc}, host=host)
         if initcwnd is not None or initrwnd is not None or ssthresh is not None:
             for host in (self.client, self.server):
                 ex.run(C.route_window(LAB_PREFIX, host.defaultIntf().name, initcwnd, initrwnd,
@@ -208,11 +208,10 @@ class PathLab:
         a draw from its PRNG, so two runs with one seed would lose different
         packets (seen here: the uplink's losses shifted by one)."""
         for host in self.net.hosts:
-            for key in ("all", "default"):
-                self.ex.run(C.sysctl_set(f"net.ipv6.conf.{key}.disable_ipv6", 1), host=host)
+            self.ex.sysctl({f"net.ipv6.conf.{key}.disable_ipv6": 1 for key in ("all", "default")}, host=host)
         for node, dev in self.all_intfs():
             if node not in self.net.hosts:
-                self.ex.run(C.sysctl_set(f"net.ipv6.conf.{dev}.disable_ipv6", 1))
+                self.ex.sysctl({f"net.ipv6.conf.{dev}.disable_ipv6": 1})
 
     def set_netem(self, path: PathSpec, loss_on: bool = True, seed: int | None = None) -> dict[str, int]:
         """netem on both WAN ports, each with its own seeded PRNG (derived from
@@ -224,7 +223,9 @@ class PathLab:
             loss = loss if loss_on else 0.0
             self.ex.run(C.netem(dev, path, loss, rate))
             seeds[f"netem_{direction}"] = C.derive_seed(self.seed if seed is None else seed, "netem", direction)
-            self.ex.run(C.netem_seed(dev, path, loss, seeds[f"netem_{direction}"], sys.executable, rate))
+            # the WAN ports are in the guest's root namespace: the tool's own main, in this process
+            argv = C.netem_seed(dev, path, loss, seeds[f"netem_{direction}"], sys.executable, rate)
+            self.ex.in_process(argv, lambda a=argv: netem_seed.main(a[3:]))
         if seed is None:
             self.seeds.update(seeds)
         return seeds

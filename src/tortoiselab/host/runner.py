@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import socket
-import stat
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -35,76 +34,13 @@ from tortoiselab.analysis.fidelity import handshake_rtt_check
 from tortoiselab.analysis.flights import analyze_pcap, steady_throughput_mbit
 from tortoiselab.analysis.parsers import parse_nghttp_stats
 from tortoiselab.host import backends, pageload, store
+from tortoiselab.host.checks import check_guest_paths, check_kernel_paths, check_manifest_urls, check_site_urls
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import claim, clean_stale, experiment_lock, note, setup_lock
 from tortoiselab.host.provenance import run_seeds, tool_versions
 from tortoiselab.host.shards import parse_shard, read_run_list, shard_slice
 from tortoiselab.spec.experiment import RunSpec, expand, load, run_order
 from tortoiselab.web import pages, pki
-
-
-def check_site_urls(runs: list[RunSpec]) -> None:
-    """Refuse, before anything is created, a run whose client.url names an
-    object the lab's site does not serve: such a load would answer 404 and
-    its figures (a throughput of a few bytes) would look like a slow path.
-    The site's single objects are objects/<bytes>.bin for the sizes of
-    web.pages.DEFAULT_BULK_SIZES; other paths are checked against the site's
-    manifest once it exists (check_manifest_urls)."""
-    sizes = pages.DEFAULT_BULK_SIZES
-    for url in sorted({r.config["client"].get("url") or "" for r in runs} - {""}):
-        path = url.lstrip("/")
-        if path.startswith("objects/") and path not in {f"objects/{s}.bin" for s in sizes}:
-            raise RunnerError(f"client.url: the lab's site has no {path}; its objects are "
-                              + ", ".join(f"objects/{s}.bin" for s in sizes) + " (sizes in bytes, decimal)")
-
-
-def check_manifest_urls(runs: list[RunSpec], site: Path) -> None:
-    """client.url (a path on www) must be a file of the site: a single
-    object, a page or one of the pages' objects on www (its manifest)."""
-    manifest = json.loads((site / "manifest.json").read_text())
-    www = f"www.{manifest['domain']}"
-    objects = [*manifest["bulk"], *(o for pg in manifest["pages"].values() for o in pg["objects"])]
-    known = {o["path"].lstrip("/") for o in objects if o["host"] == www} | set(manifest["pages"])
-    for url in sorted({r.config["client"].get("url") or "" for r in runs} - {""}):
-        if url.lstrip("/") not in known:
-            raise RunnerError(f"client.url: the lab's site has no {url.lstrip('/')}; give a page "
-                              f"(client.page) or one of its objects, e.g. objects/1000000.bin")
-
-
-# folders the UML guest mounts a tmpfs over: a host path under them is
-# mounted again for the guest by root (guest/init.sh), so its host modes
-# do not stand between the lab's users and the site
-GUEST_TMPFS = (Path("/tmp"), Path("/var/tmp"), Path("/run"), Path("/var/log"), Path("/var/lib"))
-
-
-def check_guest_paths(exp_dir: Path) -> None:
-    """The results folder, the project and the venv travel to the lab
-    guest's init colon-separated, and Apache serves the experiment's site
-    from the results folder as www-data: refuse, before a folder is made, a
-    path the guest cannot carry or a folder others cannot enter (each run
-    would fail the same way: 403 for every page)."""
-    try:
-        backends.guest_ro_paths([str(exp_dir)])
-    except backends.LabError as exc:
-        raise RunnerError(f"results: {exc}") from None
-
-    if any(exp_dir.is_relative_to(d) for d in GUEST_TMPFS):
-        return
-    for folder in [*reversed(exp_dir.parents), exp_dir]:
-        if folder.exists() and not folder.stat().st_mode & stat.S_IXOTH:
-            raise RunnerError(f"results: the lab's web server runs as www-data and cannot enter {folder} "
-                              f"(mode {stat.S_IMODE(folder.stat().st_mode):04o}, not searchable by others); give "
-                              f"--results a folder others can enter, or chmod o+x {folder}")
-
-
-def check_kernel_paths(info: backends.BackendInfo) -> None:
-    """Our modules' folder (in the kernel cache, $TORTOISE_CACHE, or
-    $TORTOISE_MODULES) travels to the guest's init like the results folder."""
-    mods = backends.modules_path(Path(info.kernel)) if info.kernel else None
-    try:
-        backends.plain_paths([str(mods)] if mods is not None else [])
-    except backends.LabError as exc:
-        raise RunnerError(f"kernel cache: {exc}") from None
 
 
 def lab_assets(exp_dir: Path, seed: int = 1) -> tuple[Path, Path]:
@@ -183,8 +119,11 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
                 continue
             ld = backends.host_paths(json.loads(done.read_text()), work)
             boot = json.loads((work / "boot.json").read_text())
+            t_store = time.time()
             rec = _record_of_load(run, i, [r.run_id for r in runs], boot, ld, info, site, pki, versions,
                                   tmps[run.run_id], work)
+            rec["meta"]["phases"] = phases_of_load(i, boot.get("wall") or {}, ld.get("wall") or {}, t_start)
+            rec["meta"]["phases"]["store"] = round(time.time() - t_store, 3)
             rec["meta"].update({"wall_seconds": round(time.monotonic() - t_last, 3),  # since the batch's last store
                                 "started": started})
             t_last, started = time.monotonic(), rec["meta"]["ended"]
@@ -198,6 +137,7 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
             tmps[run.run_id].mkdir()
             (tmps[run.run_id] / "config.json").write_text(json.dumps(run.as_dict(), indent=1, sort_keys=True))
         req = pageload.run_request(runs, site, pki)
+        t_start = time.time()  # the host's wall clock, as the guest reads it (guest/clock.HostWall)
         lab_error = _run_lab(info, req, work, timeout_s * len(runs), while_waiting=store_finished)
         store_finished()
     except OSError as exc:
@@ -243,6 +183,32 @@ def _run_lab(info: backends.BackendInfo, req, work: Path, timeout_s: float,
                 while_waiting()
             except backends.LabError as exc:
                 return exc
+
+
+def phases_of_load(index: int, boot: dict, load: dict, started: float) -> dict[str, float]:
+    """Where a run's wall time went, in seconds, from the host-clock marks
+    the guest took (guest/clock.HostWall): a boot's first run has boot
+    (UML, init, modules, OVS) and topology (Mininet, links, netem), a later
+    one wait (servers stopped, the idle wait for its start instant); both
+    have services (switch tables, caches, sysctls, Apache, dnsmasq, netem
+    seeds, tcpdump, tracer), load (to the start instant, then the loader),
+    capture (drain, tcpdump stopped) and collect (the capture analysed in
+    the guest, settings read, the result written). Missing marks (a failed
+    load, an older guest) leave their phases out."""
+    def span(a: float | None, b: float | None) -> float | None:
+        return round(b - a, 3) if a is not None and b is not None else None
+
+    if index == 0:
+        out = {"boot": span(started, boot.get("boot_ready")),
+               "topology": span(boot.get("boot_ready"), load.get("topology_ready")),
+               "services": span(load.get("topology_ready"), load.get("capture_on"))}
+    else:
+        out = {"wait": span(load.get("previous_end"), load.get("set_up")),
+               "services": span(load.get("set_up"), load.get("capture_on"))}
+    out.update({"load": span(load.get("capture_on"), load.get("loaded")),
+                "capture": span(load.get("loaded"), load.get("captured")),
+                "collect": span(load.get("captured"), load.get("end"))})
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def _base_record(run: RunSpec) -> dict:

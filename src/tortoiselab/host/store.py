@@ -77,6 +77,7 @@ class RunMeta(BaseModel):
     ended: str | None = None
     wall_seconds: float | None = None  # host time since the previous run of its batch was stored
     batch: BatchMeta | None = None  # None: stored before batches (format 2)
+    phases: dict[str, float] = Field(default_factory=dict)  # wall seconds by phase (host/runner.phases_of_load)
 
 
 class RunRecord(BaseModel):

@@ -27,7 +27,8 @@ TASKS: dict[str, Callable[[LabContext, Any], dict]] = {
 
 def run_task(ctx: LabContext, req: LabRequest) -> dict:
     task = TASKS[req.task]  # type: ignore[attr-defined]  # every request model has its task
-    result = {"kernel_release": os.uname().release, "uptime_start_s": uptime_s()}
+    result = {"kernel_release": os.uname().release, "uptime_start_s": uptime_s(),
+              "wall": {"task_start": _wall(ctx)}}
     if ctx.private_ovs:  # uml: a draw from the guest's CRNG; the same in every boot of a run when seeded
         result["boot_id"] = BOOT_ID.read_text().strip()
     with ExitStack() as stack:
@@ -42,7 +43,12 @@ def run_task(ctx: LabContext, req: LabRequest) -> dict:
         elif ctx.private_ovs and req.clock == "virtual":  # uml, Linux bridge: the same alignment point
             sleep_until_monotonic(OVS_MIN_UPTIME_S)
         # what the boot is, for a host that stores a batch's loads as they finish
+        result["wall"]["boot_ready"] = _wall(ctx)
         write_json_atomic(ctx.work / "boot.json", result)
         result["task"] = task(ctx, req)
     result["uptime_end_s"] = uptime_s()
     return result
+
+
+def _wall(ctx: LabContext) -> float | None:
+    return ctx.wall.now() if ctx.wall is not None else None

@@ -57,23 +57,26 @@ def run(ctx: LabContext, req: PageLoadRequest) -> dict:
         lab.configure(req.path, server_cc="cubic", loss_on=True)
         out["seeds"] = dict(lab.seeds)  # netem's, per direction, for the request's seed
         _second_server_address(ctx.ex, lab)
+        out["wall_topology_ready"] = _wall(ctx)
         with WebLab(ctx, lab, site, pki) as web:
             first: dict | None = None  # the first load's set-up and start instants
             for i, load in enumerate(req.loads):
                 d = ctx.work / f"load-{i:03d}"
                 d.mkdir(exist_ok=True)
                 t_set_up = uptime_s()
+                marks = {"topology_ready": out["wall_topology_ready"]} if i == 0 else {"previous_end": _wall(ctx)}
                 try:
                     target = None
                     if i > 0:
                         web.stop()  # every load meets servers as fresh as a run alone does
                         target = _wait_for_slot(req, first, out["loads"][-1]["sim_end_s"])
-                    res = _one_load(ctx, lab, web, req, load, i, name_files, d, target)
+                    res = _one_load(ctx, lab, web, req, load, i, name_files, d, target, marks)
                 except Exception as exc:  # this load's run fails, the batch goes on
                     res = {"index": i, "label": load.label, "error": f"{type(exc).__name__}: {exc}"[:2000],
                            "traceback": traceback.format_exc()[-4000:]}
+                marks["end"] = _wall(ctx)
                 res.update({"label": load.label, "sim_set_up_s": t_set_up, "sim_end_s": uptime_s(),
-                            "code_digest": code_digest()})
+                            "code_digest": code_digest(), "wall": marks})
                 if first is None and "start_s" in res:
                     first = res
                 write_json_atomic(d / "result.json", res)
@@ -128,7 +131,8 @@ def _second_server_address(ex: Executor, lab: PathLab) -> None:
 
 
 def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, req: PageLoadRequest, load: LoadSpec, i: int,
-              name_files: NameFiles | None, d: Path, target: float | None) -> dict:
+              name_files: NameFiles | None, d: Path, target: float | None, marks: dict) -> dict:
+    marks["set_up"] = _wall(ctx)
     set_up = time.monotonic()
     lab.forget_macs()
     _forget_files(ctx)
@@ -142,19 +146,26 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, req: PageLoadRequest, 
         # (the tracer's first set-up) lies between that instant and the loader
         # (docs/determinism.md)
         with _cwnd_probe(ctx) as tracer:
+            marks["capture_on"] = _wall(ctx)
             start = _start_on_time(target)
             t0 = time.monotonic()
             summary, har = LOADERS[load.client.loader](ctx.ex, lab, web, load, names, d)
             # elapsed time of the whole client process (DNS, TCP, TLS, every object):
             # on the virtual clock its own CPU costs nothing, so this is network time
             wall_of_load = time.monotonic() - t0
+            marks["loaded"] = _wall(ctx)
         cwnd = _write_cwnd(tracer, d / "cwnd.json")
         time.sleep(CAPTURE_DRAIN_S)
         capstats, ccapstats = cap.stop(), ccap.stop()
+    marks["captured"] = _wall(ctx)
     return {"index": i, "server": load.server.model_dump(mode="json"), "client": load.client.model_dump(mode="json"),
             "names": names, "summary": summary, "har": har, "seeds": seeds, "set_up_s": set_up, "start_s": start,
             "pcap": str(pcap), "client_pcap": str(cpcap), "capture": capstats, "client_capture": ccapstats,
             **_collect(ctx.ex, lab, pcap), "load_seconds": round(wall_of_load, 6), "cwnd": cwnd}
+
+
+def _wall(ctx: LabContext) -> float | None:
+    return ctx.wall.now() if ctx.wall is not None else None
 
 
 def _forget_files(ctx: LabContext) -> None:
@@ -185,10 +196,10 @@ def _set_up_server(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec,
     """The server's kernel settings, Apache and the names of this load;
     returns the names (hostname -> address)."""
     s, c = load.server, load.client
-    ex.run(C.sysctl_set("net.ipv4.tcp_congestion_control", s.cc), host=lab.server)
+    ex.sysctl({"net.ipv4.tcp_congestion_control": s.cc,
+               "net.ipv4.tcp_slow_start_after_idle": int(s.slow_start_after_idle)}, host=lab.server)
     ex.run(C.route_window(LAB_PREFIX, lab.server.defaultIntf().name, s.initcwnd_pkts, s.initrwnd_pkts),
            host=lab.server)
-    ex.run(C.sysctl_set("net.ipv4.tcp_slow_start_after_idle", int(s.slow_start_after_idle)), host=lab.server)
     web.apache(s.protocol, s.tls, s.cert)
     names = resolution(c.resolution, lab.server.IP())
     web.dns(names)
@@ -243,7 +254,7 @@ def _collect(ex: Executor, lab: PathLab, pcap: Path) -> dict:
     """After a load: each connection's handshake figures from the server's
     capture, the server's TCP settings and its routes."""
     conns = [handshake_summary(x) for x in analyze_pcap(pcap, keep_series=False)] if pcap.exists() else []
-    sysctls = {k: ex.run(C.sysctl_get(k), host=lab.server, check=False).strip() for k in SERVER_SYSCTLS}
+    sysctls = ex.read_sysctls(SERVER_SYSCTLS, host=lab.server)  # "" for a key the namespace lacks
     route = ex.run(C.route_show(), host=lab.server, check=False).strip()
     return {"connections": conns, "server_sysctls": sysctls, "server_route": route}
 

@@ -1,0 +1,107 @@
+"""Where a page-load run's time goes, and what batches and the 7.3 lab kernel
+buy (issue 20), as figures.
+
+experiments/quick.yaml (6 runs: the feed page over 200 ms, 1 %, 10 Mbit/s,
+cubic and hybla) end to end with `tortoise run`, once per configuration:
+lab kernel 6.12 (UML in ptrace mode) and 7.3 (seccomp mode where the host
+allows it), a boot per run (--batch 1) and one boot for several (the
+runner's default batch), --jobs 1 and 2. Per configuration: wall time,
+runs/hour, the total simulated page-load time over the wall time, the CPU
+time per run (the runner and everything it started), and a per-phase table
+from the host-clock marks every run records (meta.phases; host/runner.py
+phases_of_load): boot, topology, services, wait, load, capture, collect,
+store, and the rest of the wall time (teardown, the runner's own work).
+
+    .venv/bin/python bench/speed.py [--configs 6.12:1:1,7.3:8:2] [--out DIR]
+
+Figures, not assertions; the runs stay in --out for a look.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TORTOISE = [sys.executable, "-m", "tortoiselab.cli"]
+PHASES = ("boot", "topology", "services", "wait", "load", "capture", "collect", "store")
+DEFAULT_CONFIGS = "6.12:1:1,6.12:8:1,7.3:1:1,7.3:8:1,7.3:8:2"
+BASELINE = "issue 20's baseline (6.12, a boot per run, before this change): 191 s wall for these 6 runs, " \
+           "113 runs/hour, 16.5 CPU-s per run"
+
+
+def kernel_ready(series: str) -> None:
+    """Build (or find in the cache) the lab kernel of a series."""
+    subprocess.run(["bash", str(REPO / "kernel" / "build-uml.sh")], check=True, stdout=subprocess.DEVNULL,
+                   env={**os.environ, "TORTOISE_KERNEL_SERIES": series})
+
+
+def run_config(series: str, batch: int, jobs: int, out: Path) -> dict:
+    results = out / f"k{series}-b{batch}-j{jobs}"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    p = subprocess.run([*TORTOISE, "run", str(REPO / "experiments" / "quick.yaml"), "--results", str(results),
+                        "--batch", str(batch), "--jobs", str(jobs), "--backend", "uml", "--clock", "virtual"],
+                       capture_output=True, text=True, env={**os.environ, "TORTOISE_KERNEL_SERIES": series})
+    wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    recs = [json.loads(f.read_text()) for f in sorted((results / "quick").glob("*/run.json"))]
+    ok = [r for r in recs if r["ok"]]
+    phases = {k: sum(r["meta"].get("phases", {}).get(k, 0.0) for r in recs) for k in PHASES}
+    return {"config": f"{series} batch {batch} jobs {jobs}", "rc": p.returncode, "runs": len(recs), "ok": len(ok),
+            "wall": wall, "cpu": cpu, "load_sim": sum(r["meta"].get("load_sim_seconds") or 0 for r in ok),
+            "userspace": sorted({str(r["meta"].get("uml_userspace")) for r in recs}), "phases": phases,
+            "tail": (p.stdout + p.stderr)[-600:] if p.returncode else ""}
+
+
+def report(rows: list[dict]) -> str:
+    head = (f"{'configuration':<24} {'runs':>4} {'ok':>3} {'wall s':>7} {'runs/h':>7} {'load/wall':>9} "
+            f"{'CPU s/run':>9}  userspace")
+    lines = [head]
+    for r in rows:
+        n = max(r["runs"], 1)
+        lines.append(f"{r['config']:<24} {r['runs']:>4} {r['ok']:>3} {r['wall']:>7.1f} "
+                     f"{r['runs'] / r['wall'] * 3600:>7.0f} {r['load_sim'] / r['wall']:>9.2f} {r['cpu'] / n:>9.2f}"
+                     f"  {','.join(r['userspace'])}")
+        if r["tail"]:
+            lines.append("    FAILED: " + r["tail"].replace("\n", "\n    "))
+    lines += ["", "wall seconds per run by phase (host clock; 'rest' = teardown and the runner's own work, "
+                  "which overlap between jobs)",
+              f"{'configuration':<24} " + " ".join(f"{k:>8}" for k in (*PHASES, "rest"))]
+    for r in rows:
+        n = max(r["runs"], 1)
+        rest = r["wall"] * int(r["config"].split()[-1]) - sum(r["phases"].values())
+        lines.append(f"{r['config']:<24} " + " ".join(f"{r['phases'][k] / n:>8.2f}" for k in PHASES)
+                     + f" {rest / n:>8.2f}")
+    lines += ["", BASELINE]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--configs", default=DEFAULT_CONFIGS,
+                    help="comma-separated series:batch:jobs (default %(default)s)")
+    ap.add_argument("--out", default=None, help="folder for the runs (default: a new one under /tmp)")
+    a = ap.parse_args()
+    out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="tortoise-speed-"))
+    rows = []
+    for cfg in a.configs.split(","):
+        series, batch, jobs = cfg.split(":")
+        kernel_ready(series)
+        rows.append(run_config(series, int(batch), int(jobs), out))
+        print(f"  {rows[-1]['config']}: {rows[-1]['runs']} runs in {rows[-1]['wall']:.1f} s", flush=True)
+    print(report(rows))
+    print(f"runs in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
