@@ -26,5 +26,8 @@ def test_each_run_prints_its_time_budget():
     from tortoiselab.cli import _time_budget
 
     assert _time_budget({"sim_seconds": 13.2, "load_sim_seconds": 2.776, "wall_seconds": 24.6}) == (
-        "13.20 s simulated (2.78 s of it the load) in 24.6 s wall: 0.54x real time")
+        "load 2.78 s simulated in 24.6 s wall (0.11x real time; the run 13.2 s simulated, 0.5x)")
+    # later in a batch: the idle wait for its start instant is simulated time, not load time
+    assert _time_budget({"sim_seconds": 81.7, "load_sim_seconds": 2.98, "wall_seconds": 1.5}) == (
+        "load 2.98 s simulated in 1.5 s wall (1.99x real time; the run 81.7 s simulated, 54.5x)")
     assert _time_budget({"wall_seconds": 3.0}) == "3.0 s wall"
