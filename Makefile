@@ -5,7 +5,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup setup-system kernel experiment probe test test-unit test-lab bench clean distclean
+.PHONY: setup setup-system kernel experiment probe test test-unit test-lab bench reproduce clean distclean
 
 setup: setup-system $(STAMP)
 
@@ -57,6 +57,18 @@ bench: setup kernel
 	$(PY) bench/analysis.py || true
 	@echo "== cluster: local executor vs a private 1-node Slurm, 2 array tasks (root) =="
 	$(PY) bench/slurm_bench.py --runs 8 || true
+
+# the four seed studies: every study experiment on GRID (resumable: only
+# pending runs), then REPRODUCTION.md from the results
+GRID ?= reduced
+JOBS ?= 2
+STUDY_EXPERIMENTS := tortoise tortoise-screen coalescing cubic_plus reno_beta initcwnd
+reproduce: setup kernel
+	@for e in $(STUDY_EXPERIMENTS); do \
+	  echo "== $$e --grid $(GRID) =="; \
+	  $(VENV)/bin/tortoise run experiments/$$e.yaml --grid $(GRID) --jobs $(JOBS) || exit $$?; \
+	done
+	$(VENV)/bin/tortoise report --reproduction --grid $(GRID)
 
 clean:
 	rm -rf build *.egg-info src/*.egg-info .pytest_cache

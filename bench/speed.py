@@ -12,8 +12,12 @@ from the host-clock marks every run records (meta.phases; host/runner.py
 phases_of_load): boot, topology, services, wait, load, capture, collect,
 store, and the rest of the wall time (teardown, the runner's own work).
 
-    .venv/bin/python bench/speed.py [--configs 6.12:1:1,7.3:8:2] [--out DIR]
+    .venv/bin/python bench/speed.py [--configs 6.12:1:1,7.3:8:2] [--rounds 3] [--out DIR]
 
+The configurations run in turn, round after round (--rounds), and each
+figure is the median over the rounds: the wall time of this project's
+virtual machines drifts by a factor of two over minutes (other guests on
+the host), and interleaving puts every configuration in the same weather.
 Figures, not assertions; the runs stay in --out for a look.
 """
 
@@ -44,7 +48,7 @@ def kernel_ready(series: str) -> None:
 
 
 def run_config(series: str, batch: int, jobs: int, out: Path) -> dict:
-    results = out / f"k{series}-b{batch}-j{jobs}"
+    results = out / f"k{series}-b{batch}-j{jobs}-{time.time_ns()}"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     p = subprocess.run([*TORTOISE, "run", str(REPO / "experiments" / "quick.yaml"), "--results", str(results),
@@ -56,30 +60,40 @@ def run_config(series: str, batch: int, jobs: int, out: Path) -> dict:
     recs = [json.loads(f.read_text()) for f in sorted((results / "quick").glob("*/run.json"))]
     ok = [r for r in recs if r["ok"]]
     phases = {k: sum(r["meta"].get("phases", {}).get(k, 0.0) for r in recs) for k in PHASES}
-    return {"config": f"{series} batch {batch} jobs {jobs}", "rc": p.returncode, "runs": len(recs), "ok": len(ok),
+    return {"config": f"{series} batch {batch} jobs {jobs}", "jobs": jobs, "rc": p.returncode, "runs": len(recs), "ok": len(ok),
             "wall": wall, "cpu": cpu, "load_sim": sum(r["meta"].get("load_sim_seconds") or 0 for r in ok),
             "userspace": sorted({str(r["meta"].get("uml_userspace")) for r in recs}), "phases": phases,
             "tail": (p.stdout + p.stderr)[-600:] if p.returncode else ""}
 
 
+def median_row(rows: list[dict]) -> dict:
+    """One configuration over its rounds: the round of median wall time,
+    every round's outcome kept (runs, ok, failures)."""
+    mid = sorted(rows, key=lambda r: r["wall"])[len(rows) // 2]
+    return {**mid, "runs": min(r["runs"] for r in rows), "ok": min(r["ok"] for r in rows),
+            "tail": "\n".join(r["tail"] for r in rows if r["tail"]),
+            "config": f"{mid['config']} ({len(rows)}x)", "jobs": mid["jobs"],
+            "walls": [round(r["wall"], 1) for r in rows]}
+
+
 def report(rows: list[dict]) -> str:
-    head = (f"{'configuration':<24} {'runs':>4} {'ok':>3} {'wall s':>7} {'runs/h':>7} {'load/wall':>9} "
-            f"{'CPU s/run':>9}  userspace")
+    head = (f"{'configuration':<29} {'runs':>4} {'ok':>3} {'wall s':>7} {'runs/h':>7} {'load/wall':>9} "
+            f"{'CPU s/run':>9}  userspace; wall s of every round")
     lines = [head]
     for r in rows:
         n = max(r["runs"], 1)
-        lines.append(f"{r['config']:<24} {r['runs']:>4} {r['ok']:>3} {r['wall']:>7.1f} "
+        lines.append(f"{r['config']:<29} {r['runs']:>4} {r['ok']:>3} {r['wall']:>7.1f} "
                      f"{r['runs'] / r['wall'] * 3600:>7.0f} {r['load_sim'] / r['wall']:>9.2f} {r['cpu'] / n:>9.2f}"
-                     f"  {','.join(r['userspace'])}")
+                     f"  {','.join(r['userspace'])}; {r.get('walls', '')}")
         if r["tail"]:
             lines.append("    FAILED: " + r["tail"].replace("\n", "\n    "))
     lines += ["", "wall seconds per run by phase (host clock; 'rest' = teardown and the runner's own work, "
                   "which overlap between jobs)",
-              f"{'configuration':<24} " + " ".join(f"{k:>8}" for k in (*PHASES, "rest"))]
+              f"{'configuration':<29} " + " ".join(f"{k:>8}" for k in (*PHASES, "rest"))]
     for r in rows:
         n = max(r["runs"], 1)
-        rest = r["wall"] * int(r["config"].split()[-1]) - sum(r["phases"].values())
-        lines.append(f"{r['config']:<24} " + " ".join(f"{r['phases'][k] / n:>8.2f}" for k in PHASES)
+        rest = r["wall"] * r["jobs"] - sum(r["phases"].values())
+        lines.append(f"{r['config']:<29} " + " ".join(f"{r['phases'][k] / n:>8.2f}" for k in PHASES)
                      + f" {rest / n:>8.2f}")
     lines += ["", BASELINE]
     return "\n".join(lines)
@@ -89,16 +103,20 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--configs", default=DEFAULT_CONFIGS,
                     help="comma-separated series:batch:jobs (default %(default)s)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds over the configurations (median)")
     ap.add_argument("--out", default=None, help="folder for the runs (default: a new one under /tmp)")
     a = ap.parse_args()
     out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="tortoise-speed-"))
-    rows = []
-    for cfg in a.configs.split(","):
-        series, batch, jobs = cfg.split(":")
+    configs = [tuple(c.split(":")) for c in a.configs.split(",")]
+    for series in sorted({c[0] for c in configs}):
         kernel_ready(series)
-        rows.append(run_config(series, int(batch), int(jobs), out))
-        print(f"  {rows[-1]['config']}: {rows[-1]['runs']} runs in {rows[-1]['wall']:.1f} s", flush=True)
-    print(report(rows))
+    rounds: dict[tuple, list[dict]] = {c: [] for c in configs}
+    for n in range(a.rounds):
+        for c in configs:
+            row = run_config(c[0], int(c[1]), int(c[2]), out)
+            rounds[c].append(row)
+            print(f"  round {n + 1}: {row['config']}: {row['runs']} runs in {row['wall']:.1f} s", flush=True)
+    print(report([median_row(rows) for rows in rounds.values()]))
     print(f"runs in {out}")
     return 0
 

@@ -3,11 +3,13 @@
 # fragment and our modules, into a cache outside the clone keyed by a hash of
 # those inputs. Prints the path of the kernel binary on its last line.
 #
-# Two kernel series, chosen by TORTOISE_KERNEL_SERIES (default 6.12):
-#   6.12  linux-source-6.12 installed by `make setup` (kernel/DEBIAN_VERSION)
+# Two kernel series, chosen by TORTOISE_KERNEL_SERIES (default: the one
+# kernel/SERIES names, 7.3 since batches; docs/kernel-7.3.md):
 #   7.3   linux-source-7.3 from trixie-backports, fetched into the cache by
 #         kernel/fetch-source.sh (pin: kernel/sources/7.3), with the 7.3
-#         changes of the fragment in kernel/lab-7.3.config
+#         changes of the fragment in kernel/lab-7.3.config; UML's seccomp mode
+#   6.12  linux-source-6.12 installed by `make setup` (kernel/DEBIAN_VERSION):
+#         the kernel of results made before, and of the Vagrant VM
 #
 #   kernel/build-uml.sh                 build kernel + our modules where the cache lacks them
 #   kernel/build-uml.sh --hash          print the input hash only
@@ -22,7 +24,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cache="${TORTOISE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tortoiselab}"
 jobs="${JOBS:-$(nproc)}"
-series="${TORTOISE_KERNEL_SERIES:-6.12}"
+series="${TORTOISE_KERNEL_SERIES:-$(cat "$here/SERIES")}"
 case "$series" in
   6.12)
     want="$(cat "$here/DEBIAN_VERSION")"

@@ -100,10 +100,15 @@ def test_sweep_on_slurm_with_a_cancelled_task(tmp_path, lab_kernel, cluster, mon
 
     # midway: a run done and another one's lab up; cancel the array task doing it
     _wait_for(lambda: list(exp_dir.glob("*/run.json")), 600, "a first completed run")
-    ls = _tortoise(["ls", "--results", str(results)], cluster)
-    m = re.search(rf"slurm job {job['job_id']}: 8 array tasks: (\d+) queued, (\d+) running, (\d+) done, "
-                  r"0 failed", ls.stdout)
-    assert m and sum(map(int, m.groups())) == 8 and int(m[3]) >= 1, ls.stdout
+    pattern = rf"slurm job {job['job_id']}: 8 array tasks: (\d+) queued, (\d+) running, (\d+) done, 0 failed"
+
+    def a_task_done():  # a run is stored as soon as its load is done, its task ends after its lab's teardown
+        ls = _tortoise(["ls", "--results", str(results)], cluster)
+        m = re.search(pattern, ls.stdout)
+        assert m and sum(map(int, m.groups())) == 8, ls.stdout
+        return int(m[3]) >= 1
+
+    _wait_for(a_task_done, 120, "Slurm to count a finished array task")
     # a run takes a few seconds of wall time from boot to result: cancel its
     # task as soon as its lab is seen (a `tortoise ls` in between let it finish)
     run_id, pgid = _wait_for(lambda: _live_run(exp_dir), 300, "a run with its lab booted")

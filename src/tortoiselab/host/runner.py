@@ -369,13 +369,20 @@ def _claimed_batch(batch: list[RunSpec], exp_dir: Path, *args, stop: threading.E
     """run_batch under every run's claim, leaving out the runs that were
     complete by the time their claim was ours (done by another runner)."""
     with ExitStack() as claims:
-        mine = []
+        mine, fhs = [], {}
         for run in batch:
             fh = claims.enter_context(claim(exp_dir, run.run_id))
             if not store.completed(exp_dir, run.run_id):
                 note(fh, f"start {socket.gethostname()} {os.getpid()}")
                 mine.append(run)
-        return run_batch(mine, exp_dir, *args, stop=stop, on_stored=on_stored) if mine else []
+                fhs[run.run_id] = fh
+
+        def stored(rec: dict) -> None:
+            note(fhs[rec["run_id"]], "done")
+            if on_stored:
+                on_stored(rec)
+
+        return run_batch(mine, exp_dir, *args, stop=stop, on_stored=stored) if mine else []
 
 
 def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 1, backend: str = "auto",

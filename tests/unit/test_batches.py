@@ -1,0 +1,126 @@
+"""The runner's batch logic with a stand-in for the lab (the real lab is
+tests/integration/test_determinism.py and test_faults.py): each run stored
+once, as its load's result appears; a load that failed fails its run only;
+a lab that dies keeps what it finished, fails the run it was on and boots
+again for the rest. Also the time budget of one load (phases_of_load)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tortoiselab.host import backends, runner
+from tortoiselab.spec.experiment import expand, load
+
+EXP = """
+name: batches
+repetitions: 5
+path: {rtt_ms: 50, loss_pct: 0, rate_mbit: 10}
+client: {page: tiny.html}
+"""
+
+
+class FakeLab:
+    """backends.run_task as the guest behaves: boot.json, then one
+    load-NNN/result.json per load as it ends. Each boot fails the load
+    named in `fail_load` (its result says why) and dies at the load
+    index in `die_at` (no result for it, LabError)."""
+
+    def __init__(self, die_at: list[int | None], fail_load: str | None = None) -> None:
+        self.die_at, self.fail_load, self.boots = list(die_at), fail_load, []
+
+    def __call__(self, info, req, work: Path, timeout_s: float) -> dict:
+        work.mkdir(parents=True)
+        self.boots.append([ld.label for ld in req.loads])
+        die = self.die_at.pop(0) if self.die_at else None
+        (work / "boot.json").write_text(json.dumps({"kernel_release": "x", "uptime_start_s": 1.0, "switch": "ovs"}))
+        for i, ld in enumerate(req.loads):
+            if i == die:
+                raise backends.LabError("the lab died (watchdog)")
+            d = work / f"load-{i:03d}"
+            d.mkdir()
+            why = "the loader wrote no summary" if ld.label == self.fail_load else "not a real lab"
+            (d / "result.json").write_text(json.dumps({"index": i, "label": ld.label, "error": why,
+                                                       "sim_set_up_s": 2.0 + i, "sim_end_s": 3.0 + i}))
+        return {"ok": True, "task": {}}
+
+
+def _setup(tmp_path, monkeypatch, lab: FakeLab):
+    f = tmp_path / "e.yaml"
+    f.write_text(EXP)
+    runs = expand(load(f))
+    exp_dir = tmp_path / "results" / "batches"
+    exp_dir.mkdir(parents=True)
+    monkeypatch.setattr(backends, "run_task", lab)
+    info = backends.BackendInfo("uml", "virtual", "/k/linux")
+    return runs, exp_dir, info
+
+
+def _stored(exp_dir: Path) -> dict[str, dict]:
+    return {p.parent.name: json.loads(p.read_text()) for p in exp_dir.glob("*/run.json")}
+
+
+def test_every_run_is_stored_once_as_its_load_ends(tmp_path, monkeypatch):
+    lab = FakeLab([None], fail_load=None)
+    runs, exp_dir, info = _setup(tmp_path, monkeypatch, lab)
+    seen = []
+    recs = runner.run_batch(runs, exp_dir, info, tmp_path, tmp_path, {}, on_stored=lambda r: seen.append(r["run_id"]))
+    assert lab.boots == [[r.run_id for r in runs]]  # one boot
+    assert seen == [r.run_id for r in runs] == [r["run_id"] for r in recs]
+    stored = _stored(exp_dir)
+    assert set(stored) == {r.run_id for r in runs}
+    for i, r in enumerate(runs):
+        b = stored[r.run_id]["meta"]["batch"]
+        assert (b["index"], b["size"], b["runs"]) == (i, len(runs), [x.run_id for x in runs])
+    assert not list(exp_dir.glob(".*"))  # no work folder left
+
+
+def test_a_dying_lab_keeps_what_it_finished_and_boots_again_for_the_rest(tmp_path, monkeypatch):
+    lab = FakeLab([2, None])  # the first boot dies on its third load
+    runs, exp_dir, info = _setup(tmp_path, monkeypatch, lab)
+    recs = runner.run_batch(runs, exp_dir, info, tmp_path, tmp_path, {})
+    ids = [r.run_id for r in runs]
+    assert lab.boots == [ids, ids[3:]]
+    assert [r["run_id"] for r in recs] == ids
+    stored = _stored(exp_dir)
+    assert set(stored) == set(ids)
+    assert "the lab died (watchdog)" in stored[ids[2]]["error"]  # the run it was on
+    assert all(stored[i]["error"] == "lab: load: not a real lab" for i in ids[:2] + ids[3:])
+    assert not list(exp_dir.glob(".*"))
+
+
+def test_a_failed_load_fails_its_run_only(tmp_path, monkeypatch):
+    runs, exp_dir, info = _setup(tmp_path, monkeypatch, FakeLab([None]))
+    lab = FakeLab([None], fail_load=runs[1].run_id)
+    monkeypatch.setattr(backends, "run_task", lab)
+    runner.run_batch(runs, exp_dir, info, tmp_path, tmp_path, {})
+    stored = _stored(exp_dir)
+    assert stored[runs[1].run_id]["error"] == "lab: load: the loader wrote no summary"
+    assert len(lab.boots) == 1 and len(stored) == len(runs)
+
+
+def test_an_interrupted_batch_stores_nothing_more(tmp_path, monkeypatch):
+    import threading
+
+    lab = FakeLab([1])
+    runs, exp_dir, info = _setup(tmp_path, monkeypatch, lab)
+    stop = threading.Event()
+    stop.set()  # the runner is being stopped (Ctrl-C, a scheduler's SIGTERM)
+    with pytest.raises(runner.RunInterrupted):
+        runner.run_batch(runs, exp_dir, info, tmp_path, tmp_path, {}, stop=stop)
+    assert set(_stored(exp_dir)) == {runs[0].run_id}  # finished before the lab died: kept
+    assert not list(exp_dir.glob(".*"))  # the rest stay pending, no work left
+
+
+def test_phases_of_a_boots_first_load_and_a_later_one():
+    boot = {"boot_ready": 12.0}
+    first = {"topology_ready": 15.0, "set_up": 15.1, "capture_on": 15.5, "loaded": 16.25, "captured": 16.3,
+             "end": 16.4}
+    assert runner.phases_of_load(0, boot, first, 10.0) == {
+        "boot": 2.0, "topology": 3.0, "services": 0.5, "load": 0.75, "capture": 0.05, "collect": 0.1}
+    later = {"previous_end": 16.4, "set_up": 16.6, "capture_on": 17.0, "loaded": 17.5, "captured": 17.55, "end": 17.6}
+    assert runner.phases_of_load(1, boot, later, 10.0) == {
+        "wait": 0.2, "services": 0.4, "load": 0.5, "capture": 0.05, "collect": 0.05}
+    assert runner.phases_of_load(1, {}, {"previous_end": 1.0}, 0.0) == {}  # a load that failed early
