@@ -51,8 +51,10 @@ HOW_TO_READ = (
     "of each claim is listed under its study.")
 
 THE_LAB = (
-    "The lab: UML guest per run (real Linux TCP, netem, Apache h2, tcpdump), virtual clock "
-    "(time-travel), 2 runs side by side on a 2-core machine shared with other work. An experiment "
+    "The lab: a UML guest boot per batch of up to 8 runs (real Linux TCP, netem, Apache h2, tcpdump; "
+    "every run with its own path, seeds and freshly started servers), virtual clock (time-travel), 2 "
+    "batches side by side on a 2-core machine shared with other work; guest time includes the idle "
+    "stretch before each later load of a batch (docs/determinism.md, \"Batches\"). An experiment "
     "run in several passes (repetitions raised between them; the runner keeps completed runs and adds "
     "the new ones) has the gaps between passes in its wall span: the sum of run walls is the cost.")
 
@@ -92,7 +94,8 @@ def _header(results: Path, grid: str | None, flat: list[Verdict]) -> list[str]:
         f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC "
         f"from `{results}/` ({'grid ' + grid if grid else 'the full grids'}). Every number below is computed from "
         "the runs by `src/tortoiselab/studies/` (claims and their measurements in `claims/`, verdict rules in "
-        "`measure.py`); nothing is typed in. Seed files are in `../shared/seeds/`.",
+        "`measure.py`); nothing is typed in. Seed files are the studies' texts, named by file at each claim "
+        "(the project's briefing; they are not part of this repository).",
         "",
         f"**{len(flat)} claims: {counts['agree']} agree, {counts['partly']} partly, {counts['disagree']} disagree, "
         f"{counts['no data']} without data.**",
@@ -138,17 +141,18 @@ def _checks_section(results: Path, grid: str | None) -> list[str]:
 def _times_section(results: Path, grid: str | None) -> list[str]:
     g = _grid_flag(grid)
     lines = ["## Commands and run times", "", THE_LAB, "",
-             "| command | runs (failed) of the grid | first start .. last end (UTC) | wall span | sum of run walls | "
-             "guest time |", "| --- | --- | --- | --- | --- | --- |"]
+             "| command | runs (failed) of the grid | lab kernel, clock | first start .. last end (UTC) | wall span | "
+             "sum of run walls | guest time |", "| --- | --- | --- | --- | --- | --- | --- |"]
     files = list(dict.fromkeys(f for s in STUDIES.values() for f in s.experiments))
     for f in files:
         d = study_folder(f, grid, results)
         total = len(current_run_ids(f, grid))
         t = _run_times(d) if d.is_dir() else None
         if not t or not t["runs"]:
-            lines.append(f"| `tortoise run {f}{g} --jobs 2` | 0 of {total} | - | - | - | - |")
+            lines.append(f"| `tortoise run {f}{g} --jobs 2` | 0 of {total} | - | - | - | - | - |")
             continue
         lines.append(f"| `tortoise run {f}{g} --jobs 2` | {t['runs']} ({t['failed']}) of {total} | "
+                     f"{', '.join(t['kernel']) or '-'}, {', '.join(t['clock']) or '-'} | "
                      f"{t['first'][:19]} .. {t['last'][11:19]} | {t['wall_span_s'] / 60:.1f} min | "
                      f"{t['run_wall_s'] / 60:.1f} min | {t['sim_s'] / 60:.1f} min |")
     lines += ["", f"Then `tortoise report --reproduction{g}` wrote this file.", ""]
