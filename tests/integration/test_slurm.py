@@ -67,13 +67,15 @@ def _wait_for(cond, timeout, what):
 
 
 def _live_run(exp_dir: Path):
-    """(run id, uml pgid) of the run whose lab guest booted last and still runs."""
+    """(run id, uml pgid) of the run whose lab guest booted last and still
+    runs, its run not yet stored (a run is stored as soon as its load is
+    done, while its lab tears down)."""
     live = []
     for d in exp_dir.glob(".*.tmp-*"):
         pg = d / "lab" / "uml.pgid"
         try:
             pgid = int(pg.read_text())
-            if group_alive(pgid):  # the guest still runs (not just the host-side analysis)
+            if group_alive(pgid) and not (exp_dir / d.name[1:13] / "run.json").exists():
                 live.append((pg.stat().st_mtime, d.name[1:13], pgid))
         except (OSError, ValueError):
             continue  # not there yet, or the run just finished
