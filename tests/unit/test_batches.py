@@ -124,3 +124,36 @@ def test_phases_of_a_boots_first_load_and_a_later_one():
     assert runner.phases_of_load(1, boot, later, 10.0) == {
         "wait": 0.2, "services": 0.4, "load": 0.5, "capture": 0.05, "collect": 0.05}
     assert runner.phases_of_load(1, {}, {"previous_end": 1.0}, 0.0) == {}  # a load that failed early
+
+
+def test_a_lab_is_pinned_to_one_cpu_and_labs_side_by_side_to_different_ones():
+    import os
+    import threading
+
+    taskset, *rest = backends.pinned(["python", "-S", "x"], 1)
+    assert Path(taskset).is_absolute() and Path(taskset).name == "taskset" and rest == ["-c", "1", "python", "-S", "x"]
+    assert backends.pinned(["python"], None) == ["python"]
+    cpus = sorted(os.sched_getaffinity(0))
+    slots = runner.CpuSlots(jobs=2, backend="uml")
+    with slots.take() as a, slots.take() as b:
+        assert {a, b} == set(cpus[:2]) if len(cpus) > 1 else a == b == cpus[0]
+    with runner.CpuSlots(jobs=2, backend="native").take() as c:
+        assert c is None  # the host's kernel runs a native lab: nothing to pin
+    # more jobs than CPUs: every CPU taken by turns, nobody waits for a CPU
+    many = runner.CpuSlots(jobs=3 * len(cpus), backend="uml")
+    got, done = [], threading.Event()
+
+    def hold():
+        with many.take() as cpu:
+            got.append(cpu)
+            done.wait(5)
+
+    threads = [threading.Thread(target=hold) for _ in range(3 * len(cpus))]
+    for t in threads:
+        t.start()
+    while len(got) < len(threads):
+        pass
+    done.set()
+    for t in threads:
+        t.join()
+    assert sorted(got) == sorted(cpus * 3)

@@ -183,11 +183,12 @@ def choose(backend: str, clock: str, algorithms: list[str]) -> BackendInfo:
     return BackendInfo("uml", "virtual" if clock in ("auto", "virtual") else "real", str(kernel))
 
 
-def run_task(info: BackendInfo, request: LabRequest, work: Path, timeout_s: float = TASK_TIMEOUT_S) -> dict:
+def run_task(info: BackendInfo, request: LabRequest, work: Path, timeout_s: float = TASK_TIMEOUT_S,
+             cpu: int | None = None) -> dict:
     """Run one typed lab request (spec/requests.py) on the chosen backend:
     add where it runs (backend, clock, private_ovs, our modules for a uml
     kernel), write it as request.json into work and return the guest's
-    result.json."""
+    result.json. cpu: the host CPU a uml lab is pinned to (pinned())."""
     work.mkdir(parents=True, exist_ok=True)
     placed = {"backend": info.backend, "clock": info.clock, "private_ovs": info.backend == "uml"}
     if info.backend == "uml":
@@ -198,7 +199,18 @@ def run_task(info: BackendInfo, request: LabRequest, work: Path, timeout_s: floa
     (work / "request.json").write_text(req.model_dump_json(indent=1))
     if info.backend == "native":
         return _run_native(work, timeout_s)
-    return _run_uml(info, req, work, timeout_s)
+    return _run_uml(info, req, work, timeout_s, cpu)
+
+
+def pinned(argv: list[str], cpu: int | None) -> list[str]:
+    """argv on one host CPU (taskset; the processes it starts inherit it).
+    A UML guest has one CPU, and its host threads hand the CPU to each other
+    at every guest system call and context switch: spread over two CPUs of
+    a virtual machine each hand-over wakes a halted virtual CPU, and the
+    same quick.yaml took 24 s of wall time instead of 8 (bench/speed.py,
+    docs/kernel-7.3.md). The virtual clock does not see it."""
+    # a path: the lab guard starts its program with execv (no PATH search)
+    return argv if cpu is None else [shutil.which("taskset") or "/usr/bin/taskset", "-c", str(cpu), *argv]
 
 
 def _read_result(work: Path, log_hint: Path | None) -> dict:
@@ -364,7 +376,7 @@ def _compile_package() -> None:
     compileall.compile_dir(str(PKG_DIR), quiet=2)
 
 
-def _run_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float) -> dict:
+def _run_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float, cpu: int | None = None) -> dict:
     assert info.kernel is not None
     work = Path(work).resolve()  # HOME below: UML panics in make_umid on a relative $HOME/.uml
     # fixed length: the umid is on the guest's command line (docs/determinism.md)
@@ -377,8 +389,8 @@ def _run_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float) -
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(work), "TMPDIR": "/dev/shm"}
     userspace, why = uml_userspace(info.kernel)
     while True:
-        argv = uml_argv(info.kernel, info.clock, umid, extra_ro=[req.modules_dir] if req.modules_dir else [],
-                        userspace=userspace)
+        argv = pinned(uml_argv(info.kernel, info.clock, umid, extra_ro=[req.modules_dir] if req.modules_dir else [],
+                               userspace=userspace), cpu)
         # written before the boot too: a batch's runs are stored while it runs
         (work / "uml_userspace").write_text(f"{userspace}\t{why}\n")
         with open(log, "w") as fh:

@@ -18,13 +18,14 @@ from __future__ import annotations
 import errno
 import json
 import os
+import queue
 import shutil
 import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from concurrent.futures import TimeoutError as FutureTimeout
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -95,7 +96,7 @@ def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path,
 def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, site: Path, pki: Path,
               versions: dict, timeout_s: float = backends.LONG_TASK_TIMEOUT_S,
               stop: threading.Event | None = None,
-              on_stored: Callable[[dict], None] | None = None) -> list[dict]:
+              on_stored: Callable[[dict], None] | None = None, cpu: int | None = None) -> list[dict]:
     """Runs that share a lab boot (host/pageload.plan_batches), each written
     to a temporary folder and renamed into place as soon as its load is done,
     while the lab goes on with the next. A load that fails fails its run
@@ -138,7 +139,7 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
             (tmps[run.run_id] / "config.json").write_text(json.dumps(run.as_dict(), indent=1, sort_keys=True))
         req = pageload.run_request(runs, site, pki)
         t_start = time.time()  # the host's wall clock, as the guest reads it (guest/clock.HostWall)
-        lab_error = _run_lab(info, req, work, timeout_s * len(runs), while_waiting=store_finished)
+        lab_error = _run_lab(info, req, work, timeout_s * len(runs), while_waiting=store_finished, cpu=cpu)
         store_finished()
     except OSError as exc:
         _refuse_if_full(exp_dir, runs[0], boot_dir, exc, also=tmps.values())
@@ -165,16 +166,17 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
         shutil.rmtree(tmps[r.run_id], ignore_errors=True)
     out = [stored[r.run_id] for r in runs if r.run_id in stored]
     if len(rest) > 1:  # the lab died on the way: the runs after the one it was on get a boot of their own
-        out += run_batch(rest[1:], exp_dir, info, site, pki, versions, timeout_s, stop, on_stored)
+        out += run_batch(rest[1:], exp_dir, info, site, pki, versions, timeout_s, stop, on_stored, cpu)
     return out
 
 
 def _run_lab(info: backends.BackendInfo, req, work: Path, timeout_s: float,
-             while_waiting: Callable[[], None]) -> backends.LabError | None:
+             while_waiting: Callable[[], None], cpu: int | None = None) -> backends.LabError | None:
     """The lab's boot in a thread of its own, calling while_waiting every
     half second until it ends; the lab's error, or None."""
     with ThreadPoolExecutor(max_workers=1) as lab_thread:
-        lab = lab_thread.submit(backends.run_task, info, req, work, timeout_s=timeout_s)
+        lab = lab_thread.submit(backends.run_task, info, req, work, timeout_s=timeout_s,
+                                **({"cpu": cpu} if cpu is not None else {}))
         while True:
             try:
                 lab.result(timeout=0.5)
@@ -364,8 +366,32 @@ def _floor(run: RunSpec, site: Path, pki: Path, summary: dict) -> dict:
             if f["floor_ms"] else None, "floor_model": f.get("model") or {"why": f.get("why")}}
 
 
+class CpuSlots:
+    """The host CPUs the runner's labs are pinned to (backends.pinned), one
+    lab per CPU while there are CPUs enough for --jobs; a uml lab takes a
+    CPU for its boot and gives it back after."""
+
+    def __init__(self, jobs: int, backend: str) -> None:
+        self.pin = backend == "uml"
+        cpus = sorted(os.sched_getaffinity(0))
+        self.free: queue.Queue[int] = queue.Queue()
+        for i in range(max(1, jobs)):
+            self.free.put(cpus[i % len(cpus)])
+
+    @contextmanager
+    def take(self) -> Iterator[int | None]:
+        if not self.pin:
+            yield None
+            return
+        cpu = self.free.get()
+        try:
+            yield cpu
+        finally:
+            self.free.put(cpu)
+
+
 def _claimed_batch(batch: list[RunSpec], exp_dir: Path, *args, stop: threading.Event | None = None,
-                   on_stored: Callable[[dict], None] | None = None) -> list[dict]:
+                   on_stored: Callable[[dict], None] | None = None, cpus: CpuSlots | None = None) -> list[dict]:
     """run_batch under every run's claim, leaving out the runs that were
     complete by the time their claim was ours (done by another runner)."""
     with ExitStack() as claims:
@@ -382,7 +408,10 @@ def _claimed_batch(batch: list[RunSpec], exp_dir: Path, *args, stop: threading.E
             if on_stored:
                 on_stored(rec)
 
-        return run_batch(mine, exp_dir, *args, stop=stop, on_stored=stored) if mine else []
+        if not mine:
+            return []
+        with (cpus.take() if cpus is not None else nullcontext()) as cpu:
+            return run_batch(mine, exp_dir, *args, stop=stop, on_stored=stored, cpu=cpu)
 
 
 def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 1, backend: str = "auto",
@@ -438,8 +467,9 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
                     on_progress(rec, len(records), len(pending))
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futs = [pool.submit(_claimed_batch, b, exp_dir, info, site, pki, versions, stop=stop, on_stored=stored)
-                    for b in pageload.plan_batches(pending, jobs, batch)]
+            cpus = CpuSlots(jobs, info.backend)
+            futs = [pool.submit(_claimed_batch, b, exp_dir, info, site, pki, versions, stop=stop, on_stored=stored,
+                                cpus=cpus) for b in pageload.plan_batches(pending, jobs, batch)]
             try:
                 for fut in as_completed(futs):
                     fut.result()
