@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tortoiselab.host import backends, runner
+from tortoiselab.host import cpus as cpus_mod
 from tortoiselab.spec.experiment import expand, load
 
 EXP = """
@@ -126,34 +127,21 @@ def test_phases_of_a_boots_first_load_and_a_later_one():
     assert runner.phases_of_load(1, {}, {"previous_end": 1.0}, 0.0) == {}  # a load that failed early
 
 
-def test_a_lab_is_pinned_to_one_cpu_and_labs_side_by_side_to_different_ones():
+def test_a_lab_is_pinned_to_one_cpu_and_labs_side_by_side_to_different_ones(tmp_path):
     import os
-    import threading
 
-    taskset, *rest = backends.pinned(["python", "-S", "x"], 1)
+    taskset, *rest = cpus_mod.pinned(["python", "-S", "x"], 1)
     assert Path(taskset).is_absolute() and Path(taskset).name == "taskset" and rest == ["-c", "1", "python", "-S", "x"]
-    assert backends.pinned(["python"], None) == ["python"]
+    assert cpus_mod.pinned(["python"], None) == ["python"]
     cpus = sorted(os.sched_getaffinity(0))
-    slots = runner.CpuSlots(jobs=2, backend="uml")
-    with slots.take() as a, slots.take() as b:
-        assert {a, b} == set(cpus[:2]) if len(cpus) > 1 else a == b == cpus[0]
-    with runner.CpuSlots(jobs=2, backend="native").take() as c:
-        assert c is None  # the host's kernel runs a native lab: nothing to pin
-    # more jobs than CPUs: every CPU taken by turns, nobody waits for a CPU
-    many = runner.CpuSlots(jobs=3 * len(cpus), backend="uml")
-    got, done = [], threading.Event()
-
-    def hold():
-        with many.take() as cpu:
-            got.append(cpu)
-            done.wait(5)
-
-    threads = [threading.Thread(target=hold) for _ in range(3 * len(cpus))]
-    for t in threads:
-        t.start()
-    while len(got) < len(threads):
-        pass
-    done.set()
-    for t in threads:
-        t.join()
-    assert sorted(got) == sorted(cpus * 3)
+    locks = tmp_path / "cpus"
+    with cpus_mod.cpu_slot(locks) as a:
+        assert a in cpus
+        with cpus_mod.cpu_slot(locks) as b:  # another lab, here or in another process: another CPU
+            assert (b in cpus and b != a) if len(cpus) > 1 else b is None
+        with cpus_mod.cpu_slot(locks) as c:  # given back
+            assert c == b
+    assert locks.stat().st_mode & 0o1777 == 0o1777  # every user's labs share the folder
+    (tmp_path / "file").write_text("")
+    with cpus_mod.cpu_slot(tmp_path / "file" / "cpus") as d:  # an unusable folder: unpinned, as before
+        assert d is None

@@ -19,9 +19,11 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
+from tortoiselab.host.cpus import cpu_slot, pinned
 from tortoiselab.project import PKG_DIR, REPO_DIR
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS
 from tortoiselab.spec.requests import LabRequest
@@ -202,17 +204,6 @@ def run_task(info: BackendInfo, request: LabRequest, work: Path, timeout_s: floa
     return _run_uml(info, req, work, timeout_s, cpu)
 
 
-def pinned(argv: list[str], cpu: int | None) -> list[str]:
-    """argv on one host CPU (taskset; the processes it starts inherit it).
-    A UML guest has one CPU, and its host threads hand the CPU to each other
-    at every guest system call and context switch: spread over two CPUs of
-    a virtual machine each hand-over wakes a halted virtual CPU, and the
-    same quick.yaml took 24 s of wall time instead of 8 (bench/speed.py,
-    docs/kernel-7.3.md). The virtual clock does not see it."""
-    # a path: the lab guard starts its program with execv (no PATH search)
-    return argv if cpu is None else [shutil.which("taskset") or "/usr/bin/taskset", "-c", str(cpu), *argv]
-
-
 def _read_result(work: Path, log_hint: Path | None) -> dict:
     res = work / "result.json"
     if not res.exists():
@@ -388,6 +379,14 @@ def _run_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float, c
     log = work / "console.log"
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(work), "TMPDIR": "/dev/shm"}
     userspace, why = uml_userspace(info.kernel)
+    with cpu_slot() if cpu is None else nullcontext(cpu) as cpu:
+        return _boot_uml(info, req, work, timeout_s, cpu, umid, log, env, userspace, why)
+
+
+def _boot_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float, cpu: int | None, umid: str,
+              log: Path, env: dict, userspace: str, why: str) -> dict:
+    """Boot the lab (again in ptrace mode if the host refuses seccomp) and
+    read its result."""
     while True:
         argv = pinned(uml_argv(info.kernel, info.clock, umid, extra_ro=[req.modules_dir] if req.modules_dir else [],
                                userspace=userspace), cpu)

@@ -18,14 +18,13 @@ from __future__ import annotations
 import errno
 import json
 import os
-import queue
 import shutil
 import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from concurrent.futures import TimeoutError as FutureTimeout
-from contextlib import ExitStack, contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -366,32 +365,8 @@ def _floor(run: RunSpec, site: Path, pki: Path, summary: dict) -> dict:
             if f["floor_ms"] else None, "floor_model": f.get("model") or {"why": f.get("why")}}
 
 
-class CpuSlots:
-    """The host CPUs the runner's labs are pinned to (backends.pinned), one
-    lab per CPU while there are CPUs enough for --jobs; a uml lab takes a
-    CPU for its boot and gives it back after."""
-
-    def __init__(self, jobs: int, backend: str) -> None:
-        self.pin = backend == "uml"
-        cpus = sorted(os.sched_getaffinity(0))
-        self.free: queue.Queue[int] = queue.Queue()
-        for i in range(max(1, jobs)):
-            self.free.put(cpus[i % len(cpus)])
-
-    @contextmanager
-    def take(self) -> Iterator[int | None]:
-        if not self.pin:
-            yield None
-            return
-        cpu = self.free.get()
-        try:
-            yield cpu
-        finally:
-            self.free.put(cpu)
-
-
 def _claimed_batch(batch: list[RunSpec], exp_dir: Path, *args, stop: threading.Event | None = None,
-                   on_stored: Callable[[dict], None] | None = None, cpus: CpuSlots | None = None) -> list[dict]:
+                   on_stored: Callable[[dict], None] | None = None) -> list[dict]:
     """run_batch under every run's claim, leaving out the runs that were
     complete by the time their claim was ours (done by another runner)."""
     with ExitStack() as claims:
@@ -408,10 +383,7 @@ def _claimed_batch(batch: list[RunSpec], exp_dir: Path, *args, stop: threading.E
             if on_stored:
                 on_stored(rec)
 
-        if not mine:
-            return []
-        with (cpus.take() if cpus is not None else nullcontext()) as cpu:
-            return run_batch(mine, exp_dir, *args, stop=stop, on_stored=stored, cpu=cpu)
+        return run_batch(mine, exp_dir, *args, stop=stop, on_stored=stored) if mine else []
 
 
 def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 1, backend: str = "auto",
@@ -467,9 +439,8 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
                     on_progress(rec, len(records), len(pending))
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            cpus = CpuSlots(jobs, info.backend)
-            futs = [pool.submit(_claimed_batch, b, exp_dir, info, site, pki, versions, stop=stop, on_stored=stored,
-                                cpus=cpus) for b in pageload.plan_batches(pending, jobs, batch)]
+            futs = [pool.submit(_claimed_batch, b, exp_dir, info, site, pki, versions, stop=stop, on_stored=stored)
+                    for b in pageload.plan_batches(pending, jobs, batch)]
             try:
                 for fut in as_completed(futs):
                     fut.result()
