@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -185,12 +184,11 @@ def choose(backend: str, clock: str, algorithms: list[str]) -> BackendInfo:
     return BackendInfo("uml", "virtual" if clock in ("auto", "virtual") else "real", str(kernel))
 
 
-def run_task(info: BackendInfo, request: LabRequest, work: Path, timeout_s: float = TASK_TIMEOUT_S,
-             cpu: int | None = None) -> dict:
+def run_task(info: BackendInfo, request: LabRequest, work: Path, timeout_s: float = TASK_TIMEOUT_S) -> dict:
     """Run one typed lab request (spec/requests.py) on the chosen backend:
     add where it runs (backend, clock, private_ovs, our modules for a uml
     kernel), write it as request.json into work and return the guest's
-    result.json. cpu: the host CPU a uml lab is pinned to (pinned())."""
+    result.json. A uml lab runs on a host CPU of its own (host/cpus.py)."""
     work.mkdir(parents=True, exist_ok=True)
     placed = {"backend": info.backend, "clock": info.clock, "private_ovs": info.backend == "uml"}
     if info.backend == "uml":
@@ -201,7 +199,7 @@ def run_task(info: BackendInfo, request: LabRequest, work: Path, timeout_s: floa
     (work / "request.json").write_text(req.model_dump_json(indent=1))
     if info.backend == "native":
         return _run_native(work, timeout_s)
-    return _run_uml(info, req, work, timeout_s, cpu)
+    return _run_uml(info, req, work, timeout_s)
 
 
 def _read_result(work: Path, log_hint: Path | None) -> dict:
@@ -367,7 +365,7 @@ def _compile_package() -> None:
     compileall.compile_dir(str(PKG_DIR), quiet=2)
 
 
-def _run_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float, cpu: int | None = None) -> dict:
+def _run_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float) -> dict:
     assert info.kernel is not None
     work = Path(work).resolve()  # HOME below: UML panics in make_umid on a relative $HOME/.uml
     # fixed length: the umid is on the guest's command line (docs/determinism.md)
@@ -379,7 +377,7 @@ def _run_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float, c
     log = work / "console.log"
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(work), "TMPDIR": "/dev/shm"}
     userspace, why = uml_userspace(info.kernel)
-    with cpu_slot() if cpu is None else nullcontext(cpu) as cpu:
+    with cpu_slot() as cpu:
         return _boot_uml(info, req, work, timeout_s, cpu, umid, log, env, userspace, why)
 
 

@@ -95,7 +95,7 @@ def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path,
 def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, site: Path, pki: Path,
               versions: dict, timeout_s: float = backends.LONG_TASK_TIMEOUT_S,
               stop: threading.Event | None = None,
-              on_stored: Callable[[dict], None] | None = None, cpu: int | None = None) -> list[dict]:
+              on_stored: Callable[[dict], None] | None = None) -> list[dict]:
     """Runs that share a lab boot (host/pageload.plan_batches), each written
     to a temporary folder and renamed into place as soon as its load is done,
     while the lab goes on with the next. A load that fails fails its run
@@ -109,16 +109,17 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
     for d in (*tmps.values(), boot_dir):
         shutil.rmtree(d, ignore_errors=True)
     stored: dict[str, dict] = {}
+    boot: dict = {}  # boot.json, read once: the guest writes it before the first load
     t_last, started = time.monotonic(), datetime.now(timezone.utc).isoformat()
 
     def store_finished() -> None:
-        nonlocal t_last, started
+        nonlocal t_last, started, boot
         for i, run in enumerate(runs):
             done = work / f"load-{i:03d}" / "result.json"
             if run.run_id in stored or not done.exists():
                 continue
             ld = backends.host_paths(json.loads(done.read_text()), work)
-            boot = json.loads((work / "boot.json").read_text())
+            boot = boot or json.loads((work / "boot.json").read_text())
             t_store = time.time()
             rec = _record_of_load(run, i, [r.run_id for r in runs], boot, ld, info, site, pki, versions,
                                   tmps[run.run_id], work)
@@ -138,7 +139,7 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
             (tmps[run.run_id] / "config.json").write_text(json.dumps(run.as_dict(), indent=1, sort_keys=True))
         req = pageload.run_request(runs, site, pki)
         t_start = time.time()  # the host's wall clock, as the guest reads it (guest/clock.HostWall)
-        lab_error = _run_lab(info, req, work, timeout_s * len(runs), while_waiting=store_finished, cpu=cpu)
+        lab_error = _run_lab(info, req, work, timeout_s * len(runs), while_waiting=store_finished)
         store_finished()
     except OSError as exc:
         _refuse_if_full(exp_dir, runs[0], boot_dir, exc, also=tmps.values())
@@ -165,17 +166,16 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
         shutil.rmtree(tmps[r.run_id], ignore_errors=True)
     out = [stored[r.run_id] for r in runs if r.run_id in stored]
     if len(rest) > 1:  # the lab died on the way: the runs after the one it was on get a boot of their own
-        out += run_batch(rest[1:], exp_dir, info, site, pki, versions, timeout_s, stop, on_stored, cpu)
+        out += run_batch(rest[1:], exp_dir, info, site, pki, versions, timeout_s, stop, on_stored)
     return out
 
 
 def _run_lab(info: backends.BackendInfo, req, work: Path, timeout_s: float,
-             while_waiting: Callable[[], None], cpu: int | None = None) -> backends.LabError | None:
+             while_waiting: Callable[[], None]) -> backends.LabError | None:
     """The lab's boot in a thread of its own, calling while_waiting every
     half second until it ends; the lab's error, or None."""
     with ThreadPoolExecutor(max_workers=1) as lab_thread:
-        lab = lab_thread.submit(backends.run_task, info, req, work, timeout_s=timeout_s,
-                                **({"cpu": cpu} if cpu is not None else {}))
+        lab = lab_thread.submit(backends.run_task, info, req, work, timeout_s=timeout_s)
         while True:
             try:
                 lab.result(timeout=0.5)

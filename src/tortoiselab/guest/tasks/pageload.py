@@ -60,6 +60,7 @@ def run(ctx: LabContext, req: PageLoadRequest) -> dict:
         out["wall_topology_ready"] = _wall(ctx)
         with WebLab(ctx, lab, site, pki) as web:
             first: dict | None = None  # the first load's set-up and start instants
+            digest: str | None = None  # the lab code that ran: hashed once, after the first load
             for i, load in enumerate(req.loads):
                 d = ctx.work / f"load-{i:03d}"
                 d.mkdir(exist_ok=True)
@@ -74,9 +75,10 @@ def run(ctx: LabContext, req: PageLoadRequest) -> dict:
                 except Exception as exc:  # this load's run fails, the batch goes on
                     res = {"index": i, "label": load.label, "error": f"{type(exc).__name__}: {exc}"[:2000],
                            "traceback": traceback.format_exc()[-4000:]}
+                digest = digest or code_digest()
                 marks["end"] = _wall(ctx)
                 res.update({"label": load.label, "sim_set_up_s": t_set_up, "sim_end_s": uptime_s(),
-                            "code_digest": code_digest(), "wall": marks})
+                            "code_digest": digest, "wall": marks})
                 if first is None and "start_s" in res:
                     first = res
                 write_json_atomic(d / "result.json", res)
