@@ -25,6 +25,7 @@ from tortoiselab.guest import commands as C
 from tortoiselab.guest import trace
 from tortoiselab.guest.clock import align_to_grid, sleep_until_monotonic, uptime_s
 from tortoiselab.guest.executor import Executor
+from tortoiselab.guest.forkloader import ForkLoader
 from tortoiselab.guest.net import LAB_PREFIX, LabContext, PathLab, mininet_path
 from tortoiselab.guest.record import code_digest, write_json_atomic
 from tortoiselab.guest.webtier import DNS_IP, NameFiles, WebLab, capture, guest_name_files, resolution, write_names
@@ -58,7 +59,7 @@ def run(ctx: LabContext, req: PageLoadRequest) -> dict:
         out["seeds"] = dict(lab.seeds)  # netem's, per direction, for the request's seed
         _second_server_address(ctx.ex, lab)
         out["wall_topology_ready"] = _wall(ctx)
-        with WebLab(ctx, lab, site, pki) as web:
+        with WebLab(ctx, lab, site, pki) as web, _fork_loader(ctx, lab, req) as fork:
             first: dict | None = None  # the first load's set-up and start instants
             digest: str | None = None  # the lab code that ran: hashed once, after the first load
             for i, load in enumerate(req.loads):
@@ -71,7 +72,7 @@ def run(ctx: LabContext, req: PageLoadRequest) -> dict:
                     if i > 0:
                         web.stop()  # every load meets servers as fresh as a run alone does
                         target = _wait_for_slot(req, first, out["loads"][-1]["sim_end_s"])
-                    res = _one_load(ctx, lab, web, req, load, i, name_files, d, target, marks)
+                    res = _one_load(ctx, lab, web, fork, req, load, i, name_files, d, target, marks)
                 except Exception as exc:  # this load's run fails, the batch goes on
                     res = {"index": i, "label": load.label, "error": f"{type(exc).__name__}: {exc}"[:2000],
                            "traceback": traceback.format_exc()[-4000:]}
@@ -132,8 +133,17 @@ def _second_server_address(ex: Executor, lab: PathLab) -> None:
     ex.run(C.neigh_permanent(SERVER_IP2, srv.defaultIntf().MAC(), lab.client.defaultIntf().name), host=lab.client)
 
 
-def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, req: PageLoadRequest, load: LoadSpec, i: int,
-              name_files: NameFiles | None, d: Path, target: float | None, marks: dict) -> dict:
+def _fork_loader(ctx: LabContext, lab: PathLab, req: PageLoadRequest) -> AbstractContextManager:
+    """Our loader's fork server in the client host, started once per boot
+    before the first load's set-up (guest/forkloader.py), if a load uses it."""
+    if not any(load.client.loader == "loader" for load in req.loads):
+        return nullcontext(None)
+    return ForkLoader(ctx.ex, lab.client)
+
+
+def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, fork: ForkLoader | None, req: PageLoadRequest,
+              load: LoadSpec, i: int, name_files: NameFiles | None, d: Path, target: float | None,
+              marks: dict) -> dict:
     marks["set_up"] = _wall(ctx)
     set_up = time.monotonic()
     lab.forget_macs()
@@ -151,7 +161,7 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, req: PageLoadRequest, 
             marks["capture_on"] = _wall(ctx)
             start = _start_on_time(target)
             t0 = time.monotonic()
-            summary, har = LOADERS[load.client.loader](ctx.ex, lab, web, load, names, d)
+            summary, har = LOADERS[load.client.loader](ctx.ex, lab, web, fork, load, names, d)
             # elapsed time of the whole client process (DNS, TCP, TLS, every object):
             # on the virtual clock its own CPU costs nothing, so this is network time
             wall_of_load = time.monotonic() - t0
@@ -212,7 +222,7 @@ def _set_up_server(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec,
 
 # --- the loaders: (summary, HAR path or None) --------------------------------
 
-def _our_loader(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec, names: dict[str, str],
+def _our_loader(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader, load: LoadSpec, names: dict[str, str],
                 d: Path) -> tuple[dict, str | None]:
     s, c = load.server, load.client
     argv = C.page_loader(sys.executable, c.target(), ca=web.pki["ca"], protocol=c.protocol or s.protocol,
@@ -220,15 +230,15 @@ def _our_loader(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec, names: 
                          har=d / "page.har", summary=d / "summary.json",
                          dns_server=DNS_IP if c.dns else None, resolve=None if c.dns else names,
                          coalescing=c.coalescing, tls=c.tls_client, repeat_after_s=c.repeat_after_idle_s)
-    ex.run(argv, host=lab.client, check=False,
-           timeout=c.timeout_s + (c.repeat_after_idle_s or 0) + LOADER_GRACE_S)
+    # argv[:3] is `python -m tortoiselab.client`: the fork server runs the rest
+    fork.load(argv[3:], d / "loader.log", timeout=c.timeout_s + (c.repeat_after_idle_s or 0) + LOADER_GRACE_S)
     summary = json.loads((d / "summary.json").read_text()) if (d / "summary.json").exists() else \
         {"error": "the loader wrote no summary"}
     return summary, str(d / "page.har")
 
 
-def _nghttp(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec, names: dict[str, str],
-            d: Path) -> tuple[dict, str | None]:
+def _nghttp(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None, load: LoadSpec,
+            names: dict[str, str], d: Path) -> tuple[dict, str | None]:
     """nghttp resolves through the system resolver: the guest's resolv.conf
     points at the lab's DNS server (webtier.guest_name_files)."""
     rc, text, err = ex.capture(C.nghttp(load.client.target()), lab.client, timeout=load.client.timeout_s)
@@ -238,8 +248,8 @@ def _nghttp(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec, names: dict
             "raw": text[-8000:], "stderr": err[-2000:]}, None
 
 
-def _h2load(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec, names: dict[str, str],
-            d: Path) -> tuple[dict, str | None]:
+def _h2load(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None, load: LoadSpec,
+            names: dict[str, str], d: Path) -> tuple[dict, str | None]:
     c = load.client
     rc, text, err = ex.capture(C.h2load(c.target(), c.h2load_requests), lab.client, timeout=c.timeout_s)
     try:
