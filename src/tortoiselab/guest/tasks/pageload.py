@@ -40,6 +40,7 @@ SERVER_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_no_metrics_sa
 LOAD_GRID_S = 0.5  # tcpdump is attached within it; every load starts on a grid point
 CAPTURE_DRAIN_S = 1.0  # the last packets reach tcpdump (virtual time: costs nothing)
 LOADER_GRACE_S = 60.0  # beyond the loader's own --timeout before the executor kills it
+REAL_SETTLE_S = 1.0  # real clock: the quiet gap between a batch's loads
 CWND_PORT = 443  # the server's side of the page's connections
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 
@@ -92,8 +93,14 @@ def _wait_for_slot(req: PageLoadRequest, first: dict | None, prev_end: float) ->
     until its set-up is as far ahead of its start instant as the first
     load's was: the servers it starts are then as old at the start as in a
     run alone (their timers fire at the same moments of the load). Returns
-    the start instant (None: no spacing, the next grid point)."""
+    the start instant (None: no spacing, the next grid point). On the real
+    clock the spacing would be real waiting (61 s and more per load) for a
+    repeatability that clock does not have: a short quiet gap instead, and
+    sockets of the previous load may still be in TIME_WAIT."""
     if first is None or req.load_spacing_s <= 0:
+        return None
+    if req.clock == "real":
+        time.sleep(REAL_SETTLE_S)
         return None
     lead = first["start_s"] - first["set_up_s"]
     target = _slot(req, first["start_s"], prev_end + lead)
@@ -135,8 +142,12 @@ def _second_server_address(ex: Executor, lab: PathLab) -> None:
 
 def _fork_loader(ctx: LabContext, lab: PathLab, req: PageLoadRequest) -> AbstractContextManager:
     """Our loader's fork server in the client host, started once per boot
-    before the first load's set-up (guest/forkloader.py), if a load uses it."""
-    if not any(load.client.loader == "loader" for load in req.loads):
+    before the first load's set-up (guest/forkloader.py), if a load uses it,
+    on the real clock only: on the virtual clock in UML's seccomp mode a
+    batch's forked loads were not repeatable to the microsecond (the last
+    load of a boot moved by 1-2 us in some boots; docs/determinism.md,
+    "Batches"), so there each load starts its own Python."""
+    if req.clock == "virtual" or not any(load.client.loader == "loader" for load in req.loads):
         return nullcontext(None)
     return ForkLoader(ctx.ex, lab.client)
 
@@ -222,16 +233,19 @@ def _set_up_server(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec,
 
 # --- the loaders: (summary, HAR path or None) --------------------------------
 
-def _our_loader(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader, load: LoadSpec, names: dict[str, str],
-                d: Path) -> tuple[dict, str | None]:
+def _our_loader(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None, load: LoadSpec,
+                names: dict[str, str], d: Path) -> tuple[dict, str | None]:
     s, c = load.server, load.client
     argv = C.page_loader(sys.executable, c.target(), ca=web.pki["ca"], protocol=c.protocol or s.protocol,
                          cache_hit_ratio=c.cache_hit_ratio, seed=c.seed, timeout_s=c.timeout_s,
                          har=d / "page.har", summary=d / "summary.json",
                          dns_server=DNS_IP if c.dns else None, resolve=None if c.dns else names,
                          coalescing=c.coalescing, tls=c.tls_client, repeat_after_s=c.repeat_after_idle_s)
-    # argv[:3] is `python -m tortoiselab.client`: the fork server runs the rest
-    fork.load(argv[3:], d / "loader.log", timeout=c.timeout_s + (c.repeat_after_idle_s or 0) + LOADER_GRACE_S)
+    timeout = c.timeout_s + (c.repeat_after_idle_s or 0) + LOADER_GRACE_S
+    if fork is None:
+        ex.run(argv, host=lab.client, check=False, timeout=timeout)
+    else:  # argv[:3] is `python -m tortoiselab.client`: the fork server runs the rest
+        fork.load(argv[3:], d / "loader.log", timeout=timeout)
     summary = json.loads((d / "summary.json").read_text()) if (d / "summary.json").exists() else \
         {"error": "the loader wrote no summary"}
     return summary, str(d / "page.har")
