@@ -7,11 +7,14 @@ lab and the guest only has to measure.
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import asdict, dataclass
 
 from scipy.stats import binomtest
 
+from tortoiselab.analysis.burstloss import burst_interval, pattern, rate_interval
+from tortoiselab.spec.lossmodel import GilbertElliott
 from tortoiselab.spec.pathspec import PathSpec
 
 PING_FRAME_BYTES = 98  # 56 data + 8 ICMP + 20 IP + 14 Ethernet
@@ -120,6 +123,46 @@ def loss_check(direction: str, configured_pct: float, sent: int, received: int,
     return Check(f"loss {direction}", configured_pct, configured_pct, round(measured, 4), round(lo, 4),
                  round(hi, 4), "%", lo <= configured_pct <= hi,
                  f"{lost} of {sent} probes lost; {int(confidence * 100)} % exact binomial interval")
+
+
+def ge_loss_checks(direction: str, model: GilbertElliott, sent: int, lost_seqs: list[int],
+                   confidence: float = 0.95) -> list[Check]:
+    """Bursty (Gilbert) loss of one direction: the loss rate and the mean
+    loss-burst length against the model's, each with an interval that holds
+    for correlated losses (analysis/burstloss.py: Wilson on the effective
+    sample size; the exact geometric interval). A check passes when the
+    configured figure lies inside its interval."""
+    rate_pct, burst = 100 * model.loss_rate(), model.mean_burst_pkts()
+    if sent <= 0:
+        return [Check(f"loss {direction}", rate_pct, rate_pct, math.nan, 0, 0, "%", False, "no probe sent"),
+                Check(f"burst {direction}", burst, burst, math.nan, 0, 0, "pkts", False, "no probe sent")]
+    pat = pattern(sent, lost_seqs)
+    lo, hi, n_eff = rate_interval(pat, confidence)
+    level = f"{round(confidence * 100)} %"
+    loss = Check(f"loss {direction}", rate_pct, rate_pct, round(100 * pat.rate, 4), round(100 * lo, 4),
+                 round(100 * hi, 4), "%", lo * 100 <= rate_pct <= hi * 100,
+                 f"{pat.lost} of {sent} probes lost in {len(pat.bursts)} bursts; {level} Wilson interval "
+                 f"on {n_eff:.0f} effective probes (lag-1 autocorrelation {max(0.0, pat.rho()):.3f})")
+    blo, bhi = burst_interval(pat.bursts, confidence)
+    tail = f"; a last run of {pat.censored} reaching the end left out" if pat.censored else ""
+    if not pat.bursts:
+        return [loss, Check(f"burst {direction}", burst, burst, math.nan, math.nan, math.nan, "pkts", False,
+                            f"no complete loss burst in {sent} probes{tail}: send more probes")]
+    bcheck = Check(f"burst {direction}", round(burst, 4), round(burst, 4), round(pat.mean_burst, 4),
+                   round(blo, 4), round(bhi, 4), "pkts", blo <= burst <= bhi,
+                   f"mean of {len(pat.bursts)} complete bursts (longest {max(pat.bursts)}); "
+                   f"{level} exact geometric interval{tail}")
+    return [loss, bcheck]
+
+
+def order_check(direction: str, reordered: int | None) -> Check:
+    """Jitter without reordering: probes that arrived after a later-sent
+    one (tools/udpprobe.py), expected 0 (netem's rate keeps the order:
+    guest/commands.py netem())."""
+    if reordered is None:
+        return Check(f"reorder {direction}", 0, 0, math.nan, 0, 0, "pkts", False, "the receiver counted no order")
+    return Check(f"reorder {direction}", 0, 0, reordered, 0, 0, "pkts", reordered == 0,
+                 "probes that arrived after a later-sent one")
 
 
 def format_table(checks: list[Check]) -> str:

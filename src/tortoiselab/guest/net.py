@@ -310,7 +310,7 @@ class PathLab:
             raise RuntimeError(f"udp probe failed: {serr.strip()} {rerr.strip()}")
         r = json.loads(rout.strip().splitlines()[-1])
         return {"sent": json.loads(sout.strip().splitlines()[-1])["sent"],
-                "received": r["received"], "lost_seqs": r.get("lost_seqs", [])}
+                "received": r["received"], "lost_seqs": r.get("lost_seqs", []), "reordered": r.get("reordered")}
 
     def qdisc_stats(self) -> dict:
         return {dev: self.ex.run(C.qdisc_show(dev)) for dev in (self.up_dev, self.down_dev)}
