@@ -94,14 +94,26 @@ def test_probe_rows_for_a_bursty_path_with_jitter():
     model = path.loss_model("down")
     x = netem_chains(model.p_pct / 100, model.r_pct / 100, 4000, 1, seed=11)[0]
     lost = [int(i) for i in np.flatnonzero(x)]
-    task = {"ping": {"min_ms": 100.2, "received": 20, "transmitted": 20},
+    rtts = [100.2 + 7 * v for v in (-1.2, 0.3, 1.1, -0.4, 0.8, -1.5, 0.1, 0.6, -0.7, 1.9)] * 2
+    task = {"ping": {"min_ms": min(rtts), "received": 20, "transmitted": 20, "rtts_ms": rtts},
             "bulk": {"client": {"bytes": 1, "seconds": 1}, "samples": []},
             "loss_down": {"sent": 4000, "received": 4000 - len(lost), "lost_seqs": lost, "reordered": 0},
             "loss_up": {"sent": 4000, "received": 4000, "lost_seqs": [], "reordered": 0}}
     rows = {c.quantity: c for c in evaluate(path, task, ProbeMeasure())}
-    assert list(rows)[2:] == ["loss down", "burst down", "loss up", "reorder down", "reorder up"]
+    assert list(rows) == ["mean RTT", "jitter", "bottleneck rate", "loss down", "burst down", "loss up",
+                          "reorder down", "reorder up"]
+    assert rows["mean RTT"].ok and rows["jitter"].ok, (rows["mean RTT"], rows["jitter"])
+    assert not evaluate(path.model_copy(update={"jitter_ms": 1}), task, ProbeMeasure())[1].ok  # 7 ms is not 1
     assert rows["burst down"].ok and rows["loss up"].configured == 0 and rows["reorder down"].ok
     assert not order_check("up", 3).ok
     assert describe_path(path) == ("rtt 100.0 ms, rate 10.0 Mbit/s, loss 5.0 % in bursts of 3 pkts down, "
                                    "0.0 % up, jitter 5.0 ms, queue 83 pkts")
     assert describe_path(PathSpec()) == "rtt 200.0 ms, rate 10.0 Mbit/s, loss 1.0 % per direction, queue 166 pkts"
+
+
+def test_rows_are_plain_json():
+    """The probe writes its checks as JSON: no numpy scalars in them."""
+    import json
+    from dataclasses import asdict
+    rows = ge_loss_checks("down", gilbert(5, 3), 100, [3, 4, 5, 50])
+    json.dumps([asdict(c) for c in rows])

@@ -93,7 +93,7 @@ def wilson(successes: float, n: float, confidence: float = 0.95) -> tuple[float,
     effective sample size)."""
     if n <= 0:
         return 0.0, 1.0
-    z = norm.ppf(0.5 + confidence / 2)
+    z = float(norm.ppf(0.5 + confidence / 2))
     ph = successes / n
     den = 1 + z * z / n
     mid = (ph + z * z / (2 * n)) / den
@@ -117,6 +117,6 @@ def burst_interval(bursts: list[int], confidence: float = 0.95) -> tuple[float, 
         return math.nan, math.nan
     stays = sum(bursts) - k
     a = 1 - confidence
-    r_low = beta.ppf(a / 2, k, stays + 1)
-    r_high = 1.0 if stays == 0 else beta.ppf(1 - a / 2, k, stays)
+    r_low = float(beta.ppf(a / 2, k, stays + 1))
+    r_high = 1.0 if stays == 0 else float(beta.ppf(1 - a / 2, k, stays))
     return 1 / r_high, (math.inf if r_low <= 0 else 1 / r_low)

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tortoiselab.host import backends
-from tortoiselab.analysis.fidelity import (Check, format_table, ge_loss_checks, loss_check, order_check, rate_check,
-                                           rtt_check)
+from tortoiselab.analysis.fidelity import (Check, format_table, ge_loss_checks, jitter_checks, loss_check, order_check,
+                                           rate_check, rtt_check)
 from tortoiselab.spec.ccparams import OUR_MODULES
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS, PathSpec, check_algorithm
 from tortoiselab.spec.requests import CcCheckRequest, ProbeMeasure, ProbeRequest
@@ -93,8 +93,11 @@ def evaluate(path: PathSpec, task: dict, measure: ProbeMeasure | None = None) ->
     m = measure or ProbeMeasure()
     ping = task["ping"]
     bulk = task["bulk"]
-    checks = [_whole(rtt_check(path, ping.get("min_ms"), ping["received"], ping["transmitted"]),
-                     ping["transmitted"], m.ping_count, "pings")]
+    if path.jitter_ms > 0:  # the minimum RTT is no base RTT: the mean, and the jitter itself
+        rtt_rows = jitter_checks(path, ping.get("rtts_ms", []), ping["transmitted"])
+    else:
+        rtt_rows = [rtt_check(path, ping.get("min_ms"), ping["received"], ping["transmitted"])]
+    checks = [_whole(c, ping["transmitted"], m.ping_count, "pings") for c in rtt_rows]
     goodput = bulk["client"]["bytes"] * 8 / bulk["client"]["seconds"] if bulk["client"]["seconds"] else None
     warm = max(2.0, RATE_WARMUP_RTTS * path.rtt_ms / 1e3)
     rate = rate_check(path, [tuple(s) for s in bulk["samples"]], warm, goodput)
