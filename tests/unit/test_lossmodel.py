@@ -140,3 +140,14 @@ def test_experiment_path_takes_the_burst_fields():
     with pytest.raises(ValidationError) as e:
         PathCfg(loss_pct=60, loss_burst_pkts=1).resolve()
     assert e.value.errors()[0]["loc"] == ("loss_burst_pkts",)
+
+
+def test_jitter_beyond_the_one_way_delay_is_refused():
+    """netem sends a draw below zero delay at once: more jitter than the
+    one-way delay would cut off the distribution, refused with the limit."""
+    msg = _refusal({"rtt_ms": 20, "jitter_ms": 15})
+    assert msg.startswith("path.jitter_ms:") and "give jitter_ms at most 10 (rtt_ms / 2)" in msg
+    assert parse_path({"rtt_ms": 20, "jitter_ms": 10}).jitter_ms == 10
+    with pytest.raises(ValidationError) as e:
+        PathCfg(rtt_ms=20, jitter_ms=11).resolve()
+    assert e.value.errors()[0]["loc"] == ("jitter_ms",)

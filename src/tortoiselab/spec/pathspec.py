@@ -60,7 +60,9 @@ class PathSpec(BaseModel):
     loss_burst_up_pkts: float | None = Field(
         None, ge=1, le=1_000_000, validate_default=True,
         description="client-to-server mean loss-burst length if it differs from loss_burst_pkts")
-    jitter_ms: float = Field(0.0, ge=0, le=10_000, description="delay variation per direction (netem jitter)")
+    jitter_ms: float = Field(0.0, ge=0, le=10_000,
+                             description="delay variation per direction (netem jitter, normal distribution, "
+                                         "standard deviation); at most the one-way delay rtt_ms / 2")
     queue_pkts: int | None = Field(
         None, ge=1, le=1_000_000,
         description="bottleneck queue in packets; default one bandwidth-delay product",
@@ -71,6 +73,18 @@ class PathSpec(BaseModel):
     def _finite(cls, v: float) -> float:
         if not math.isfinite(v):
             raise ValueError("must be a finite number")
+        return v
+
+    @field_validator("jitter_ms")
+    @classmethod
+    def _jitter_within_the_delay(cls, v: float, info: ValidationInfo) -> float:
+        """A normal delay draw below zero is sent at once (netem clamps it),
+        so the emulated distribution is no longer the one asked for; above
+        one standard deviation of the one-way delay that is 16 % of packets."""
+        rtt = info.data.get("rtt_ms")
+        if rtt is not None and v > rtt / 2:
+            raise ValueError(f"{v:g} ms of jitter on a one-way delay of {rtt / 2:g} ms would cut off the "
+                             f"delays below zero; give jitter_ms at most {rtt / 2:g} (rtt_ms / 2) or raise rtt_ms")
         return v
 
     @field_validator("loss_burst_pkts", "loss_burst_up_pkts")
@@ -190,7 +204,7 @@ _HINTS = {
     "loss_up_pct": "give loss in percent, 0 to 100",
     "rate_mbit": "give the bottleneck rate in Mbit/s, greater than 0, e.g. rate_mbit: 10",
     "rate_up_mbit": "give the uplink rate in Mbit/s, greater than 0, or leave it out for rate_mbit",
-    "jitter_ms": "give jitter in milliseconds, 0 or more",
+    "jitter_ms": "give jitter in milliseconds, from 0 to the one-way delay (rtt_ms / 2)",
     "loss_burst_pkts": "give the mean loss-burst length in packets, 1 or more (e.g. loss_burst_pkts: 3), "
                        "or leave it out for independent losses",
     "loss_burst_up_pkts": "give the uplink's mean loss-burst length in packets, 1 or more, "
