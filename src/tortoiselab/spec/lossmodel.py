@@ -31,7 +31,7 @@ p <= 1 needs L <= B / (1 + B), i.e. B >= L / (1 - L): a mean burst of one
 packet allows at most 50 % loss. B = 1 / (1 - L) gives p + r = 1, the
 Bernoulli process's own burst statistics. The same two figures, the loss
 rate and the mean burst length, are the burst metrics RFC 3611 (section
-4.7.2, "burst" and "gap" densities and durations) and RFC 6776 report for
+4.7.2, "burst" and "gap" densities and durations) and RFC 6958 report for
 a Gilbert-Elliott view of loss.
 
 For the general model the stationary loss rate and the mean length of a

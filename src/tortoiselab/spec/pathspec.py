@@ -6,7 +6,7 @@ name of the field and what to write instead (docs/architecture.md, "Style").
 
 Loss is random (Bernoulli) unless a mean burst length is given: then each
 direction's loss comes from the Simple Gilbert model with that mean loss
-rate and mean burst (spec/lossmodel.py, topologies/README.md "Loss models").
+rate and mean burst (spec/lossmodel.py, docs/paths.md).
 """
 
 from __future__ import annotations
