@@ -29,8 +29,9 @@ def cmd_probe(a: argparse.Namespace) -> int:
 
     fields = {"rtt_ms": a.rtt_ms, "loss_pct": a.loss_pct, "rate_mbit": a.rate_mbit,
               "jitter_ms": a.jitter_ms}
-    if a.queue_pkts is not None:
-        fields["queue_pkts"] = a.queue_pkts
+    for k in ("queue_pkts", "loss_up_pct", "loss_burst_pkts", "loss_burst_up_pkts"):
+        if getattr(a, k) is not None:
+            fields[k] = getattr(a, k)
     path = parse_path(fields)
     measure = {"bulk_seconds": a.bulk_seconds, "loss_probes": a.loss_probes}
     module_params = parse_assignments(a.module_param)
@@ -305,6 +306,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rate-mbit", type=float, default=10.0)
     p.add_argument("--jitter-ms", type=float, default=0.0)
     p.add_argument("--queue-pkts", type=int, default=None)
+    p.add_argument("--loss-up-pct", type=float, default=None, help="client-to-server loss if it differs")
+    p.add_argument("--loss-burst-pkts", type=float, default=None,
+                   help="mean loss-burst length: bursty (Simple Gilbert) loss instead of random")
+    p.add_argument("--loss-burst-up-pkts", type=float, default=None,
+                   help="client-to-server mean loss-burst length if it differs")
     p.add_argument("--cc", default="cubic", help="server's congestion control algorithm")
     p.add_argument("--switch", default="ovs", choices=["ovs", "bridge"])
     p.add_argument("--bulk-seconds", type=float, default=10.0)

@@ -29,6 +29,24 @@ def test_netem_seed_mirrors_netem():
         "--latency-ns", "100000000", "--seed", "42", "--loss-pct", "1", "--rate-bps", "10000000"]
 
 
+def test_netem_gilbert_loss():
+    """A mean burst length gives netem's Gilbert-Elliott model (p r 1-h 1-k
+    of the Simple Gilbert model) instead of random loss; the seeding tool
+    sends the same model again."""
+    p = PathSpec(rtt_ms=200, rate_mbit=10, loss_pct=5, loss_burst_pkts=3)
+    assert C.netem("s2-eth1", p, 5.0, burst_pkts=3) == [
+        "tc", "qdisc", "replace", "dev", "s2-eth1", "root", "handle", "1:", "netem",
+        "limit", "257", "delay", "100ms", "loss", "gemodel", "1.754386%", "33.333333%", "100%", "0%",
+        "rate", "10mbit"]
+    assert C.netem_seed("s2-eth1", p, 5.0, 42, "/py", burst_pkts=3) == [
+        "/py", "-m", "tortoiselab.tools.netem_seed", "--dev", "s2-eth1", "--limit", "257",
+        "--latency-ns", "100000000", "--seed", "42", "--loss-ge", "1.754386", "33.333333", "100", "0",
+        "--rate-bps", "10000000"]
+    # loss off (the probe's RTT and rate phases): no loss model at all, as before
+    assert C.netem("x", p, 0.0, burst_pkts=3) == C.netem("x", p, 0.0)
+    assert C.netem_seed("x", p, 0.0, 1, "/py", burst_pkts=3) == C.netem_seed("x", p, 0.0, 1, "/py")
+
+
 def test_derive_seed_is_stable_and_distinct():
     a = C.derive_seed(1, "netem", "down")
     assert a == C.derive_seed(1, "netem", "down")

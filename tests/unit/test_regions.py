@@ -14,8 +14,9 @@ from tortoiselab.spec.pathspec import PathSpec
 
 SHIPPED = R.DEFAULT_FILE
 
-# What the task asks for: every region/access type REGIONS.md has figures for,
-# satellite, and the well-known presets.
+# What the task asks for: every region/access type with published figures,
+# satellite, the well-known presets, and bursty-loss variants of the lossy
+# mobile profiles.
 EXPECTED = {
     "india-mobile-2017", "india-desktop-2017", "india-lossy",
     "china-desktop-2017", "china-mobile-2016",
@@ -25,6 +26,8 @@ EXPECTED = {
     "devtools-slow-4g", "devtools-fast-4g",
     "lighthouse-mobile-slow-4g", "lighthouse-mobile-regular-3g",
     "wpt-cable", "wpt-dsl", "wpt-3g", "wpt-3g-slow", "wpt-2g",
+    "india-mobile-2017-bursty", "china-mobile-2016-bursty", "germany-mobile-2018-bursty",
+    "singapore-mobile-2018-bursty",
 }
 
 
@@ -97,7 +100,7 @@ def test_every_profile_is_a_valid_pathspec(shipped, name):
 
 
 def test_shipped_values_match_regions_md(shipped):
-    """Spot checks against /work/shared/REGIONS.md's tables."""
+    """Spot checks against the published figures (topologies/README.md, "Sources")."""
     p = shipped.path("india-mobile-2017")
     assert (p.rtt_ms, p.jitter_ms, p.loss_pct, p.rate_mbit, p.rate_up_mbit) == (80, 20, 1.0, 6.1, 3.4)
     p = shipped.path("india-lossy")
@@ -111,7 +114,7 @@ def test_shipped_values_match_regions_md(shipped):
 
 
 def test_assumptions_are_counted(shipped):
-    # REGIONS.md: india-mobile-2017 has jitter, loss and buffer as (A)
+    # india-mobile-2017's jitter, loss and buffer are assumptions
     assert shipped.profiles["india-mobile-2017"].assumptions() == ["jitter_ms", "loss_pct", "queue_ms"]
     assert shipped.profiles["india-lossy"].assumptions() == []
     assert shipped.profiles["wpt-cable"].assumptions() == []
@@ -340,3 +343,25 @@ def test_table_lists_all_profiles(shipped):
     row = next(ln for ln in lines if ln.startswith("india-lossy "))
     assert "4.77/0" in row and " 0/7 " in row
     assert f"{len(shipped.profiles)} profiles" in table
+
+
+def test_bursty_variants_are_their_profiles_with_bursts(shipped):
+    """Each lossy mobile profile keeps its clean form (the studies' results
+    stay what they are) and has a -bursty variant: the same values, its loss
+    in bursts (Simple Gilbert), the burst length an assumption with a note."""
+    for base in ("india-mobile-2017", "china-mobile-2016", "germany-mobile-2018", "singapore-mobile-2018"):
+        clean, bursty = shipped.path(base), shipped.path(f"{base}-bursty")
+        assert clean.loss_burst_pkts is None and clean.loss_model("down") is None
+        assert bursty.model_dump(exclude={"loss_burst_pkts"}) == clean.model_dump()
+        assert bursty.burst_down_pkts == bursty.burst_up_pkts == 3
+        assert bursty.loss_model("down").loss_rate() == pytest.approx(clean.loss_pct / 100, rel=1e-5)
+        prof = shipped.profiles[f"{base}-bursty"]
+        assert "loss_burst_pkts" in prof.assumptions() and "Baltrunas" in prof.notes["loss_burst_pkts"]
+
+
+def test_region_files_cite_only_what_the_repository_or_the_public_has():
+    """Profiles cite published measurements and the repository's own docs,
+    never a document outside the repository."""
+    for f in (SHIPPED, SHIPPED.parent / "README.md", Path(R.__file__)):
+        text = f.read_text()
+        assert "REGIONS.md" not in text and "../shared" not in text, f

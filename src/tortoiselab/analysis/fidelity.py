@@ -7,11 +7,14 @@ lab and the guest only has to measure.
 
 from __future__ import annotations
 
+import math
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
-from scipy.stats import binomtest
+from scipy.stats import binomtest, chi2, norm
 
+from tortoiselab.analysis.burstloss import burst_interval, pattern, rate_interval
+from tortoiselab.spec.lossmodel import GilbertElliott
 from tortoiselab.spec.pathspec import PathSpec
 
 PING_FRAME_BYTES = 98  # 56 data + 8 ICMP + 20 IP + 14 Ethernet
@@ -56,6 +59,36 @@ def handshake_rtt_check(path: PathSpec, rtts_ms: list[float], connections: int) 
     return _rtt_check(path, min(rtts_ms) if rtts_ms else None, ser_ms,
                       f"no TCP handshake in the server capture ({connections} connections)",
                       f"min of {len(rtts_ms)} TCP handshakes in the server capture")
+
+
+def jitter_checks(path: PathSpec, rtts_ms: list[float], sent: int, confidence: float = 0.95) -> list[Check]:
+    """RTT of a path with jitter, from ping's per-reply RTTs. Pings go far
+    apart, so each packet meets an empty netem and takes its own draw: an
+    RTT is the configured RTT plus one draw per direction (mean 0, standard
+    deviation jitter_ms each) plus serialization. Rows: the mean RTT, whose
+    accepted interval is the base RTT's tolerance widened by the sampling
+    error of the mean (z * sqrt(2) * jitter / sqrt(n)); and the jitter per
+    direction, the RTTs' standard deviation / sqrt(2), with its exact
+    chi-square interval."""
+    n = len(rtts_ms)
+    base = rtt_check(path, min(rtts_ms) if rtts_ms else None, n, sent)
+    if n < 2:
+        return [replace(base, quantity="mean RTT", ok=False, note=f"{n} of {sent} pings answered: too few")]
+    mean, sd = statistics.fmean(rtts_ms), statistics.stdev(rtts_ms)
+    z = float(norm.ppf(0.5 + confidence / 2))
+    tol = max(0.5, 0.01 * path.rtt_ms) + z * math.sqrt(2) * path.jitter_ms / math.sqrt(n)
+    level = f"{round(confidence * 100)} %"
+    rtt = Check("mean RTT", path.rtt_ms, base.expected, round(mean, 3), round(base.expected - tol, 3),
+                round(base.expected + tol, 3), "ms", abs(mean - base.expected) <= tol,
+                f"mean of {n}/{sent} pings (jitter: the minimum is no base RTT); tolerance max(0.5 ms, 1 %) "
+                f"+ {level} sampling error of the mean")
+    a = 1 - confidence
+    lo = sd * math.sqrt((n - 1) / float(chi2.ppf(1 - a / 2, n - 1))) / math.sqrt(2)
+    hi = sd * math.sqrt((n - 1) / float(chi2.ppf(a / 2, n - 1))) / math.sqrt(2)
+    jit = Check("jitter", path.jitter_ms, path.jitter_ms, round(sd / math.sqrt(2), 3), round(lo, 3), round(hi, 3),
+                "ms", lo <= path.jitter_ms <= hi,
+                f"standard deviation of {n} ping RTTs / sqrt(2); {level} chi-square interval")
+    return [rtt, jit]
 
 
 def _rtt_check(path: PathSpec, min_ms: float | None, ser_ms: float, none_note: str, note: str) -> Check:
@@ -120,6 +153,46 @@ def loss_check(direction: str, configured_pct: float, sent: int, received: int,
     return Check(f"loss {direction}", configured_pct, configured_pct, round(measured, 4), round(lo, 4),
                  round(hi, 4), "%", lo <= configured_pct <= hi,
                  f"{lost} of {sent} probes lost; {int(confidence * 100)} % exact binomial interval")
+
+
+def ge_loss_checks(direction: str, model: GilbertElliott, sent: int, lost_seqs: list[int],
+                   confidence: float = 0.95) -> list[Check]:
+    """Bursty (Gilbert) loss of one direction: the loss rate and the mean
+    loss-burst length against the model's, each with an interval that holds
+    for correlated losses (analysis/burstloss.py: Wilson on the effective
+    sample size; the exact geometric interval). A check passes when the
+    configured figure lies inside its interval."""
+    rate_pct, burst = round(100 * model.loss_rate(), 4), round(model.mean_burst_pkts(), 4)
+    if sent <= 0:
+        return [Check(f"loss {direction}", rate_pct, rate_pct, math.nan, 0, 0, "%", False, "no probe sent"),
+                Check(f"burst {direction}", burst, burst, math.nan, 0, 0, "pkts", False, "no probe sent")]
+    pat = pattern(sent, lost_seqs)
+    lo, hi, n_eff = rate_interval(pat, confidence)
+    level = f"{round(confidence * 100)} %"
+    loss = Check(f"loss {direction}", rate_pct, rate_pct, round(100 * pat.rate, 4), round(100 * lo, 4),
+                 round(100 * hi, 4), "%", lo * 100 <= rate_pct <= hi * 100,
+                 f"{pat.lost} of {sent} probes lost in {len(pat.bursts)} bursts; {level} Wilson interval "
+                 f"on {n_eff:.0f} effective probes (lag-1 autocorrelation {max(0.0, pat.rho()):.3f})")
+    blo, bhi = burst_interval(pat.bursts, confidence)
+    tail = f"; a last run of {pat.censored} reaching the end left out" if pat.censored else ""
+    if not pat.bursts:
+        return [loss, Check(f"burst {direction}", burst, burst, math.nan, math.nan, math.nan, "pkts", False,
+                            f"no complete loss burst in {sent} probes{tail}: send more probes")]
+    bcheck = Check(f"burst {direction}", burst, burst, round(pat.mean_burst, 4),
+                   round(blo, 4), round(bhi, 4), "pkts", blo <= burst <= bhi,
+                   f"mean of {len(pat.bursts)} complete bursts (longest {max(pat.bursts)}); "
+                   f"{level} exact geometric interval{tail}")
+    return [loss, bcheck]
+
+
+def order_check(direction: str, reordered: int | None) -> Check:
+    """Jitter without reordering: probes that arrived after a later-sent
+    one (tools/udpprobe.py), expected 0 (netem's rate keeps the order:
+    guest/commands.py netem())."""
+    if reordered is None:
+        return Check(f"reorder {direction}", 0, 0, math.nan, 0, 0, "pkts", False, "the receiver counted no order")
+    return Check(f"reorder {direction}", 0, 0, reordered, 0, 0, "pkts", reordered == 0,
+                 "probes that arrived after a later-sent one")
 
 
 def format_table(checks: list[Check]) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from tortoiselab.spec.lossmodel import gilbert
 from tortoiselab.spec.pathspec import PathSpec
 
 
@@ -18,19 +19,27 @@ def _num(x: float) -> str:
     return s if s else "0"
 
 
-def netem(dev: str, path: PathSpec, loss_pct: float, rate_mbit: float | None = None) -> list[str]:
+def netem(dev: str, path: PathSpec, loss_pct: float, rate_mbit: float | None = None,
+          burst_pkts: float | None = None) -> list[str]:
     """The WAN hop in one direction: netem as the root qdisc of `dev` with
-    half the RTT as delay, the direction's random loss, the bottleneck rate
-    (netem's rate serializes packets FIFO behind the delay) and a limit that
-    holds the delay line plus the queue."""
+    half the RTT as delay, the direction's loss (random, or with a mean
+    burst length the Simple Gilbert model: spec/lossmodel.py), the
+    bottleneck rate and a limit that holds the delay line plus the queue.
+
+    netem's rate also keeps the packets in order under jitter: each packet
+    leaves no earlier than the one before it (netem_enqueue in
+    sch_netem.c: time_to_send = max(now + delay, last's) + its
+    transmission time), so jitter delays packets without reordering them."""
     rate = path.rate_mbit if rate_mbit is None else rate_mbit
     argv = ["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "netem",
             "limit", str(path.netem_limit_pkts(rate)),
             "delay", f"{_num(path.one_way_ms)}ms"]
     if path.jitter_ms > 0:
         argv += [f"{_num(path.jitter_ms)}ms", "distribution", "normal"]
-    if loss_pct > 0:
+    if loss_pct > 0 and burst_pkts is None:
         argv += ["loss", "random", f"{_num(loss_pct)}%"]
+    elif loss_pct > 0:
+        argv += gilbert(loss_pct, burst_pkts).tc_args()
     argv += ["rate", f"{_num(rate)}mbit"]
     return argv
 
@@ -72,9 +81,11 @@ def ss_tcp_info(port: int) -> list[str]:
 
 
 def netem_seed(dev: str, path: PathSpec, loss_pct: float, seed: int, python: str,
-               rate_mbit: float | None = None) -> list[str]:
+               rate_mbit: float | None = None, burst_pkts: float | None = None) -> list[str]:
     """Re-issue the netem parameters of `netem()` with the PRNG seed set, over
-    rtnetlink (tortoiselab.tools.netem_seed): the same seed, the same losses."""
+    rtnetlink (tortoiselab.tools.netem_seed): the same seed, the same losses.
+    A Gilbert model is sent again too: a netem change without it would
+    fall back to random loss (netem_change in sch_netem.c)."""
     rate = path.rate_mbit if rate_mbit is None else rate_mbit
     argv = [python, "-m", "tortoiselab.tools.netem_seed", "--dev", dev,
             "--limit", str(path.netem_limit_pkts(rate)),
@@ -82,8 +93,10 @@ def netem_seed(dev: str, path: PathSpec, loss_pct: float, seed: int, python: str
             "--seed", str(seed)]
     if path.jitter_ms > 0:
         argv += ["--jitter-ns", str(round(path.jitter_ms * 1e6))]
-    if loss_pct > 0:
+    if loss_pct > 0 and burst_pkts is None:
         argv += ["--loss-pct", _num(loss_pct)]
+    elif loss_pct > 0:
+        argv += ["--loss-ge", *(_num(v) for v in gilbert(loss_pct, burst_pkts).percents())]
     argv += ["--rate-bps", str(round(rate * 1e6))]
     return argv
 

@@ -216,15 +216,17 @@ class PathLab:
     def set_netem(self, path: PathSpec, loss_on: bool = True, seed: int | None = None) -> dict[str, int]:
         """netem on both WAN ports, each with its own seeded PRNG (derived from
         the run's seed: the lab's, or a batch's load's), so that a rerun draws
-        the same losses; returns the PRNG seeds by direction."""
+        the same losses (random, or a Gilbert model's, whose chain the seeded
+        change also starts afresh in Good); returns the PRNG seeds by direction."""
         seeds = {}
-        for dev, direction, loss, rate in ((self.up_dev, "up", path.loss_up, path.rate_up),
-                                           (self.down_dev, "down", path.loss_down_pct, path.rate_mbit)):
+        for dev, direction, loss, rate, burst in (
+                (self.up_dev, "up", path.loss_up, path.rate_up, path.burst_up_pkts),
+                (self.down_dev, "down", path.loss_down_pct, path.rate_mbit, path.burst_down_pkts)):
             loss = loss if loss_on else 0.0
-            self.ex.run(C.netem(dev, path, loss, rate))
+            self.ex.run(C.netem(dev, path, loss, rate, burst))
             seeds[f"netem_{direction}"] = C.derive_seed(self.seed if seed is None else seed, "netem", direction)
             # the WAN ports are in the guest's root namespace: the tool's own main, in this process
-            argv = C.netem_seed(dev, path, loss, seeds[f"netem_{direction}"], sys.executable, rate)
+            argv = C.netem_seed(dev, path, loss, seeds[f"netem_{direction}"], sys.executable, rate, burst)
             self.ex.in_process(argv, lambda a=argv: netem_seed.main(a[3:]))
         if seed is None:
             self.seeds.update(seeds)
@@ -308,7 +310,7 @@ class PathLab:
             raise RuntimeError(f"udp probe failed: {serr.strip()} {rerr.strip()}")
         r = json.loads(rout.strip().splitlines()[-1])
         return {"sent": json.loads(sout.strip().splitlines()[-1])["sent"],
-                "received": r["received"], "lost_seqs": r.get("lost_seqs", [])}
+                "received": r["received"], "lost_seqs": r.get("lost_seqs", []), "reordered": r.get("reordered")}
 
     def qdisc_stats(self) -> dict:
         return {dev: self.ex.run(C.qdisc_show(dev)) for dev in (self.up_dev, self.down_dev)}

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tortoiselab.host import backends
-from tortoiselab.analysis.fidelity import Check, format_table, loss_check, rate_check, rtt_check
+from tortoiselab.analysis.fidelity import (Check, format_table, ge_loss_checks, jitter_checks, loss_check, order_check,
+                                           rate_check, rtt_check)
 from tortoiselab.spec.ccparams import OUR_MODULES
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS, PathSpec, check_algorithm
 from tortoiselab.spec.requests import CcCheckRequest, ProbeMeasure, ProbeRequest
@@ -60,8 +61,7 @@ class ProbeReport:
             *([f"uml userspace    {self.uml_userspace}"] if self.uml_userspace else []),
             f"switch           {self.switch}",
             f"algorithms       {' '.join(sorted(self.algorithms))} ({len(self.algorithms)})",
-            f"path             rtt {p['rtt_ms']} ms, rate {p['rate_mbit']} Mbit/s, loss {p['loss_pct']} % "
-            f"per direction, queue {PathSpec(**p).queue()} pkts; server cc {self.cc}",
+            f"path             {describe_path(PathSpec(**p))}; server cc {self.cc}",
             f"time             {self.sim_s:.3f} s in the lab, {self.wall_s:.1f} s wall",
             *[f"module           tcp_{alg}: " + " ".join(f"{k}={v}" for k, v in ps.items())
               for alg, ps in sorted(self.modules.items())],
@@ -71,6 +71,21 @@ class ProbeReport:
             "\n\nfidelity: all within tolerance" if self.ok else "\n\nfidelity: OUT OF TOLERANCE")
 
 
+def describe_path(path: PathSpec) -> str:
+    """The probe's one-line summary of a path: as before for a symmetric
+    path with random loss, each direction's figures where they differ."""
+    def loss(pct: float, burst: float | None) -> str:
+        return f"{pct} %" + (f" in bursts of {burst:g} pkts" if burst is not None and pct > 0 else "")
+    down, up = loss(path.loss_pct, path.burst_down_pkts), loss(path.loss_up, path.burst_up_pkts)
+    text = f"rtt {path.rtt_ms} ms, rate {path.rate_mbit} Mbit/s"
+    if path.rate_up != path.rate_mbit:
+        text += f" down, {path.rate_up} Mbit/s up"
+    text += f", loss {down} per direction" if down == up else f", loss {down} down, {up} up"
+    if path.jitter_ms > 0:
+        text += f", jitter {path.jitter_ms} ms"
+    return text + f", queue {path.queue()} pkts"
+
+
 def evaluate(path: PathSpec, task: dict, measure: ProbeMeasure | None = None) -> list[Check]:
     """Turn the lab's raw measurements into the fidelity table. A figure
     from a measurement that is not whole (fewer pings or probes sent than
@@ -78,16 +93,25 @@ def evaluate(path: PathSpec, task: dict, measure: ProbeMeasure | None = None) ->
     m = measure or ProbeMeasure()
     ping = task["ping"]
     bulk = task["bulk"]
-    checks = [_whole(rtt_check(path, ping.get("min_ms"), ping["received"], ping["transmitted"]),
-                     ping["transmitted"], m.ping_count, "pings")]
+    if path.jitter_ms > 0:  # the minimum RTT is no base RTT: the mean, and the jitter itself
+        rtt_rows = jitter_checks(path, ping.get("rtts_ms", []), ping["transmitted"])
+    else:
+        rtt_rows = [rtt_check(path, ping.get("min_ms"), ping["received"], ping["transmitted"])]
+    checks = [_whole(c, ping["transmitted"], m.ping_count, "pings") for c in rtt_rows]
     goodput = bulk["client"]["bytes"] * 8 / bulk["client"]["seconds"] if bulk["client"]["seconds"] else None
     warm = max(2.0, RATE_WARMUP_RTTS * path.rtt_ms / 1e3)
     rate = rate_check(path, [tuple(s) for s in bulk["samples"]], warm, goodput)
     checks.append(rate if bulk["client"]["bytes"] else replace(rate, ok=False, note="the bulk transfer moved no bytes"))
     for direction, configured in (("down", path.loss_down_pct), ("up", path.loss_up)):
         probes = task[f"loss_{direction}"]
-        checks.append(_whole(loss_check(direction, configured, probes["sent"], probes["received"]),
-                             probes["sent"], m.loss_probes, "probes"))
+        model = path.loss_model(direction)
+        if model is not None and configured > 0:  # bursty: rate and mean burst, intervals for correlated losses
+            rows = ge_loss_checks(direction, model, probes["sent"], probes.get("lost_seqs", []))
+        else:
+            rows = [loss_check(direction, configured, probes["sent"], probes["received"])]
+        checks += [_whole(c, probes["sent"], m.loss_probes, "probes") for c in rows]
+    if path.jitter_ms > 0:
+        checks += [order_check(d, task[f"loss_{d}"].get("reordered")) for d in ("down", "up")]
     return checks
 
 

@@ -3,14 +3,20 @@
 A path is data, checked before anything starts: a negative RTT, a loss
 rate above 100 %, a zero rate or an unknown algorithm is refused with the
 name of the field and what to write instead (docs/architecture.md, "Style").
+
+Loss is random (Bernoulli) unless a mean burst length is given: then each
+direction's loss comes from the Simple Gilbert model with that mean loss
+rate and mean burst (spec/lossmodel.py, docs/paths.md).
 """
 
 from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError,
+                      ValidationInfo, field_validator, model_serializer)
 
+from tortoiselab.spec.lossmodel import GilbertElliott, feasibility_problem, gilbert
 from tortoiselab.spec.yamlfile import excerpt
 
 # Ethernet frame of a full-size segment: 1500-byte IP packet + 14-byte header.
@@ -23,6 +29,12 @@ STOCK_ALGORITHMS = (
     "vegas", "nv", "scalable", "lp", "veno", "yeah", "illinois", "dctcp",
     "cdg", "bbr",
 )
+
+# Fields added after runs were first stored: left out of a path's dump while
+# they hold their default, so that a path which does not use them dumps as
+# it did before, and the run ids and seeds hashed from it (spec/experiment.py)
+# stay what they were.
+LATER_FIELDS = ("loss_burst_pkts", "loss_burst_up_pkts")
 
 
 class PathError(ValueError):
@@ -41,7 +53,16 @@ class PathSpec(BaseModel):
     rate_mbit: float = Field(10.0, gt=0, le=100_000, description="bottleneck rate, Mbit/s (server to client)")
     rate_up_mbit: float | None = Field(None, gt=0, le=100_000,
                                        description="client-to-server rate if it differs from rate_mbit")
-    jitter_ms: float = Field(0.0, ge=0, le=10_000, description="delay variation per direction (netem jitter)")
+    loss_burst_pkts: float | None = Field(
+        None, ge=1, le=1_000_000,
+        description="mean loss-burst length, packets: bursty (Gilbert) loss with loss_pct as its mean rate; "
+                    "none: independent losses")
+    loss_burst_up_pkts: float | None = Field(
+        None, ge=1, le=1_000_000, validate_default=True,
+        description="client-to-server mean loss-burst length if it differs from loss_burst_pkts")
+    jitter_ms: float = Field(0.0, ge=0, le=10_000,
+                             description="delay variation per direction (netem jitter, normal distribution, "
+                                         "standard deviation); at most the one-way delay rtt_ms / 2")
     queue_pkts: int | None = Field(
         None, ge=1, le=1_000_000,
         description="bottleneck queue in packets; default one bandwidth-delay product",
@@ -53,6 +74,51 @@ class PathSpec(BaseModel):
         if not math.isfinite(v):
             raise ValueError("must be a finite number")
         return v
+
+    @field_validator("jitter_ms")
+    @classmethod
+    def _jitter_within_the_delay(cls, v: float, info: ValidationInfo) -> float:
+        """A normal delay draw below zero is sent at once (netem clamps it),
+        so the emulated distribution is no longer the one asked for; above
+        one standard deviation of the one-way delay that is 16 % of packets."""
+        rtt = info.data.get("rtt_ms")
+        if rtt is not None and v > rtt / 2:
+            raise ValueError(f"{v:g} ms of jitter on a one-way delay of {rtt / 2:g} ms would cut off the "
+                             f"delays below zero; give jitter_ms at most {rtt / 2:g} (rtt_ms / 2) or raise rtt_ms")
+        return v
+
+    @field_validator("loss_burst_pkts", "loss_burst_up_pkts")
+    @classmethod
+    def _burst_makes_the_loss(cls, v: float | None, info: ValidationInfo) -> float | None:
+        """The Simple Gilbert model must be able to make the direction's loss
+        rate with its burst length (p = r L / (1 - L) <= 1)."""
+        d = info.data
+        if v is not None and not math.isfinite(v):
+            raise ValueError("must be a finite number")
+        if "loss_pct" not in d or "loss_up_pct" not in d:
+            return v  # a loss field failed: its own error says so
+        if info.field_name == "loss_burst_pkts":
+            checks = [(d["loss_pct"], v, "loss_pct")]
+        else:
+            checks = [(d["loss_pct"] if d["loss_up_pct"] is None else d["loss_up_pct"],
+                       d.get("loss_burst_pkts") if v is None else v,
+                       "loss_pct" if d["loss_up_pct"] is None else "loss_up_pct")]
+        for loss, burst, loss_field in checks:
+            problem = None if burst is None else feasibility_problem(loss, burst, loss_field)
+            if problem and info.field_name == "loss_burst_up_pkts" and v is None:
+                problem = (f"the uplink takes loss_burst_pkts ({burst:g}) unless loss_burst_up_pkts is given: "
+                           + problem + " (or give loss_burst_up_pkts)")
+            if problem:
+                raise ValueError(problem)
+        return v
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict:
+        d = handler(self)
+        for k in LATER_FIELDS:
+            if k in d and d[k] is None:
+                del d[k]
+        return d
 
     @property
     def one_way_ms(self) -> float:
@@ -69,6 +135,21 @@ class PathSpec(BaseModel):
     @property
     def loss_up(self) -> float:
         return self.loss_pct if self.loss_up_pct is None else self.loss_up_pct
+
+    @property
+    def burst_down_pkts(self) -> float | None:
+        return self.loss_burst_pkts
+
+    @property
+    def burst_up_pkts(self) -> float | None:
+        return self.loss_burst_pkts if self.loss_burst_up_pkts is None else self.loss_burst_up_pkts
+
+    def loss_model(self, direction: str) -> GilbertElliott | None:
+        """The Gilbert model of one direction ("down" or "up"), None for
+        independent (Bernoulli) losses."""
+        loss, burst = ((self.loss_down_pct, self.burst_down_pkts) if direction == "down"
+                       else (self.loss_up, self.burst_up_pkts))
+        return None if burst is None else gilbert(loss, burst)
 
     def bdp_pkts(self) -> int:
         """Bandwidth-delay product of the full RTT in full-size frames (>= 2)."""
@@ -123,7 +204,11 @@ _HINTS = {
     "loss_up_pct": "give loss in percent, 0 to 100",
     "rate_mbit": "give the bottleneck rate in Mbit/s, greater than 0, e.g. rate_mbit: 10",
     "rate_up_mbit": "give the uplink rate in Mbit/s, greater than 0, or leave it out for rate_mbit",
-    "jitter_ms": "give jitter in milliseconds, 0 or more",
+    "jitter_ms": "give jitter in milliseconds, from 0 to the one-way delay (rtt_ms / 2)",
+    "loss_burst_pkts": "give the mean loss-burst length in packets, 1 or more (e.g. loss_burst_pkts: 3), "
+                       "or leave it out for independent losses",
+    "loss_burst_up_pkts": "give the uplink's mean loss-burst length in packets, 1 or more, "
+                          "or leave it out for loss_burst_pkts",
     "queue_pkts": "give the queue in packets (1 or more), or leave it out for one BDP",
 }
 

@@ -3,8 +3,9 @@
 ``topologies/regions.yaml`` holds one profile per region and access type
 (``india-mobile-2017``, ``us-desktop-2017``, ...), the well-known browser
 and WebPageTest presets, and add-ons that lengthen a profile's RTT for a
-distant origin. Every value a profile sets has a source: a citation, as
-``../shared/REGIONS.md`` writes it, or the bare word ``assumption``.
+distant origin. Every value a profile sets has a source: a short citation of
+a published measurement (full references in ``topologies/README.md``,
+"Sources"), or the bare word ``assumption``.
 
 A profile's buffer may be given in milliseconds (``queue_ms``, at the down
 rate); it becomes packets as
@@ -76,7 +77,7 @@ def _check_source(value: str) -> str:
 
 
 Source = Annotated[str, AfterValidator(_check_source)]
-"""A citation (as REGIONS.md writes it) or the literal ``assumption``."""
+"""A short citation (topologies/README.md, "Sources") or the literal ``assumption``."""
 
 
 def is_assumption(source: str) -> bool:
@@ -109,6 +110,10 @@ class RegionPath(BaseModel):
     jitter_ms: float = Field(description="delay variation per direction; 0 for none")
     loss_pct: float = Field(description="random loss per direction, percent; 0 for none")
     loss_up_pct: float | None = Field(None, description="client-to-server loss if it differs")
+    loss_burst_pkts: float | None = Field(None, description="mean loss-burst length, packets: bursty "
+                                                            "(Simple Gilbert) loss; none: independent losses")
+    loss_burst_up_pkts: float | None = Field(None, description="client-to-server mean loss-burst length "
+                                                               "if it differs")
     rate_mbit: float = Field(description="server-to-client rate, Mbit/s")
     rate_up_mbit: float | None = Field(None, description="client-to-server rate if it differs")
     queue_ms: float | None = Field(None, gt=0, le=60_000,
@@ -401,6 +406,10 @@ def _row(name: str, prof: Profile) -> list[str]:
     spec = p.to_pathspec()
     rtt = _num(p.rtt_ms) + (f"±{_num(p.jitter_ms)}" if p.jitter_ms else "")
     loss = _num(spec.loss_pct) if spec.loss_up == spec.loss_pct else f"{_num(spec.loss_pct)}/{_num(spec.loss_up)}"
+    down_b, up_b = spec.burst_down_pkts, spec.burst_up_pkts
+    if down_b is not None or up_b is not None:  # mean loss-burst lengths, packets ("-": random loss)
+        b = [("-" if x is None else _num(x)) for x in (down_b, up_b)]
+        loss += f" b{b[0]}" if down_b == up_b else f" b{b[0]}/{b[1]}"
     rate = f"{_num(spec.rate_mbit)}/{_num(spec.rate_up)}"
     if p.queue_ms is not None:
         queue = f"{spec.queue()} ({_num(p.queue_ms)} ms)"
@@ -425,6 +434,7 @@ def format_regions_table(regions: Regions) -> str:
                        *[[n, "+" + _num(a.add_rtt_ms), a.source] for n, a in regions.addons.items()]])
     out.append("")
     out.append(f"{len(rows)} profiles. assumed = values marked 'assumption' / values set; "
+               "loss bN = in bursts of N packets on average (Simple Gilbert); "
                "queue (BDP) = no buffer given, one bandwidth-delay product.")
     for f in regions.files:
         out.append(f"from {f}")

@@ -3,10 +3,11 @@
     python -m tortoiselab.tools.udpprobe recv --port P --idle S
     python -m tortoiselab.tools.udpprobe send --host H --port P --count N --interval-ms I
 
-The receiver prints "listening", then counts distinct sequence numbers until
-no datagram has arrived for S seconds (after the first one) and prints a JSON
-line. The sender paces its datagrams well below the bottleneck rate so that
-every loss is the path's random loss, not a queue overflow.
+The receiver prints "listening", then counts distinct sequence numbers
+(and, as reordered, those that arrive after a higher one) until no datagram
+has arrived for S seconds (after the first one) and prints a JSON line.
+The sender paces its datagrams well below the bottleneck rate so that every
+loss is the path's loss model's (random or bursty), not a queue overflow.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ MAGIC = b"TLP1"
 
 def recv(port: int, idle_s: float, count: int | None = None, first_wait_s: float = 60.0) -> dict:
     seen: set[int] = set()
+    reordered, highest = 0, -1
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 * 1024 * 1024)
         s.bind(("0.0.0.0", port))
@@ -34,9 +36,13 @@ def recv(port: int, idle_s: float, count: int | None = None, first_wait_s: float
             except socket.timeout:
                 break
             if data[:4] == MAGIC:
-                seen.add(struct.unpack("!I", data[4:8])[0])
+                seq = struct.unpack("!I", data[4:8])[0]
+                if seq < highest and seq not in seen:  # overtaken by a later-sent probe
+                    reordered += 1
+                highest = max(highest, seq)
+                seen.add(seq)
                 s.settimeout(idle_s)
-    out = {"received": len(seen), "max_seq": max(seen) if seen else -1}
+    out = {"received": len(seen), "max_seq": max(seen) if seen else -1, "reordered": reordered}
     if count is not None:
         out["lost_seqs"] = [i for i in range(count) if i not in seen]
     return out
