@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer
 
+from tortoiselab.spec.trace import Trace
 from tortoiselab.spec.yamlfile import excerpt
 
 # Ethernet frame of a full-size segment: 1500-byte IP packet + 14-byte header.
 FRAME_BYTES = 1514
+
+# fields added after runs were stored: left out of a dump while unset, so a
+# path without them keeps the configuration, and the run id, it had before
+_OMIT_UNSET = ("trace_down", "trace_up", "trace_queue_ms")
 
 # The stock algorithms of Linux 6.12 (net/ipv4/Kconfig, TCP_CONG_*), by the
 # name they register; `reno` is always built in.
@@ -46,6 +51,18 @@ class PathSpec(BaseModel):
         None, ge=1, le=1_000_000,
         description="bottleneck queue in packets; default one bandwidth-delay product",
     )
+    # capacity traces (docs/traces.md): a mahimahi file, by path or shipped name
+    trace_down: Trace | None = Field(None, description="server-to-client capacity trace (mahimahi format): "
+                                                       "a file, or a name in topologies/traces")
+    trace_up: Trace | None = Field(None, description="client-to-server capacity trace (mahimahi format)")
+    trace_queue_ms: float | None = Field(
+        None, gt=0, le=60_000, description="a traced link's buffer in ms at the trace's mean rate; "
+        "default queue_pkts, else one BDP at the trace's mean rate")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        d = handler(self)
+        return {k: v for k, v in d.items() if not (k in _OMIT_UNSET and v is None)}
 
     @field_validator("rtt_ms", "loss_pct", "rate_mbit", "jitter_ms")
     @classmethod
@@ -78,6 +95,35 @@ class PathSpec(BaseModel):
     def queue(self) -> int:
         """Packets that may wait at the bottleneck: as given, else one BDP."""
         return self.queue_pkts if self.queue_pkts is not None else self.bdp_pkts()
+
+    def trace(self, direction: str) -> Trace | None:
+        """The capacity trace of a direction ("down" or "up"), if any."""
+        return self.trace_down if direction == "down" else self.trace_up
+
+    def trace_queue(self, direction: str) -> int:
+        """Packets the buffer of a traced direction holds (bufferbloat):
+        trace_queue_ms at the trace's mean rate, else queue_pkts, else one
+        BDP at the trace's mean rate."""
+        trace = self.trace(direction)
+        assert trace is not None
+        frames_per_ms = trace.mean_rate_bps() / 8 / 1e3 / (FRAME_BYTES - 14)
+        if self.trace_queue_ms is not None:
+            return max(2, math.ceil(frames_per_ms * self.trace_queue_ms - 1e-9))
+        if self.queue_pkts is not None:
+            return self.queue_pkts
+        return max(2, math.ceil(frames_per_ms * self.rtt_ms - 1e-9))
+
+    def trace_netem_limit_pkts(self, direction: str) -> int:
+        """netem's limit in front of a traced link: it counts the packets on
+        its delay line and those waiting in the link's queue (its child), so
+        it holds the delay line at twice the trace's fastest segment (slow
+        start sends at twice the rate it receives) plus the queue: the
+        packets are dropped by the link's queue, never by netem."""
+        trace = self.trace(direction)
+        assert trace is not None
+        peak_Bps = max(s.frame_rate_Bps() for s in trace.segments())
+        line = 2 * peak_Bps * (self.one_way_ms + 4 * self.jitter_ms) / 1e3 / FRAME_BYTES
+        return math.ceil(line) + self.trace_queue(direction) + 8
 
     def netem_limit_pkts(self, rate_mbit: float | None = None) -> int:
         """netem counts every packet it holds, the ones in flight on the delay
@@ -125,6 +171,10 @@ _HINTS = {
     "rate_up_mbit": "give the uplink rate in Mbit/s, greater than 0, or leave it out for rate_mbit",
     "jitter_ms": "give jitter in milliseconds, 0 or more",
     "queue_pkts": "give the queue in packets (1 or more), or leave it out for one BDP",
+    "trace_down": "give a mahimahi trace file (one timestamp in ms per line, not decreasing) "
+                  "or the name of a shipped trace, e.g. india-4g.down",
+    "trace_up": "give a mahimahi trace file or the name of a shipped trace, e.g. india-4g.up",
+    "trace_queue_ms": "give the traced link's buffer in milliseconds, greater than 0",
 }
 
 
