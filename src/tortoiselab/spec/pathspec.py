@@ -172,8 +172,8 @@ _HINTS = {
     "jitter_ms": "give jitter in milliseconds, 0 or more",
     "queue_pkts": "give the queue in packets (1 or more), or leave it out for one BDP",
     "trace_down": "give a mahimahi trace file (one timestamp in ms per line, not decreasing) "
-                  "or the name of a shipped trace, e.g. india-4g.down",
-    "trace_up": "give a mahimahi trace file or the name of a shipped trace, e.g. india-4g.up",
+                  "or the name of a shipped trace, e.g. lte.down",
+    "trace_up": "give a mahimahi trace file or the name of a shipped trace, e.g. lte.up",
     "trace_queue_ms": "give the traced link's buffer in milliseconds, greater than 0",
 }
 
