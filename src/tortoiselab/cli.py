@@ -31,6 +31,7 @@ def cmd_probe(a: argparse.Namespace) -> int:
               "jitter_ms": a.jitter_ms}
     if a.queue_pkts is not None:
         fields["queue_pkts"] = a.queue_pkts
+    fields.update({k: v for k in ("trace_down", "trace_up", "trace_queue_ms") if (v := getattr(a, k)) is not None})
     path = parse_path(fields)
     measure = {"bulk_seconds": a.bulk_seconds, "loss_probes": a.loss_probes}
     module_params = parse_assignments(a.module_param)
@@ -305,6 +306,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rate-mbit", type=float, default=10.0)
     p.add_argument("--jitter-ms", type=float, default=0.0)
     p.add_argument("--queue-pkts", type=int, default=None)
+    p.add_argument("--trace-down", help="server-to-client capacity trace: a mahimahi file or a shipped "
+                                        "trace (topologies/traces: lte.down, 3g.down); see docs/traces.md")
+    p.add_argument("--trace-up", help="client-to-server capacity trace (lte.up, 3g.up, or a file)")
+    p.add_argument("--trace-queue-ms", type=float, default=None,
+                   help="a traced link's buffer in ms at the trace's mean rate (default one BDP)")
     p.add_argument("--cc", default="cubic", help="server's congestion control algorithm")
     p.add_argument("--switch", default="ovs", choices=["ovs", "bridge"])
     p.add_argument("--bulk-seconds", type=float, default=10.0)

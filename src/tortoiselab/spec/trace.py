@@ -163,6 +163,11 @@ class Trace(BaseModel):
         """IP bits per second the trace carries, over one period."""
         return len(self._times) * PACKET_BYTES * 8 / (self.period_ms / 1e3)
 
+    def mean_frame_rate_Bps(self) -> int:
+        """Bytes per second of the Ethernet frames that carry the trace's
+        packets, over one period (the rate a traced link idles at)."""
+        return max(1, round(len(self._times) * FRAME_BYTES * 1000 / self.period_ms))
+
     def opportunities_between(self, t0_ms: int, t1_ms: int) -> int:
         """Opportunities at instants t with t0 <= t < t1 (ms from the start),
         the trace looped as mahimahi loops it."""
