@@ -5,7 +5,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup setup-system kernel experiment probe test test-unit test-lab bench reproduce clean distclean
+.PHONY: setup setup-system kernel experiment probe traces test test-unit test-lab bench reproduce clean distclean
 
 setup: setup-system $(STAMP)
 
@@ -30,6 +30,11 @@ experiment: setup kernel
 
 probe: setup kernel
 	$(VENV)/bin/tortoise probe
+
+# the shipped capacity traces, from their models (topologies/traces/models.yaml,
+# docs/traces.md): reproducible byte for byte, no download
+traces: setup
+	$(PY) -m tortoiselab.spec.tracegen
 
 test: setup kernel
 	$(PY) -m pytest -q -ra tests

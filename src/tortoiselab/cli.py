@@ -29,7 +29,8 @@ def cmd_probe(a: argparse.Namespace) -> int:
 
     fields = {"rtt_ms": a.rtt_ms, "loss_pct": a.loss_pct, "rate_mbit": a.rate_mbit,
               "jitter_ms": a.jitter_ms}
-    for k in ("queue_pkts", "loss_up_pct", "loss_burst_pkts", "loss_burst_up_pkts"):
+    for k in ("queue_pkts", "loss_up_pct", "loss_burst_pkts", "loss_burst_up_pkts", "trace_down", "trace_up",
+              "trace_queue_ms"):
         if getattr(a, k) is not None:
             fields[k] = getattr(a, k)
     path = parse_path(fields)
@@ -311,6 +312,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="mean loss-burst length: bursty (Simple Gilbert) loss instead of random")
     p.add_argument("--loss-burst-up-pkts", type=float, default=None,
                    help="client-to-server mean loss-burst length if it differs")
+    p.add_argument("--trace-down", help="server-to-client capacity trace: a mahimahi file or a shipped "
+                                        "trace (topologies/traces: lte.down, 3g.down); see docs/traces.md")
+    p.add_argument("--trace-up", help="client-to-server capacity trace (lte.up, 3g.up, or a file)")
+    p.add_argument("--trace-queue-ms", type=float, default=None,
+                   help="a traced link's buffer in ms at the trace's mean rate (default one BDP)")
     p.add_argument("--cc", default="cubic", help="server's congestion control algorithm")
     p.add_argument("--switch", default="ovs", choices=["ovs", "bridge"])
     p.add_argument("--bulk-seconds", type=float, default=10.0)

@@ -16,6 +16,7 @@ from scipy.stats import binomtest, chi2, norm
 from tortoiselab.analysis.burstloss import burst_interval, pattern, rate_interval
 from tortoiselab.spec.lossmodel import GilbertElliott
 from tortoiselab.spec.pathspec import PathSpec
+from tortoiselab.spec.trace import PACKET_BYTES, Trace
 
 PING_FRAME_BYTES = 98  # 56 data + 8 ICMP + 20 IP + 14 Ethernet
 # the server's handshake round trip: its SYN-ACK down (20 IP + 40 TCP with
@@ -204,3 +205,39 @@ def format_table(checks: list[Check]) -> str:
         if c.note:
             rows.append(f"{'':<16} {c.note}")
     return "\n".join(rows)
+
+
+def trace_bins(samples: list[tuple[int, int, int]], bin_ms: int) -> list[tuple[int, int]]:
+    """(bin start ms, IP bytes) between consecutive counter readings (ms
+    from the trace's start, tx bytes, tx packets) taken bin_ms apart: the
+    link's frame bytes less 14 bytes of Ethernet header per packet."""
+    out = []
+    for (t0, b0, p0), (t1, b1, p1) in zip(samples, samples[1:]):
+        if t1 - t0 == bin_ms:
+            out.append((t0, (b1 - b0) - 14 * (p1 - p0)))
+    return out
+
+
+def trace_check(direction: str, trace: Trace, samples: list[tuple[int, int, int]], bin_ms: int,
+                skip_s: float, until_s: float, tol_pct: float = 5.0) -> Check:
+    """A replayed trace against the trace: IP bytes the link delivered per
+    bin_ms bin (a saturating transfer running) against the bytes of the
+    trace's opportunities in the same bin, over the bins from skip_s to
+    until_s after the trace's start. measured = the bins' mean absolute
+    error relative to the trace's bytes, sum|delivered - trace| / sum trace,
+    in percent; accepted up to tol_pct. The note gives the delivered total
+    against the trace's and the worst bin."""
+    name = f"trace {direction}"
+    bins = [(t, b) for t, b in trace_bins(samples, bin_ms) if t >= skip_s * 1e3 and t + bin_ms <= until_s * 1e3]
+    if not bins:
+        return Check(name, 0.0, 0.0, float("nan"), 0.0, tol_pct, "% bin error", False,
+                     f"no whole {bin_ms}-ms bin between {skip_s} s and {until_s} s")
+    want = [trace.opportunities_between(t, t + bin_ms) * PACKET_BYTES for t, _ in bins]
+    got = [b for _, b in bins]
+    total = sum(want)
+    err = sum(abs(g - w) for g, w in zip(got, want)) / total * 100 if total else float("inf")
+    worst = max(range(len(bins)), key=lambda i: abs(got[i] - want[i]))
+    note = (f"{trace.name}: {len(bins)} bins of {bin_ms} ms from {skip_s:g} s; delivered {sum(got)} B, "
+            f"trace {total} B ({(sum(got) / total - 1) * 100 if total else 0:+.2f} %); worst bin at "
+            f"{bins[worst][0] / 1e3:.1f} s: {got[worst]} B vs {want[worst]} B")
+    return Check(name, 0.0, 0.0, round(err, 3), 0.0, tol_pct, "% bin error", err <= tol_pct, note)

@@ -45,10 +45,14 @@ def align_to_grid(step_s: float = 0.5) -> float:
     """Sleep until the next multiple of step_s (at least step_s/2 away) of
     the monotonic clock: two runs that drifted apart by microseconds meet
     again at the same instant (docs/determinism.md); returns that instant."""
-    now = time.monotonic()
-    target = math.ceil((now + step_s / 2) / step_s) * step_s
+    target = next_grid_point(step_s)
     sleep_until_monotonic(target)
     return target
+
+
+def next_grid_point(step_s: float = 0.5) -> float:
+    """The instant align_to_grid would sleep until, without sleeping."""
+    return math.ceil((time.monotonic() + step_s / 2) / step_s) * step_s
 
 
 def uptime_s() -> float:

@@ -20,7 +20,7 @@ def _num(x: float) -> str:
 
 
 def netem(dev: str, path: PathSpec, loss_pct: float, rate_mbit: float | None = None,
-          burst_pkts: float | None = None) -> list[str]:
+          burst_pkts: float | None = None, traced: str | None = None) -> list[str]:
     """The WAN hop in one direction: netem as the root qdisc of `dev` with
     half the RTT as delay, the direction's loss (random, or with a mean
     burst length the Simple Gilbert model: spec/lossmodel.py), the
@@ -29,10 +29,13 @@ def netem(dev: str, path: PathSpec, loss_pct: float, rate_mbit: float | None = N
     netem's rate also keeps the packets in order under jitter: each packet
     leaves no earlier than the one before it (netem_enqueue in
     sch_netem.c: time_to_send = max(now + delay, last's) + its
-    transmission time), so jitter delays packets without reordering them."""
+    transmission time), so jitter delays packets without reordering them.
+    A direction that replays a trace (traced: "down" or "up") has no netem
+    rate: its child is the link (trace_link)."""
     rate = path.rate_mbit if rate_mbit is None else rate_mbit
+    limit = path.trace_netem_limit_pkts(traced) if traced else path.netem_limit_pkts(rate)
     argv = ["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "netem",
-            "limit", str(path.netem_limit_pkts(rate)),
+            "limit", str(limit),
             "delay", f"{_num(path.one_way_ms)}ms"]
     if path.jitter_ms > 0:
         argv += [f"{_num(path.jitter_ms)}ms", "distribution", "normal"]
@@ -40,8 +43,30 @@ def netem(dev: str, path: PathSpec, loss_pct: float, rate_mbit: float | None = N
         argv += ["loss", "random", f"{_num(loss_pct)}%"]
     elif loss_pct > 0:
         argv += gilbert(loss_pct, burst_pkts).tc_args()
-    argv += ["rate", f"{_num(rate)}mbit"]
+    if not traced:
+        argv += ["rate", f"{_num(rate)}mbit"]
     return argv
+
+
+def trace_link(dev: str, rate_Bps: int, queue_pkts: int, new: bool = True) -> list[list[str]]:
+    """A traced link behind netem (docs/traces.md): HTB 10: as netem's
+    child, its one class 10:1 (every packet; rate = ceil, burst one frame)
+    whose rate guest/replay.py changes at each segment of the trace, and a
+    pfifo of queue_pkts as the link's buffer: packets beyond it are dropped
+    there, after the delay line. An HTB has no change operation: on a link
+    that has one (new=False) only its class and buffer are set again."""
+    rate = f"{rate_Bps * 8}bit"
+    htb = [["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", "htb", "default", "1"]]
+    return htb * new + [
+        ["tc", "class", "replace", "dev", dev, "parent", "10:", "classid", "10:1", "htb", "rate", rate,
+         "ceil", rate, "burst", "1514b", "cburst", "1514b", "quantum", "1514"],
+        ["tc", "qdisc", "replace", "dev", dev, "parent", "10:1", "handle", "11:", "pfifo", "limit", str(queue_pkts)],
+    ]
+
+
+def trace_link_remove(dev: str) -> list[str]:
+    """netem without a child again (its own tfifo), for an untraced load."""
+    return ["tc", "qdisc", "del", "dev", dev, "parent", "1:1", "handle", "10:"]
 
 
 def qdisc_show(dev: str) -> list[str]:
@@ -81,14 +106,16 @@ def ss_tcp_info(port: int) -> list[str]:
 
 
 def netem_seed(dev: str, path: PathSpec, loss_pct: float, seed: int, python: str,
-               rate_mbit: float | None = None, burst_pkts: float | None = None) -> list[str]:
+               rate_mbit: float | None = None, burst_pkts: float | None = None,
+               traced: str | None = None) -> list[str]:
     """Re-issue the netem parameters of `netem()` with the PRNG seed set, over
     rtnetlink (tortoiselab.tools.netem_seed): the same seed, the same losses.
     A Gilbert model is sent again too: a netem change without it would
     fall back to random loss (netem_change in sch_netem.c)."""
     rate = path.rate_mbit if rate_mbit is None else rate_mbit
+    limit = path.trace_netem_limit_pkts(traced) if traced else path.netem_limit_pkts(rate)
     argv = [python, "-m", "tortoiselab.tools.netem_seed", "--dev", dev,
-            "--limit", str(path.netem_limit_pkts(rate)),
+            "--limit", str(limit),
             "--latency-ns", str(round(path.one_way_ms * 1e6)),
             "--seed", str(seed)]
     if path.jitter_ms > 0:
@@ -97,7 +124,8 @@ def netem_seed(dev: str, path: PathSpec, loss_pct: float, seed: int, python: str
         argv += ["--loss-pct", _num(loss_pct)]
     elif loss_pct > 0:
         argv += ["--loss-ge", *(_num(v) for v in gilbert(loss_pct, burst_pkts).percents())]
-    argv += ["--rate-bps", str(round(rate * 1e6))]
+    if not traced:
+        argv += ["--rate-bps", str(round(rate * 1e6))]
     return argv
 
 

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -31,6 +31,7 @@ from tortoiselab.guest import commands as C
 from tortoiselab.guest.clock import HostWall, align_to_grid, sleep_until_monotonic
 from tortoiselab.guest.executor import Executor
 from tortoiselab.guest.modules import available_algorithms
+from tortoiselab.guest.replay import ReplayLink, TraceReplay
 from tortoiselab.spec.pathspec import PathSpec
 from tortoiselab.spec.topology import ONE_PATH, Graph
 from tortoiselab.tools import netem_seed
@@ -162,6 +163,7 @@ class PathLab:
         self.up_dev, self.down_dev = wan.intf1.name, wan.intf2.name
         self.seed = ctx.seed
         self.seeds: dict[str, int] = {}
+        self.traced_devs: set[str] = set()  # WAN ports whose netem has a traced link as its child
 
     @property
     def ex(self) -> Executor:
@@ -223,14 +225,39 @@ class PathLab:
                 (self.up_dev, "up", path.loss_up, path.rate_up, path.burst_up_pkts),
                 (self.down_dev, "down", path.loss_down_pct, path.rate_mbit, path.burst_down_pkts)):
             loss = loss if loss_on else 0.0
-            self.ex.run(C.netem(dev, path, loss, rate, burst))
+            traced = direction if path.trace(direction) is not None else None
+            self.ex.run(C.netem(dev, path, loss, rate, burst, traced=traced))
+            self._trace_link(dev, path, traced)
             seeds[f"netem_{direction}"] = C.derive_seed(self.seed if seed is None else seed, "netem", direction)
             # the WAN ports are in the guest's root namespace: the tool's own main, in this process
-            argv = C.netem_seed(dev, path, loss, seeds[f"netem_{direction}"], sys.executable, rate, burst)
+            argv = C.netem_seed(dev, path, loss, seeds[f"netem_{direction}"], sys.executable, rate, burst,
+                                traced=traced)
             self.ex.in_process(argv, lambda a=argv: netem_seed.main(a[3:]))
         if seed is None:
             self.seeds.update(seeds)
         return seeds
+
+    def _trace_link(self, dev: str, path: PathSpec, traced: str | None) -> None:
+        """A traced direction's link as netem's child, at the trace's mean
+        rate until a replay runs (docs/traces.md); taken away again for a
+        path without a trace in that direction."""
+        if traced:
+            trace = path.trace(traced)
+            for argv in C.trace_link(dev, trace.mean_frame_rate_Bps(), path.trace_queue(traced),
+                                     new=dev not in self.traced_devs):
+                self.ex.run(argv)
+            self.traced_devs.add(dev)
+        elif dev in self.traced_devs:
+            self.ex.run(C.trace_link_remove(dev))
+            self.traced_devs.discard(dev)
+
+    def replay(self, path: PathSpec, t0_s: float, sample_ms: int | None = None) -> AbstractContextManager:
+        """The path's traces replayed on their links from t0_s (monotonic
+        clock, absolute) while the context lasts (guest/replay.py); nothing
+        for a path without a trace."""
+        links = [ReplayLink(dev, path.trace(d)) for dev, d in ((self.down_dev, "down"), (self.up_dev, "up"))
+                 if path.trace(d) is not None]
+        return TraceReplay(self.ex, links, t0_s, sample_ms) if links else nullcontext(None)
 
     # --- measurements ---------------------------------------------------
 

@@ -11,6 +11,7 @@ from typing import Sequence
 from pydantic import ValidationError
 
 from tortoiselab.host import backends
+from tortoiselab.host.probe import trace_folders
 from tortoiselab.spec.experiment import ClientCfg, RunSpec, ServerCfg
 from tortoiselab.spec.pathspec import PathSpec, describe_errors
 from tortoiselab.spec.requests import LoadClient, LoadSpec, PageLoadRequest, www_url
@@ -80,7 +81,8 @@ def run_request(runs: Sequence[RunSpec], site: Path, pki: Path) -> PageLoadReque
     server = ServerCfg.model_validate(first.config["server"])
     batch = len(runs) > 1
     return PageLoadRequest(
-        path=first.path, seed=first.seed, site_dir=str(site), pki_dir=str(pki), ro_paths=[str(site.parent)],
+        path=first.path, seed=first.seed, site_dir=str(site), pki_dir=str(pki),
+        ro_paths=[str(site.parent), *sorted({f for r in runs for f in trace_folders(r.path)})],
         module_params={alg: {k: str(v) for k, v in ps.items()} for alg, ps in server.module_params.items()},
         load_spacing_s=LOAD_SPACING_S if batch else 0.0, settle_s=LOAD_SETTLE_S if batch else 0.0,
         loads=[LoadSpec(label=r.run_id, server=ServerCfg.model_validate(r.config["server"]),

@@ -4,6 +4,7 @@ against its configuration."""
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from tortoiselab.host import backends
 from tortoiselab.analysis.fidelity import (Check, format_table, ge_loss_checks, jitter_checks, loss_check, order_check,
-                                           rate_check, rtt_check)
+                                           rate_check, rtt_check, trace_check)
 from tortoiselab.spec.ccparams import OUR_MODULES
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS, PathSpec, check_algorithm
 from tortoiselab.spec.requests import CcCheckRequest, ProbeMeasure, ProbeRequest
@@ -62,6 +63,8 @@ class ProbeReport:
             f"switch           {self.switch}",
             f"algorithms       {' '.join(sorted(self.algorithms))} ({len(self.algorithms)})",
             f"path             {describe_path(PathSpec(**p))}; server cc {self.cc}",
+            *[f"trace {d:<10} {t['name']} ({t['file']}, sha256 {t['sha256'][:12]})"
+              for d in ("down", "up") if (t := p.get(f"trace_{d}"))],
             f"time             {self.sim_s:.3f} s in the lab, {self.wall_s:.1f} s wall",
             *[f"module           tcp_{alg}: " + " ".join(f"{k}={v}" for k, v in ps.items())
               for alg, ps in sorted(self.modules.items())],
@@ -94,14 +97,18 @@ def evaluate(path: PathSpec, task: dict, measure: ProbeMeasure | None = None) ->
     ping = task["ping"]
     bulk = task["bulk"]
     if path.jitter_ms > 0:  # the minimum RTT is no base RTT: the mean, and the jitter itself
-        rtt_rows = jitter_checks(path, ping.get("rtts_ms", []), ping["transmitted"])
+        rtt_rows = jitter_checks(_untraced(path), ping.get("rtts_ms", []), ping["transmitted"])
     else:
-        rtt_rows = [rtt_check(path, ping.get("min_ms"), ping["received"], ping["transmitted"])]
+        rtt_rows = [rtt_check(_untraced(path), ping.get("min_ms"), ping["received"], ping["transmitted"])]
     checks = [_whole(c, ping["transmitted"], m.ping_count, "pings") for c in rtt_rows]
-    goodput = bulk["client"]["bytes"] * 8 / bulk["client"]["seconds"] if bulk["client"]["seconds"] else None
-    warm = max(2.0, RATE_WARMUP_RTTS * path.rtt_ms / 1e3)
-    rate = rate_check(path, [tuple(s) for s in bulk["samples"]], warm, goodput)
-    checks.append(rate if bulk["client"]["bytes"] else replace(rate, ok=False, note="the bulk transfer moved no bytes"))
+    if path.trace_down is None:
+        goodput = bulk["client"]["bytes"] * 8 / bulk["client"]["seconds"] if bulk["client"]["seconds"] else None
+        warm = max(2.0, RATE_WARMUP_RTTS * path.rtt_ms / 1e3)
+        rate = rate_check(path, [tuple(s) for s in bulk["samples"]], warm, goodput)
+        checks.append(rate if bulk["client"]["bytes"] else
+                      replace(rate, ok=False, note="the bulk transfer moved no bytes"))
+    else:
+        checks += _trace_checks(path, task["trace"], m)
     for direction, configured in (("down", path.loss_down_pct), ("up", path.loss_up)):
         probes = task[f"loss_{direction}"]
         model = path.loss_model(direction)
@@ -115,10 +122,41 @@ def evaluate(path: PathSpec, task: dict, measure: ProbeMeasure | None = None) ->
     return checks
 
 
+def _untraced(path: PathSpec) -> PathSpec:
+    """The path as the ping saw it: a traced link is a token bucket (HTB,
+    docs/traces.md) that an idle link has filled, so a ping frame leaves at
+    once, without netem's serialization: an infinite rate for rtt_check."""
+    rates = {f"rate_{'' if d == 'down' else 'up_'}mbit": math.inf for d in ("down", "up") if path.trace(d)}
+    return path.model_copy(update=rates)
+
+
+# a replayed trace is compared after the transfer's first second (slow start)
+# and up to half a second before its end
+TRACE_SKIP_S, TRACE_TAIL_S = 1.0, 0.5
+
+
+def _trace_checks(path: PathSpec, rec: dict, m: ProbeMeasure) -> list[Check]:
+    """The downlink's replayed trace against the trace (the probe's bulk
+    transfer saturates the downlink only), and any replay error."""
+    check = trace_check("down", path.trace_down, [tuple(s) for s in rec["samples"].get("down", [])],
+                        rec["bin_ms"], TRACE_SKIP_S, m.bulk_seconds - TRACE_TAIL_S)
+    check = replace(check, note=f"{check.note}; {rec['changes']} rate changes, latest "
+                                f"{rec['late_max_ns'] / 1e3:.0f} us after its instant")
+    if rec["errors"]:
+        check = replace(check, ok=False, note=f"replay errors: {'; '.join(rec['errors'][:3])}; {check.note}")
+    return [check]
+
+
 def _whole(check: Check, done: int, asked: int, what: str) -> Check:
     if done == asked:
         return check
     return replace(check, ok=False, note=f"only {done} of {asked} {what} sent: not a whole measurement; {check.note}")
+
+
+def trace_folders(path: PathSpec) -> list[str]:
+    """The folders of a path's trace files, for the uml guest to see (a
+    file under /tmp is hidden by the guest's own /tmp otherwise)."""
+    return sorted({str(t.path.parent) for d in ("down", "up") if (t := path.trace(d)) is not None})
 
 
 def run_probe(path: PathSpec, cc: str = "cubic", backend: str = "auto", clock: str = "auto",
@@ -134,7 +172,7 @@ def run_probe(path: PathSpec, cc: str = "cubic", backend: str = "auto", clock: s
     if work is None:
         work = Path(tempfile.mkdtemp(prefix="tortoise-probe-"))
     req = ProbeRequest(path=path, cc=cc, switch=switch, seed=seed, module_params=module_params or {},
-                       measure=ProbeMeasure.model_validate(measure or {}))
+                       measure=ProbeMeasure.model_validate(measure or {}), ro_paths=trace_folders(path))
     t0 = time.monotonic()
     result = backends.run_task(info, req, work, timeout_s=timeout_s)
     wall = time.monotonic() - t0

@@ -314,7 +314,9 @@ RUN_META_DOC = {"backend": "native | uml", "clock": "real | virtual", "kernel_re
                 "started": "UTC start", "ended": "UTC end"}
 SCHEMA = _columns()
 COLUMNS = {c.name: c.description for c in SCHEMA}
-NUMERIC = [c for c in COLUMNS if c.startswith("path.") and c != "path.region"] + list(SUMMARY_METRICS) + [
+# path columns that are not numbers: the region's name, a trace (its file, name and sha256 as JSON)
+TEXT_PATH = ("path.region", "path.trace_down", "path.trace_up")
+NUMERIC = [c for c in COLUMNS if c.startswith("path.") and c not in TEXT_PATH] + list(SUMMARY_METRICS) + [
     "server.initcwnd_pkts", "server.initrwnd_pkts", "client.cache_hit_ratio", "sim_seconds", "wall_seconds"]
 
 

@@ -17,6 +17,7 @@ from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandle
                       ValidationInfo, field_validator, model_serializer)
 
 from tortoiselab.spec.lossmodel import GilbertElliott, feasibility_problem, gilbert
+from tortoiselab.spec.trace import Trace
 from tortoiselab.spec.yamlfile import excerpt
 
 # Ethernet frame of a full-size segment: 1500-byte IP packet + 14-byte header.
@@ -34,7 +35,7 @@ STOCK_ALGORITHMS = (
 # they hold their default, so that a path which does not use them dumps as
 # it did before, and the run ids and seeds hashed from it (spec/experiment.py)
 # stay what they were.
-LATER_FIELDS = ("loss_burst_pkts", "loss_burst_up_pkts")
+LATER_FIELDS = ("loss_burst_pkts", "loss_burst_up_pkts", "trace_down", "trace_up", "trace_queue_ms")
 
 
 class PathError(ValueError):
@@ -67,6 +68,13 @@ class PathSpec(BaseModel):
         None, ge=1, le=1_000_000,
         description="bottleneck queue in packets; default one bandwidth-delay product",
     )
+    # capacity traces (docs/traces.md): a mahimahi file, by path or shipped name
+    trace_down: Trace | None = Field(None, description="server-to-client capacity trace (mahimahi format): "
+                                                       "a file, or a name in topologies/traces")
+    trace_up: Trace | None = Field(None, description="client-to-server capacity trace (mahimahi format)")
+    trace_queue_ms: float | None = Field(
+        None, gt=0, le=60_000, description="a traced link's buffer in ms at the trace's mean rate; "
+        "default queue_pkts, else one BDP at the trace's mean rate")
 
     @field_validator("rtt_ms", "loss_pct", "rate_mbit", "jitter_ms")
     @classmethod
@@ -160,6 +168,35 @@ class PathSpec(BaseModel):
         """Packets that may wait at the bottleneck: as given, else one BDP."""
         return self.queue_pkts if self.queue_pkts is not None else self.bdp_pkts()
 
+    def trace(self, direction: str) -> Trace | None:
+        """The capacity trace of a direction ("down" or "up"), if any."""
+        return self.trace_down if direction == "down" else self.trace_up
+
+    def trace_queue(self, direction: str) -> int:
+        """Packets the buffer of a traced direction holds (bufferbloat):
+        trace_queue_ms at the trace's mean rate, else queue_pkts, else one
+        BDP at the trace's mean rate."""
+        trace = self.trace(direction)
+        assert trace is not None
+        frames_per_ms = trace.mean_rate_bps() / 8 / 1e3 / (FRAME_BYTES - 14)
+        if self.trace_queue_ms is not None:
+            return max(2, math.ceil(frames_per_ms * self.trace_queue_ms - 1e-9))
+        if self.queue_pkts is not None:
+            return self.queue_pkts
+        return max(2, math.ceil(frames_per_ms * self.rtt_ms - 1e-9))
+
+    def trace_netem_limit_pkts(self, direction: str) -> int:
+        """netem's limit in front of a traced link: it counts the packets on
+        its delay line and those waiting in the link's queue (its child), so
+        it holds the delay line at twice the trace's fastest segment (slow
+        start sends at twice the rate it receives) plus the queue: the
+        packets are dropped by the link's queue, never by netem."""
+        trace = self.trace(direction)
+        assert trace is not None
+        peak_Bps = max(s.frame_rate_Bps() for s in trace.segments())
+        line = 2 * peak_Bps * (self.one_way_ms + 4 * self.jitter_ms) / 1e3 / FRAME_BYTES
+        return math.ceil(line) + self.trace_queue(direction) + 8
+
     def netem_limit_pkts(self, rate_mbit: float | None = None) -> int:
         """netem counts every packet it holds, the ones in flight on the delay
         line as well as the queue: limit = one-way delay line + queue.
@@ -210,6 +247,10 @@ _HINTS = {
     "loss_burst_up_pkts": "give the uplink's mean loss-burst length in packets, 1 or more, "
                           "or leave it out for loss_burst_pkts",
     "queue_pkts": "give the queue in packets (1 or more), or leave it out for one BDP",
+    "trace_down": "give a mahimahi trace file (one timestamp in ms per line, not decreasing) "
+                  "or the name of a shipped trace, e.g. lte.down",
+    "trace_up": "give a mahimahi trace file or the name of a shipped trace, e.g. lte.up",
+    "trace_queue_ms": "give the traced link's buffer in milliseconds, greater than 0",
 }
 
 

@@ -23,7 +23,7 @@ from tortoiselab.analysis.flights import analyze_pcap, handshake_summary
 from tortoiselab.analysis.parsers import parse_h2load, parse_nghttp_stats
 from tortoiselab.guest import commands as C
 from tortoiselab.guest import trace
-from tortoiselab.guest.clock import align_to_grid, sleep_until_monotonic, uptime_s
+from tortoiselab.guest.clock import align_to_grid, next_grid_point, sleep_until_monotonic, uptime_s
 from tortoiselab.guest.executor import Executor
 from tortoiselab.guest.forkloader import ForkLoader
 from tortoiselab.guest.net import LAB_PREFIX, LabContext, PathLab, mininet_path
@@ -170,12 +170,14 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, fork: ForkLoader | Non
         # (docs/determinism.md)
         with _cwnd_probe(ctx) as tracer:
             marks["capture_on"] = _wall(ctx)
-            start = _start_on_time(target)
-            t0 = time.monotonic()
-            summary, har = LOADERS[load.client.loader](ctx.ex, lab, web, fork, load, names, d)
-            # elapsed time of the whole client process (DNS, TCP, TLS, every object):
-            # on the virtual clock its own CPU costs nothing, so this is network time
-            wall_of_load = time.monotonic() - t0
+            target, replay = _replay(lab, load.path or req.path, target)
+            with replay:
+                start = _start_on_time(target)
+                t0 = time.monotonic()
+                summary, har = LOADERS[load.client.loader](ctx.ex, lab, web, fork, load, names, d)
+                # elapsed time of the whole client process (DNS, TCP, TLS, every object):
+                # on the virtual clock its own CPU costs nothing, so this is network time
+                wall_of_load = time.monotonic() - t0
             marks["loaded"] = _wall(ctx)
         cwnd = _write_cwnd(tracer, d / "cwnd.json")
         time.sleep(CAPTURE_DRAIN_S)
@@ -199,6 +201,16 @@ def _forget_files(ctx: LabContext) -> None:
     if ctx.private_ovs:
         os.sync()
         ctx.ex.write(DROP_CACHES, "3")
+
+
+def _replay(lab: PathLab, path, target: float | None) -> tuple[float | None, AbstractContextManager]:
+    """A traced path's traces replay from the load's start instant, so that
+    every load meets the trace at its beginning (docs/traces.md); a path
+    without a trace starts as it always did."""
+    if path.trace_down is None and path.trace_up is None:
+        return target, nullcontext()
+    start = target if target is not None else next_grid_point(LOAD_GRID_S)
+    return start, lab.replay(path, start)
 
 
 def _start_on_time(target: float | None) -> float:

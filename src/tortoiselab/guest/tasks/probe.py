@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
-from tortoiselab.guest.net import LabContext, mininet_path
+import time
+
+from tortoiselab.guest.net import LabContext, PathLab, mininet_path
 from tortoiselab.spec.requests import ProbeRequest
 
 LOSS_PORTS = {"down": 5002, "up": 5003}
+TRACE_BIN_MS = 100  # the bins a replayed trace is compared in (analysis/fidelity.py trace_check)
+TRACE_LEAD_S = 0.2  # the replay starts this long after it is set up, on a whole millisecond
 
 
 def run(ctx: LabContext, req: ProbeRequest) -> dict:
     """Fidelity probe of one path: base RTT (ping), bottleneck rate (bulk
     TCP transfer with loss switched off, so the sender can fill the link),
-    one-way loss each direction (paced UDP probes, loss on)."""
+    one-way loss each direction (paced UDP probes, loss on). A traced path
+    transfers while its traces replay, and the traced links' bytes per bin
+    are read (docs/traces.md)."""
     m = req.measure
     with mininet_path(ctx) as lab:
         lab.configure(req.path, server_cc=req.cc, loss_on=False)
         out: dict = {"devices": {"uplink": lab.up_dev, "downlink": lab.down_dev}}
         # RTT: loss off so every ping answers; the delay line is the same
         out["ping"] = lab.ping(m.ping_count, m.ping_interval_s)
-        out["bulk"] = lab.bulk(m.bulk_seconds, ss_at_s=1.0)
+        if not _traced(req):
+            out["bulk"] = lab.bulk(m.bulk_seconds, ss_at_s=1.0)
+        else:
+            out["bulk"], out["trace"] = _bulk_on_trace(lab, req)
         lab.set_netem(req.path, loss_on=True)
         out["loss_down"] = lab.udp_loss(lab.server, lab.client, m.loss_probes, m.loss_interval_ms,
                                         port=LOSS_PORTS["down"])
@@ -27,3 +36,20 @@ def run(ctx: LabContext, req: ProbeRequest) -> dict:
         out["qdisc"] = lab.qdisc_stats()
         out["seeds"] = lab.seeds
     return out
+
+
+def _traced(req: ProbeRequest) -> bool:
+    return req.path.trace_down is not None or req.path.trace_up is not None
+
+
+def _bulk_on_trace(lab: PathLab, req: ProbeRequest) -> tuple[dict, dict]:
+    """The bulk transfer while the path's traces replay from t0 (a whole
+    millisecond just ahead), the traced links' counters read every
+    TRACE_BIN_MS from t0 by the replay's own thread."""
+    t0 = round(time.monotonic() + TRACE_LEAD_S, 3)
+    with lab.replay(req.path, t0, sample_ms=TRACE_BIN_MS) as rep:
+        bulk = lab.bulk(req.measure.bulk_seconds, ss_at_s=1.0)
+    direction = {lab.down_dev: "down", lab.up_dev: "up"}
+    return bulk, {"t0_s": t0, "bin_ms": TRACE_BIN_MS, "changes": rep.stats.changes,
+                  "late_max_ns": rep.stats.late_max_ns, "errors": rep.stats.errors,
+                  "samples": {direction[dev]: s for dev, s in rep.stats.samples.items()}}

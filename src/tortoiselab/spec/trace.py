@@ -1,0 +1,244 @@
+"""Capacity traces in mahimahi's format, and the rate schedule that replays them.
+
+A trace file has one line per delivery opportunity: an integer number of
+milliseconds from the trace's start at which one 1500-byte packet may leave
+the bottleneck queue; several packets in one millisecond repeat the line.
+Timestamps never decrease, and the file loops: when it ends, it starts
+again, shifted by its last timestamp (mahimahi's mm-link, Netravali et al.,
+"Mahimahi: Accurate Record-and-Replay for HTTP", USENIX ATC 2015, and its
+link_queue). An opportunity no packet uses is lost.
+
+Like mm-link, the parser refuses an empty line, a line that is not a whole
+number, a timestamp smaller than the one before, a file without any line,
+and a trace that lasts no time (its last timestamp 0); the error names the
+field the trace was given for (``path.trace_down``) and the line.
+
+The lab replays a trace as a piecewise-constant rate (docs/traces.md): each
+segment ends on an opportunity, lasts at least ``min_segment_ms`` and
+carries the bytes of the opportunities inside it, so no segment has rate 0
+and a segment's bytes are the trace's bytes over it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from tortoiselab.project import REPO_DIR
+
+PACKET_BYTES = 1500  # one delivery opportunity: a full-size IP packet
+FRAME_BYTES = PACKET_BYTES + 14  # the same packet in its Ethernet frame, as the lab's links count it
+TRACE_DIR = REPO_DIR / "topologies" / "traces"  # the traces the project ships (tortoiselab.spec.tracegen)
+MIN_SEGMENT_MS = 10
+
+
+class TraceError(ValueError):
+    """A trace file that cannot be replayed; the message names the line."""
+
+
+def parse_mahimahi(text: str) -> tuple[int, ...]:
+    """The opportunities of a mahimahi trace, in milliseconds; TraceError
+    naming the first bad line (1-based). A final newline is optional."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not lines:
+        raise TraceError("the file is empty; a trace needs at least one line (a timestamp in ms)")
+    out: list[int] = []
+    for n, raw in enumerate(lines, 1):
+        line = raw.removesuffix("\r")
+        if not line.strip():
+            raise TraceError(f"line {n}: empty line; every line is one timestamp in whole milliseconds")
+        word = line.strip()
+        if not word.isascii() or not word.isdigit():
+            raise TraceError(f"line {n}: {word[:40]!r} is not a whole number of milliseconds (0 or more)")
+        ms = int(word)
+        if out and ms < out[-1]:
+            raise TraceError(f"line {n}: {ms} ms comes after {out[-1]} ms on line {n - 1}; "
+                             "timestamps must not decrease")
+        out.append(ms)
+    if out[-1] == 0:
+        raise TraceError(f"line {len(out)}: the trace lasts no time (last timestamp 0); "
+                         "the file loops after its last timestamp, which must be 1 ms or more")
+    return tuple(out)
+
+
+def find_trace_file(ref: str | Path) -> Path:
+    """A trace given by path, or by the name of a shipped trace
+    (topologies/traces/<name>)."""
+    p = Path(ref).expanduser()
+    if p.is_file():
+        return p.resolve()
+    shipped = TRACE_DIR / str(ref)
+    if "/" not in str(ref) and shipped.is_file():
+        return shipped
+    if p.exists():
+        raise TraceError(f"{str(ref)!r} is not a file")
+    raise TraceError(f"no trace file {str(ref)!r} (neither a path nor a trace in {TRACE_DIR}: "
+                     f"{', '.join(shipped_traces()) or 'none'})")
+
+
+def shipped_traces() -> list[str]:
+    return sorted(p.name for p in TRACE_DIR.glob("*.*") if p.suffix in (".down", ".up"))
+
+
+@functools.lru_cache(maxsize=32)
+def _read(file: str, mtime_ns: int, size: int) -> tuple[str, tuple[int, ...]]:
+    data = Path(file).read_bytes()
+    try:
+        text = data.decode("ascii")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")  # the parser names the line that is not a number
+    return hashlib.sha256(data).hexdigest(), parse_mahimahi(text)
+
+
+def read_trace_file(file: Path) -> tuple[str, tuple[int, ...]]:
+    """(sha256 of the bytes, opportunities) of a trace file, cached while
+    the file is unchanged."""
+    try:
+        st = file.stat()
+        return _read(str(file), st.st_mtime_ns, st.st_size)
+    except OSError as exc:
+        raise TraceError(f"cannot read {str(file)!r}: {exc.strerror}") from None
+
+
+class Trace(BaseModel):
+    """A capacity trace: the file (its absolute path), its name and the
+    sha256 of its bytes. Given as a string (a path, or a shipped trace's
+    name), the file is read and checked at once; given as a dict (a request
+    read back in the lab), the file must still have that sha256."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    file: str = Field(description="the trace file: absolute, or relative to the repository (a shipped trace)")
+    name: str = Field(description="the file's name, as the run records it")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the file's bytes")
+    _times: tuple[int, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_reference(cls, data: object) -> object:
+        if isinstance(data, (str, Path)):
+            file = find_trace_file(data)
+            sha, _ = read_trace_file(file)
+            return {"file": _recorded_name(file), "name": file.name, "sha256": sha}
+        return data
+
+    @model_validator(mode="after")
+    def _read_file(self) -> "Trace":
+        sha, times = read_trace_file(self.path)
+        if sha != self.sha256:
+            raise TraceError(f"{self.file!r} changed since the run was set up (sha256 {sha[:12]}..., "
+                             f"expected {self.sha256[:12]}...)")
+        self._times = times
+        return self
+
+    @classmethod
+    def from_times(cls, times: tuple[int, ...] | list[int], name: str = "trace") -> "Trace":
+        """A trace from its opportunities alone (tests, generators): no file."""
+        t = cls.model_construct(file="", name=name, sha256="0" * 64)
+        t._times = parse_mahimahi("".join(f"{x}\n" for x in times))
+        return t
+
+    @property
+    def path(self) -> Path:
+        """The file; a shipped trace is recorded relative to the repository."""
+        return REPO_DIR / self.file if not Path(self.file).is_absolute() else Path(self.file)
+
+    @property
+    def times_ms(self) -> tuple[int, ...]:
+        return self._times
+
+    @property
+    def period_ms(self) -> int:
+        """The trace loops after its last timestamp."""
+        return self._times[-1]
+
+    def mean_rate_bps(self) -> float:
+        """IP bits per second the trace carries, over one period."""
+        return len(self._times) * PACKET_BYTES * 8 / (self.period_ms / 1e3)
+
+    def mean_frame_rate_Bps(self) -> int:
+        """Bytes per second of the Ethernet frames that carry the trace's
+        packets, over one period (the rate a traced link idles at)."""
+        return max(1, round(len(self._times) * FRAME_BYTES * 1000 / self.period_ms))
+
+    def opportunities_between(self, t0_ms: int, t1_ms: int) -> int:
+        """Opportunities at instants t with t0 <= t < t1 (ms from the start),
+        the trace looped as mahimahi loops it."""
+        return _count_before(self._times, t1_ms) - _count_before(self._times, t0_ms)
+
+    def bin_bytes(self, bin_ms: int, n_bins: int) -> list[int]:
+        """IP bytes the trace lets through in consecutive bins from its start."""
+        return [self.opportunities_between(i * bin_ms, (i + 1) * bin_ms) * PACKET_BYTES for i in range(n_bins)]
+
+    def segments(self, min_ms: int = MIN_SEGMENT_MS) -> list["Segment"]:
+        """One period as rate segments (start, end]: see the module's doc."""
+        return rate_segments(self._times, min_ms)
+
+
+def _recorded_name(file: Path) -> str:
+    """A shipped trace relative to the repository, so that a run's
+    configuration (and its id) does not depend on where the clone is;
+    any other file by its absolute path."""
+    try:
+        return str(file.relative_to(REPO_DIR))
+    except ValueError:
+        return str(file)
+
+
+def _count_before(times: tuple[int, ...], t_ms: int) -> int:
+    """Opportunities at instants < t_ms of the looped trace: loop k holds
+    times[i] + k * period, so a loop ends where the next one starts."""
+    if t_ms <= 0:
+        return 0
+    period = times[-1]
+    q, r = divmod(t_ms, period)
+    count = bisect.bisect_left(times, r)  # loop q
+    if q >= 1:  # loop q - 1 (its last opportunities may reach t_ms), then the whole loops before it
+        count += bisect.bisect_left(times, r + period) + (q - 1) * len(times)
+    return count
+
+
+@dataclass(frozen=True)
+class Segment:
+    """The rate between two opportunities: from start_ms (exclusive) to
+    end_ms (inclusive), the bytes of the opportunities in between."""
+
+    start_ms: int
+    end_ms: int
+    packets: int
+
+    def frame_rate_Bps(self) -> int:
+        """Bytes per second of Ethernet frames that carry the segment's
+        packets in its time (the lab's links count frames)."""
+        return max(1, round(self.packets * FRAME_BYTES * 1000 / (self.end_ms - self.start_ms)))
+
+
+def rate_segments(times: tuple[int, ...], min_ms: int = MIN_SEGMENT_MS) -> list[Segment]:
+    """One period (0, P] of the looped trace as segments that each end on an
+    opportunity and last at least min_ms (the last one may be merged to
+    reach it). An opportunity at 0 belongs to the end of the previous loop
+    (at P), where the looped trace puts it too."""
+    period = times[-1]
+    counts: dict[int, int] = {}
+    for t in times:
+        k = t if t > 0 else period
+        counts[k] = counts.get(k, 0) + 1
+    segs: list[Segment] = []
+    start, acc = 0, 0
+    for t in sorted(counts):
+        acc += counts[t]
+        if t - start >= min_ms or t == period:
+            segs.append(Segment(start, t, acc))
+            start, acc = t, 0
+    if len(segs) > 1 and segs[-1].end_ms - segs[-1].start_ms < min_ms:
+        last = segs.pop()
+        prev = segs.pop()
+        segs.append(Segment(prev.start_ms, last.end_ms, prev.packets + last.packets))
+    return segs
