@@ -5,7 +5,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup setup-system kernel experiment probe traces test test-unit test-lab bench reproduce clean distclean
+.PHONY: setup setup-system kernel experiment probe notebook traces test test-unit test-lab bench reproduce clean distclean
 
 setup: setup-system $(STAMP)
 
@@ -15,7 +15,7 @@ setup-system:
 $(STAMP): pyproject.toml
 	@test -x $(PY) || /usr/bin/python3 -m venv --system-site-packages $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,lab]'
 	@touch $@
 
 kernel: setup
@@ -30,6 +30,11 @@ experiment: setup kernel
 
 probe: setup kernel
 	$(VENV)/bin/tortoise probe
+
+# JupyterLab on notebooks/ with the venv's kernel; NOTEBOOK_IP=0.0.0.0 in the
+# VM (port 8888 is forwarded to the host), NOTEBOOK_PORT to move it
+notebook: setup
+	@bash scripts/notebook.sh
 
 # the shipped capacity traces, from their models (topologies/traces/models.yaml,
 # docs/traces.md): reproducible byte for byte, no download
