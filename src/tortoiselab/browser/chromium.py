@@ -47,8 +47,8 @@ READ_TIMINGS = """() => {
           resources: performance.getEntriesByType('resource').map(e => e.toJSON())};
 }"""
 LOAD_DONE = "() => { const n = performance.getEntriesByType('navigation')[0]; return !!n && n.loadEventEnd > 0; }"
-NETWORK_EVENTS = ("Network.requestWillBeSent", "Network.responseReceived", "Network.loadingFinished",
-                  "Network.loadingFailed")
+NETWORK_EVENTS = ("Network.requestWillBeSent", "Network.responseReceived", "Network.dataReceived",
+                  "Network.loadingFinished", "Network.loadingFailed")
 
 
 def chromium_args(resolve: dict[str, str], protocol: str | None) -> list[str]:

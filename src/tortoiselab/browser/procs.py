@@ -66,7 +66,7 @@ def end_descendants(root: int, wait_s: float = 5.0) -> list[tuple[int, str]]:
     found: dict[int, str] = {}
     deadline = time.monotonic() + wait_s
     while True:
-        procs = [(p, n) for p, n in descendants(root) if not _zombie(p)]
+        procs = [(p, n) for p, n in descendants(root) if not gone(p)]
         if not procs or time.monotonic() > deadline:
             break
         for pid, name in procs:
@@ -80,7 +80,8 @@ def end_descendants(root: int, wait_s: float = 5.0) -> list[tuple[int, str]]:
     return sorted(found.items())
 
 
-def _zombie(pid: int) -> bool:
+def gone(pid: int) -> bool:
+    """Whether a process has ended (exited, a zombie not yet reaped, or no more)."""
     try:
         text = (PROC / str(pid) / "stat").read_text()
     except OSError:

@@ -14,7 +14,6 @@ the page's time origin):
   (first request to last byte, as our loader's and nghttp's).
 - ttfb_ms: navigation start to the page's responseStart.
 - content_download_ms: the page's responseStart to the last responseEnd.
-- bytes: decoded body bytes of the page and its resources.
 
 From the DevTools Network events (one per request; connectionId is the
 socket a response came over, the same for every request multiplexed on an
@@ -26,7 +25,10 @@ HTTP/2 connection, coalesced ones included):
   origin (coalesced);
 - reuse_ratio: among responses from origins other than the page's, the
   fraction that came over such a connection (0 when there were none);
-- protocols: responses per protocol (Resource Timing's nextHopProtocol).
+- protocols: responses per protocol (Resource Timing's nextHopProtocol;
+  "" for another origin's resources, which send no Timing-Allow-Origin);
+- bytes: response body bytes received (the sum of Network.dataReceived;
+  Resource Timing gives no sizes for another origin's resources).
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ def exchanges(events: list[dict]) -> list[dict]:
             # a redirect reuses the request id: the later request replaces the earlier
             by_id[rid] = {"url": url, "origin": origin(url), "t": p.get("timestamp"), "status": None,
                           "protocol": None, "remote": None, "connection": None, "reused": None,
-                          "cached": False, "done": False, "error": None}
+                          "cached": False, "done": False, "error": None, "bytes": 0}
         elif rid in by_id:
             rec = by_id[rid]
             if ev["method"] == "Network.responseReceived":
@@ -80,6 +82,8 @@ def exchanges(events: list[dict]) -> list[dict]:
                                    if r.get("remoteIPAddress") else None),
                            connection=r.get("connectionId") or None, reused=r.get("connectionReused"),
                            cached=bool(r.get("fromDiskCache") or r.get("fromPrefetchCache")))
+            elif ev["method"] == "Network.dataReceived":
+                rec["bytes"] += int(p.get("dataLength") or 0)
             elif ev["method"] == "Network.loadingFinished":
                 rec["done"] = True
             elif ev["method"] == "Network.loadingFailed":
@@ -120,7 +124,7 @@ def _nav_figures(timings: dict | None) -> dict:
     res = [e for e in (timings or {}).get("resources", []) if e.get("responseEnd")]
     if not nav or not nav.get("responseEnd"):
         return {k: None for k in ("plt_ms", "plt_onload_ms", "plt_from_request_ms", "ttfb_ms",
-                                  "content_download_ms")} | {"bytes": 0, "protocols": {}, "resource_timings": []}
+                                  "content_download_ms")} | {"protocols": {}, "resource_timings": []}
     last = max([nav["responseEnd"], *(e["responseEnd"] for e in res)])
     protocols: dict[str, int] = {}
     for e in [nav, *res]:
@@ -131,7 +135,6 @@ def _nav_figures(timings: dict | None) -> dict:
         "plt_from_request_ms": _r(last - nav["requestStart"]),
         "ttfb_ms": _r(nav["responseStart"] - nav["startTime"]),
         "content_download_ms": _r(last - nav["responseStart"]),
-        "bytes": int(sum(e.get("decodedBodySize") or 0 for e in [nav, *res])),
         "protocols": protocols,
         "resource_timings": [{"name": e["name"], "protocol": e.get("nextHopProtocol"),
                               **{k: _r(e.get(k)) for k in TIMING_FIELDS}} for e in [nav, *res]],
@@ -163,7 +166,8 @@ def summarize(*, events: list[dict], timings: dict | None, console_errors: list[
     return {
         **{k: settings.get(k) for k in ("url", "protocol")},
         "loader": "chromium", "browser_version": browser_version, "ok": error is None, "error": error,
-        "started_at": started_at, "requests": len(recs), "requests_failed": len(failures), **figures,
+        "started_at": started_at, "requests": len(recs), "requests_failed": len(failures),
+        "bytes": sum(r["bytes"] for r in recs), **figures,
         "dns_ms": 0.0, "resolution": "static map (--host-resolver-rules)",
         "connections_opened": len(conns),
         "connections_reused": len(coalesced),
