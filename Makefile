@@ -15,7 +15,7 @@ setup-system:
 $(STAMP): pyproject.toml
 	@test -x $(PY) || /usr/bin/python3 -m venv --system-site-packages $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,lab]'
+	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install -q -e '.[test,lab,browser]'
 	@touch $@
 
 kernel: setup
@@ -63,6 +63,9 @@ bench: setup kernel
 	rm -rf /tmp/tortoise-bench-floor
 	$(VENV)/bin/tortoise run experiments/floor.yaml --results /tmp/tortoise-bench-floor --backend uml --clock virtual || true
 	$(VENV)/bin/tortoise report floor --results /tmp/tortoise-bench-floor || true
+	@echo "== Chromium vs our loader: the agreement table (4 graded pages + feed, 100 ms, 50 Mbit/s) and time per load =="
+	$(PY) bench/browser.py --clock virtual || true
+	$(PY) bench/browser.py --clock real || true
 	@echo "== analysis: 1,000 runs' summaries and a 100 MB capture (time, memory) =="
 	$(PY) bench/analysis.py || true
 	@echo "== cluster: local executor vs a private 1-node Slurm, 2 array tasks (root) =="

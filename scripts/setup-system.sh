@@ -16,6 +16,10 @@ packages=(
   procps tcpdump socat dnsmasq-base
   # web tier and clients
   apache2 nghttp2-client curl openssl ca-certificates
+  # the browser loader (tortoiselab.browser): Debian's Chromium, driven by
+  # Playwright from PyPI (no browser download), and NSS's certutil for the
+  # per-load database that trusts the lab CA
+  chromium libnss3-tools
   # the lab's interpreter: Debian's python3 (for python3-mininet) + a venv
   python3 python3-venv python3-pip
   # Slurm for the cluster executor's test: a private single-node cluster the

@@ -20,6 +20,7 @@ LAYERS = {
     "analysis": {"project", "spec"},
     "web": {"project"},
     "client": set(),
+    "browser": set(),
     "tools": set(),
     "guest": {"project", "spec", "analysis", "web", "tools"},
     "host": {"project", "spec", "analysis", "web"},

@@ -27,7 +27,7 @@ def sans(path: str) -> list[str]:
 
 def test_sans_per_variant(lab_pki):
     v = lab_pki["variants"]
-    assert set(v) == {"shared", "separate", "large"}
+    assert set(v) == {"shared", "separate", "large", "shared-rsa", "separate-rsa"}
     assert v["shared"]["www"]["cert"] == v["shared"]["static"]["cert"]
     assert sorted(sans(v["shared"]["www"]["cert"])) == sorted([WWW, STATIC])
     assert v["separate"]["www"]["cert"] != v["separate"]["static"]["cert"]
@@ -36,18 +36,23 @@ def test_sans_per_variant(lab_pki):
     assert v["large"]["www"]["cert"] == v["large"]["static"]["cert"]
     assert sorted(sans(v["large"]["www"]["cert"])) == sorted([WWW, STATIC])
     assert [v[n]["coalescing"] for n in ("shared", "separate", "large")] == [True, False, True]
+    assert sorted(sans(v["shared-rsa"]["www"]["cert"])) == sorted([WWW, STATIC])
+    assert sans(v["separate-rsa"]["static"]["cert"]) == [STATIC]
+    assert [v[n]["coalescing"] for n in ("shared-rsa", "separate-rsa")] == [True, False]
     assert "unit" in P.load_chain(Path(lab_pki["ca"]))[0].subject.rfc4514_string()
 
 
-@pytest.mark.parametrize("variant", ["shared", "separate", "large"])
+@pytest.mark.parametrize("variant", ["shared", "separate", "large", "shared-rsa", "separate-rsa"])
 @pytest.mark.parametrize("role", ["www", "static"])
 def test_chain_verifies_to_the_ca(lab_pki, variant, role):
     e = lab_pki["variants"][variant][role]
-    path = P.verify_chain(Path(lab_pki["ca"]), Path(e["cert"]), e["host"])
-    assert path[-1] == P.load_chain(Path(lab_pki["ca"]))[0]
+    ca = lab_pki["variants"][variant]["ca"]  # the rsa variants have a root of their own
+    assert (ca == lab_pki["ca"]) == (not variant.endswith("-rsa"))
+    path = P.verify_chain(Path(ca), Path(e["cert"]), e["host"])
+    assert path[-1] == P.load_chain(Path(ca))[0]
     assert len(path) == e["chain_certs"] + 1  # + the root, which the chain file does not carry
     if shutil.which("openssl"):
-        r = subprocess.run(["openssl", "verify", "-CAfile", lab_pki["ca"], "-untrusted", e["cert"],
+        r = subprocess.run(["openssl", "verify", "-CAfile", ca, "-untrusted", e["cert"],
                             "-verify_hostname", e["host"], e["cert"]], capture_output=True, text=True)
         assert r.returncode == 0 and ": OK" in r.stdout, r.stdout + r.stderr
 
@@ -72,6 +77,8 @@ def test_keys_match_and_are_private(lab_pki):
             assert stat.S_IMODE(Path(e["key"]).stat().st_mode) == 0o600
             if variant == "large":
                 assert isinstance(key, rsa.RSAPrivateKey) and key.key_size == 4096
+            elif variant.endswith("-rsa"):
+                assert isinstance(key, rsa.RSAPrivateKey) and key.key_size == 2048
             else:
                 assert isinstance(key, ed25519.Ed25519PrivateKey)
     assert json.loads((Path(lab_pki["ca"]).parent / "pki.json").read_text()) == lab_pki

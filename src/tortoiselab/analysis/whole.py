@@ -103,7 +103,7 @@ def load_problems(loader: str, summary: dict, requests: int | None = None, objec
     """Why a load's measurement is not whole (empty when it is). requests:
     how many the loader was asked for (h2load); object_bytes: the size each
     answer must have (a single object's size, from its URL)."""
-    if loader == "loader":
+    if loader in ("loader", "chromium"):  # the browser's summary has our loader's keys (tortoiselab.browser)
         return _loader_problems(summary)
     if loader == "nghttp":
         return _nghttp_problems(summary)

@@ -304,6 +304,26 @@ def page_loader(python: str, url: str, *, ca: str, protocol: str, cache_hit_rati
     return argv
 
 
+def browser_loader(python: str, url: str, *, ca: str | Path, resolve: dict[str, str], timeout_s: float,
+                   har: str | Path, summary: str | Path, protocol: str | None = None,
+                   fault: str | None = None) -> list[str]:
+    """Chromium as a page loader (tortoiselab.browser), as the first process
+    of a PID namespace of its own: when it ends, or `unshare` is killed at
+    the executor's timeout (--kill-child), the kernel ends every process
+    left in the namespace (the Playwright driver, Chromium and its helpers),
+    whatever process groups they made. --mount-proc: /proc shows the
+    namespace's own processes, which the loader ends by pid on its way out."""
+    argv = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc",
+            python, "-m", "tortoiselab.browser", url, "--ca", str(ca), "--timeout", str(timeout_s),
+            "--har", str(har), "--summary", str(summary)]
+    argv += [x for n, ip in sorted(resolve.items()) for x in ("--resolve", f"{n}:{ip}")]
+    if protocol:
+        argv += ["--protocol", protocol]
+    if fault:
+        argv += ["--fault", fault]
+    return argv
+
+
 def nghttp(url: str) -> list[str]:
     """nghttp2's client: -a fetches the page's same-origin assets the way it
     parses them, -n discards bodies, -s prints per-request timings. It

@@ -110,6 +110,30 @@ class Executor:
         self.record(where, argv, rc, out, err, t0)
         return rc, out, err
 
+    def run_to_file(self, argv: list[str], host: Any, log: Path, timeout: float,
+                    kill_wait: float = 30.0) -> tuple[int, bool]:
+        """Run argv in a Mininet host with its stdout and stderr in the file
+        log, not in pipes: a child it leaves behind (a browser's helper
+        stuck in the kernel) cannot hold the call open. Killed (SIGKILL) at
+        timeout s; returns (exit code, timed out). Logged as run() does."""
+        t0 = time.monotonic()
+        with open(log, "wb") as fh:
+            proc = host.popen(argv, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT)
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            proc.kill()
+            try:
+                proc.wait(timeout=kill_wait)
+            except subprocess.TimeoutExpired:
+                pass
+        rc = proc.returncode if proc.returncode is not None else -9
+        tail = Path(log).read_text(errors="replace")[-2000:] if rc else ""
+        self.record(host.name, argv, rc, "", tail + (f"\n(timed out after {timeout} s)" if timed_out else ""), t0)
+        return rc, timed_out
+
     def write(self, path: Path, value: str, where: str = "root") -> tuple[int, str]:
         """Write value into a file (a sysfs setting), logged as the step
         ["write", path, value]; never raises on the kernel's refusal:

@@ -4,7 +4,9 @@ server can enter. Each refusal is a RunnerError naming the field and the fix."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import shutil
 import stat
 from pathlib import Path
 
@@ -27,6 +29,22 @@ def check_site_urls(runs: list[RunSpec]) -> None:
         if path.startswith("objects/") and path not in {f"objects/{s}.bin" for s in sizes}:
             raise RunnerError(f"client.url: the lab's site has no {path}; its objects are "
                               + ", ".join(f"objects/{s}.bin" for s in sizes) + " (sizes in bytes, decimal)")
+
+
+BROWSER_TOOLS = {"chromium": "chromium", "certutil": "libnss3-tools"}  # command -> Debian package
+
+
+def check_browser_tools(runs: list[RunSpec]) -> None:
+    """A run with client.loader chromium needs Debian's chromium, NSS's
+    certutil and Playwright for Python (the lab guest sees the host's
+    programs); refused before anything starts if one is missing."""
+    if not any(r.config["client"].get("loader") == "chromium" for r in runs):
+        return
+    missing = [pkg for cmd, pkg in BROWSER_TOOLS.items() if shutil.which(cmd) is None]
+    if importlib.util.find_spec("playwright") is None:
+        missing.append("playwright (PyPI)")
+    if missing:
+        raise RunnerError(f"client.loader: chromium needs {', '.join(missing)}; run make setup")
 
 
 def check_manifest_urls(runs: list[RunSpec], site: Path) -> None:

@@ -34,7 +34,8 @@ from tortoiselab.analysis.fidelity import handshake_rtt_check
 from tortoiselab.analysis.flights import analyze_pcap, steady_throughput_mbit
 from tortoiselab.analysis.parsers import parse_nghttp_stats
 from tortoiselab.host import backends, pageload, store
-from tortoiselab.host.checks import check_guest_paths, check_kernel_paths, check_manifest_urls, check_site_urls
+from tortoiselab.host.checks import (check_browser_tools, check_guest_paths, check_kernel_paths, check_manifest_urls,
+                                    check_site_urls)
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import claim, clean_stale, experiment_lock, note, setup_lock
 from tortoiselab.host.provenance import run_seeds, tool_versions
@@ -410,6 +411,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
     sliced = shard is not None or runs_file is not None
     exp_dir = Path(results).resolve() / exp.name  # the guest is given absolute paths only
     check_site_urls(runs)
+    check_browser_tools(runs)
     ccs = sorted({r.config["server"]["cc"] for r in runs})
     check_guest_paths(exp_dir)
     info = backends.choose(backend, clock, ccs)

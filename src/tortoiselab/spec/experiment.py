@@ -104,7 +104,7 @@ class ServerCfg(BaseModel):
     slow_start_after_idle: bool = True
     protocol: Literal["h2", "h1"] = "h2"
     tls: Literal["1.3", "1.2"] = "1.3"
-    cert: Literal["shared", "separate", "large"] = "shared"
+    cert: Literal["shared", "separate", "large", "shared-rsa", "separate-rsa"] = "shared"
 
     @field_validator("cc")
     @classmethod
@@ -128,7 +128,7 @@ class ClientCfg(BaseModel):
     coalescing: bool = True
     cache_hit_ratio: float = Field(0.0, ge=0, lt=1)
     resolution: Literal["same-ip", "two-ip"] = "same-ip"
-    loader: Literal["loader", "h2load", "nghttp"] = "loader"
+    loader: Literal["loader", "h2load", "nghttp", "chromium"] = "loader"
     protocol: Literal["h2", "h1"] | None = None
     h2load_requests: int = Field(3, ge=1, le=1000)
     repeat_after_idle_s: float | None = Field(
@@ -141,6 +141,30 @@ class ClientCfg(BaseModel):
         return _one_of(v, PAGES, "page", "the lab serves")
 
 
+# certificate variants Chromium accepts: it verifies no Ed25519 signature
+# (nor does NSS, where the lab CA is trusted for it; docs/browser.md)
+BROWSER_CERTS = ("shared-rsa", "separate-rsa")
+
+
+def browser_problems(server: ServerCfg, client: ClientCfg) -> list[str]:
+    """What the chromium loader cannot do of these settings, each with its
+    fix; empty for any other loader."""
+    if client.loader != "chromium":
+        return []
+    out = []
+    if server.cert not in BROWSER_CERTS:
+        out.append(f"server.cert: Chromium accepts no Ed25519 certificate; use {' or '.join(BROWSER_CERTS)} "
+                   f"(RSA-2048 chains; shared-rsa lets it coalesce)")
+    if client.cache_hit_ratio:
+        out.append("client.cache_hit_ratio: the browser loads every page cold (a fresh profile per load); use 0")
+    if not client.coalescing:
+        out.append("client.coalescing: Chromium has no switch to turn coalescing off; prevent it with "
+                   "server.cert: separate-rsa or client.resolution: two-ip")
+    if client.repeat_after_idle_s is not None:
+        out.append("client.repeat_after_idle_s: not supported by the chromium loader; leave it out")
+    return out
+
+
 class RunConfig(BaseModel):
     """One point of a sweep: everything a run needs."""
 
@@ -148,6 +172,13 @@ class RunConfig(BaseModel):
     path: PathCfg = Field(default_factory=PathCfg)
     server: ServerCfg = Field(default_factory=ServerCfg)
     client: ClientCfg = Field(default_factory=ClientCfg)
+
+    @model_validator(mode="after")
+    def _browser(self) -> "RunConfig":
+        problems = browser_problems(self.server, self.client)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 def _check_axes(v: dict[str, list[Any]]) -> dict[str, list[Any]]:

@@ -20,7 +20,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from tortoiselab.spec.experiment import ClientCfg, ServerCfg
+from tortoiselab.spec.experiment import ClientCfg, ServerCfg, browser_problems
 from tortoiselab.spec.pathspec import PathSpec, describe_errors
 
 # the lab's DNS domain: www and static are the page's two origins
@@ -132,6 +132,9 @@ class LoadClient(ClientCfg):
     seed: int = Field(1, ge=0, description="the loader's seed (cache-hit choices)")
     dns: bool = Field(True, description="resolve through the lab's DNS server; False: --resolve each name")
     tls_client: Literal["1.3", "1.2"] | None = Field(None, description="the loader's TLS version; None: its own")
+    browser_fault: Literal["hang", "crash"] | None = Field(
+        None, description="tests of the bounds only: the chromium loader stops (hang) or kills (crash) the "
+                          "browser's processes before it navigates")
 
     def target(self) -> str:
         return self.url or www_url(self.page)
@@ -148,6 +151,17 @@ class LoadSpec(_Strict):
     seed: int | None = Field(None, ge=0, description="this load's run seed (netem's draws per direction); "
                                                     "None: the request's")
     path: PathSpec | None = Field(None, description="this load's path (netem on the WAN ports); None: the request's")
+
+    @model_validator(mode="after")
+    def _browser(self) -> "LoadSpec":
+        problems = browser_problems(self.server, self.client)
+        if self.client.loader == "chromium" and self.client.tls_client is not None:
+            problems.append("client.tls_client: the chromium loader offers what Chromium offers; leave it out")
+        if self.client.browser_fault is not None and self.client.loader != "chromium":
+            problems.append("client.browser_fault: only for loader chromium")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 class PageLoadRequest(LabRequest):

@@ -52,7 +52,7 @@ MODULES: tuple[tuple[str, str], ...] = (
 
 PROTOCOLS = {"h2": "h2 http/1.1", "h1": "http/1.1"}
 TLS_VERSIONS = {"1.3": "-all +TLSv1.3", "1.2": "-all +TLSv1.2"}
-CERT_VARIANTS = ("shared", "separate", "large")
+CERT_VARIANTS = ("shared", "separate", "large", "shared-rsa", "separate-rsa")
 
 CONF_NAME = "httpd.conf"
 PID_NAME = "httpd.pid"

@@ -65,12 +65,13 @@ from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from cryptography.x509.verification import VerificationError
 
-VARIANTS = ("shared", "separate", "large")
+# *-rsa: the small variants under an RSA-2048 root, for browsers (no Ed25519)
+VARIANTS = ("shared", "separate", "large", "shared-rsa", "separate-rsa")
 MSS_BYTES = 1448  # TCP payload per segment: MTU 1500 - 20 (IP) - 20 (TCP) - 12 (timestamps)
 INITCWND_SMALL, INITCWND_DEFAULT = 3, 10
 LARGE_CHAIN_DER_BYTES = 6908  # the napkin article's (seed 003) 6908-byte certificate
 LARGE_INTERMEDIATES = 2
-RSA_BITS = 4096
+RSA_BITS = 4096  # the large chain's keys
 # every certificate's validity: fixed, so that the same seed name gives the
 # same bytes; it contains the virtual clock's start (2030-01-01) and today
 NOT_BEFORE = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)
@@ -127,8 +128,8 @@ def _new_key(kind: str, seed_name: str = "", label: str = ""):
     """Ed25519 keys are derived from (seed_name, label); RSA keys are random."""
     if kind == "ed25519":
         return ed25519.Ed25519PrivateKey.from_private_bytes(_derived(seed_name, label, 32))
-    if kind == "rsa-4096":
-        return rsa.generate_private_key(public_exponent=65537, key_size=RSA_BITS)
+    if kind in ("rsa-4096", "rsa-2048"):
+        return rsa.generate_private_key(public_exponent=65537, key_size=int(kind[4:]))
     raise ValueError(f"key kind: {kind!r}")
 
 
@@ -266,30 +267,9 @@ def make_pki(out_dir: Path, domain: str = "lab.test", seed_name: str = "", *,
     int_key = _new_key("ed25519", seed_name, "intermediate")
     inter = _build("Tortoise Lab Ed25519 Intermediate", int_key, ca, ca_key, ca=True, path_len=0,
                    serial_seed=seed_name)
-
-    made: dict[str, dict] = {}
-    if "shared" in variants:
-        d = out_dir / "shared"
-        d.mkdir(exist_ok=True)
-        k = _new_key("ed25519", seed_name, "shared")
-        leaf = _build(www, k, inter, int_key, ca=False, sans=[www, static], serial_seed=seed_name)
-        _write_chain(d / "cert.pem", [leaf, inter])
-        _write_key(d / "key.pem", k)
-        e = _leaf_entry(www, d / "cert.pem", d / "key.pem", [leaf, inter], k)
-        made["shared"] = {"coalescing": True, "key_type": "ed25519", "ca": str(ca_pem),
-                          "www": e, "static": {**e, "host": static}}
-
-    if "separate" in variants:
-        d = out_dir / "separate"
-        d.mkdir(exist_ok=True)
-        made["separate"] = {"coalescing": False, "key_type": "ed25519", "ca": str(ca_pem)}
-        for role, host in (("www", www), ("static", static)):
-            k = _new_key("ed25519", seed_name, f"separate-{role}")
-            leaf = _build(host, k, inter, int_key, ca=False, sans=[host], serial_seed=seed_name)
-            _write_chain(d / f"{role}.pem", [leaf, inter])
-            _write_key(d / f"{role}.key", k)
-            made["separate"][role] = _leaf_entry(host, d / f"{role}.pem", d / f"{role}.key", [leaf, inter], k)
-
+    made = _small_variants(out_dir, "", variants, (inter, int_key), str(ca_pem), "ed25519", www, static, seed_name)
+    if any(v.endswith("-rsa") for v in variants):
+        made.update(_rsa_variants(out_dir, variants, label, www, static, seed_name))
     if "large" in variants:
         made["large"] = _large_variant(out_dir / "large", ca, ca_key, str(ca_pem), www, static,
                                        large_chain_der_bytes, seed_name)
@@ -302,6 +282,53 @@ def make_pki(out_dir: Path, domain: str = "lab.test", seed_name: str = "", *,
     return pki
 
 
+def _small_variants(out_dir: Path, suffix: str, variants: Sequence[str], issuer: tuple, ca_pem: str,
+                    kind: str, www: str, static: str, seed_name: str) -> dict[str, dict]:
+    """The shared and separate variants (names + suffix) of one key kind,
+    leaves issued by issuer (certificate, key)."""
+    inter, int_key = issuer
+    made: dict[str, dict] = {}
+    if "shared" + suffix in variants:
+        d = out_dir / ("shared" + suffix)
+        d.mkdir(exist_ok=True)
+        k = _new_key(kind, seed_name, "shared" + suffix)
+        leaf = _build(www, k, inter, int_key, ca=False, sans=[www, static], serial_seed=seed_name)
+        _write_chain(d / "cert.pem", [leaf, inter])
+        _write_key(d / "key.pem", k)
+        e = _leaf_entry(www, d / "cert.pem", d / "key.pem", [leaf, inter], k)
+        made["shared" + suffix] = {"coalescing": True, "key_type": kind, "ca": ca_pem,
+                                   "www": e, "static": {**e, "host": static}}
+    if "separate" + suffix in variants:
+        d = out_dir / ("separate" + suffix)
+        d.mkdir(exist_ok=True)
+        made["separate" + suffix] = {"coalescing": False, "key_type": kind, "ca": ca_pem}
+        for role, host in (("www", www), ("static", static)):
+            k = _new_key(kind, seed_name, f"separate{suffix}-{role}")
+            leaf = _build(host, k, inter, int_key, ca=False, sans=[host], serial_seed=seed_name)
+            _write_chain(d / f"{role}.pem", [leaf, inter])
+            _write_key(d / f"{role}.key", k)
+            made["separate" + suffix][role] = _leaf_entry(host, d / f"{role}.pem", d / f"{role}.key",
+                                                          [leaf, inter], k)
+    return made
+
+
+def _rsa_variants(out_dir: Path, variants: Sequence[str], label: str, www: str, static: str,
+                  seed_name: str) -> dict[str, dict]:
+    """shared-rsa and separate-rsa: the small variants under a root of their
+    own (ca-rsa.pem), every key RSA-2048, for clients that accept no Ed25519
+    (Chromium and NSS: docs/browser.md). RSA keys are random, but the key
+    and signature sizes are fixed, so the chain's length is too."""
+    ca_key = _new_key("rsa-2048")
+    ca = _build(f"{label} RSA", ca_key, None, ca_key, ca=True, path_len=None, serial_seed=seed_name)
+    ca_pem = out_dir / "ca-rsa.pem"
+    _write_chain(ca_pem, [ca])
+    int_key = _new_key("rsa-2048")
+    inter = _build("Tortoise Lab RSA-2048 Intermediate", int_key, ca, ca_key, ca=True, path_len=0,
+                   serial_seed=seed_name)
+    return _small_variants(out_dir, "-rsa", variants, (inter, int_key), str(ca_pem), "rsa-2048", www, static,
+                           seed_name)
+
+
 def _large_variant(d: Path, ca, ca_key, ca_pem: str, www: str, static: str, target: int,
                    seed_name: str = "") -> dict:
     """RSA-4096 leaf <- LARGE_INTERMEDIATES RSA-4096 intermediates <- root,
@@ -309,12 +336,12 @@ def _large_variant(d: Path, ca, ca_key, ca_pem: str, www: str, static: str, targ
     d.mkdir(exist_ok=True)
     issuer, issuer_key, inters = ca, ca_key, []
     for i in range(LARGE_INTERMEDIATES):
-        ik = _new_key("rsa-4096")
+        ik = _new_key(f"rsa-{RSA_BITS}")
         ic = _build(f"Tortoise Lab RSA Intermediate {i + 1}", ik, issuer, issuer_key, ca=True,
                     path_len=LARGE_INTERMEDIATES - 1 - i, serial_seed=seed_name)
         inters.insert(0, ic)
         issuer, issuer_key = ic, ik
-    k = _new_key("rsa-4096")
+    k = _new_key(f"rsa-{RSA_BITS}")
     leaf = _padded_leaf(target, sum(len(_der(c)) for c in inters), k, issuer, issuer_key,
                         www, [www, static], serial_seed=seed_name)
     _write_chain(d / "cert.pem", [leaf, *inters])

@@ -248,7 +248,8 @@ def _set_up_server(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec,
 def _our_loader(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None, load: LoadSpec,
                 names: dict[str, str], d: Path) -> tuple[dict, str | None]:
     s, c = load.server, load.client
-    argv = C.page_loader(sys.executable, c.target(), ca=web.pki["ca"], protocol=c.protocol or s.protocol,
+    argv = C.page_loader(sys.executable, c.target(), ca=web.pki["variants"][s.cert]["ca"],
+                         protocol=c.protocol or s.protocol,
                          cache_hit_ratio=c.cache_hit_ratio, seed=c.seed, timeout_s=c.timeout_s,
                          har=d / "page.har", summary=d / "summary.json",
                          dns_server=DNS_IP if c.dns else None, resolve=None if c.dns else names,
@@ -284,8 +285,59 @@ def _h2load(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None, lo
         return {"rc": rc, "error": f"{exc}: {err.strip()[-300:]}", "raw": text[-4000:]}, None
 
 
+def _chromium(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None, load: LoadSpec,
+              names: dict[str, str], d: Path) -> tuple[dict, str | None]:
+    """Chromium through tortoiselab.browser (docs/browser.md), in a PID
+    namespace of its own, the lab CA of the certificate variant trusted in a
+    private NSS database, names from the load's static map. Bounded twice:
+    the loader's own watchdog (its --timeout plus slack), then the
+    executor's kill at the timeout plus LOADER_GRACE_S, which ends the
+    namespace. Afterwards the guest is searched for browser processes left
+    running (uml only: there the guest's processes are the lab's alone)."""
+    s, c = load.server, load.client
+    argv = C.browser_loader(sys.executable, c.target(), ca=web.pki["variants"][s.cert]["ca"], resolve=names,
+                            timeout_s=c.timeout_s, har=d / "page.har", summary=d / "summary.json",
+                            protocol=c.protocol, fault=c.browser_fault)
+    if lab.ctx.private_ovs:
+        # uml: the lab kernel's io_uring mmap broke Chromium's pages ("Bad page
+        # map", the process stuck); without io_uring it and node fall back to
+        # plain system calls. The guest's kernel is the lab's alone.
+        ex.sysctl({"kernel.io_uring_disabled": 2})
+    t0 = time.monotonic()
+    rc, timed_out = ex.run_to_file(argv, lab.client, d / "browser.log", timeout=c.timeout_s + LOADER_GRACE_S)
+    try:
+        summary = json.loads((d / "summary.json").read_text())
+    except (OSError, ValueError):
+        log = (d / "browser.log").read_text(errors="replace").strip()[-500:]
+        why = "killed at the lab's timeout" if timed_out else f"exit {rc}"
+        summary = {"loader": "chromium", "ok": False, "requests": 0, "plt_ms": None,
+                   "error": f"the browser loader wrote no summary ({why} after {time.monotonic() - t0:.1f} s): {log}"}
+    summary["exit_code"] = rc
+    summary["processes_left"] = _browser_processes() if lab.ctx.private_ovs else None
+    if summary["processes_left"] and not summary.get("error"):
+        summary["error"] = f"browser processes left running after the load: {summary['processes_left']}"
+    return summary, str(d / "page.har") if (d / "page.har").exists() else None
+
+
+BROWSER_COMMS = ("chromium", "chrome", "node")  # Chromium's processes and Playwright's driver
+
+
+def _browser_processes() -> list[str]:
+    """'pid name' of every Chromium or Playwright process in the guest."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                comm = (p / "comm").read_text().strip()
+            except OSError:
+                continue
+            if comm.startswith(BROWSER_COMMS):
+                out.append(f"{p.name} {comm}")
+    return out
+
+
 LOADERS: dict[str, Callable[..., tuple[dict, str | None]]] = {
-    "loader": _our_loader, "nghttp": _nghttp, "h2load": _h2load}
+    "loader": _our_loader, "nghttp": _nghttp, "h2load": _h2load, "chromium": _chromium}
 
 
 def _collect(ex: Executor, lab: PathLab, pcap: Path) -> dict:

@@ -1,0 +1,135 @@
+"""Chromium against our loader on one path (issue 22): the agreement table
+and what a browser load costs.
+
+The four graded pages and the feed page, each loaded by our loader
+(tortoiselab.client) and by Chromium (tortoiselab.browser) in one lab boot,
+same path, same server (h2, TLS 1.3, the shared-rsa certificate: Chromium
+takes no Ed25519), names from a static map for both (no DNS time in either).
+Per page and loader: connections (the loader's own count and the server
+capture's), PLT (page start to last byte), first request to last byte,
+TTFB, and for the browser its onload PLT; then the wall time each load took
+on the host (the guest's marks, capture on to loaded) and the browser's
+cost relative to ours.
+
+    .venv/bin/python bench/browser.py [--clock virtual|real] [--rtt-ms 100] [--rate-mbit 50] [--reps 1]
+
+Figures, not assertions; the lab's folder stays in --out for a look.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tortoiselab.host.pageload import run_loads
+from tortoiselab.spec.pathspec import PathSpec
+
+PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html")
+LOADERS = ("loader", "chromium")
+SERVER = {"cc": "cubic", "initcwnd_pkts": 10, "protocol": "h2", "tls": "1.3", "cert": "shared-rsa"}
+
+
+def loads(reps: int) -> list[dict]:
+    out = []
+    for rep in range(reps):
+        for page in PAGES:
+            for loader in LOADERS:
+                out.append({"label": f"{page}:{loader}:{rep}", "server": SERVER,
+                            "client": {"page": page, "loader": loader, "dns": False, "timeout_s": 120}})
+    return out
+
+
+def _wall(ld: dict) -> float | None:
+    w = ld.get("wall") or {}
+    return w["loaded"] - w["capture_on"] if w.get("loaded") and w.get("capture_on") else None
+
+
+def _med(xs: list) -> float | None:
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def _f(x: float | None, nd: int = 1) -> str:
+    return "-" if x is None else f"{x:.{nd}f}"
+
+
+def rows(res: dict) -> dict[tuple[str, str], dict]:
+    """(page, loader) -> medians over the repetitions."""
+    by: dict[tuple[str, str], list[dict]] = {}
+    for ld in res["loads"]:
+        page, loader, _ = ld["label"].split(":")
+        by.setdefault((page, loader), []).append(ld)
+    out = {}
+    for key, lds in by.items():
+        ss = [ld.get("summary") or {} for ld in lds]
+        out[key] = {
+            "errors": [s.get("error") or ld.get("error") for s, ld in zip(ss, lds) if s.get("error") or ld.get("error")],
+            "conns": _med([s.get("connections_opened") for s in ss]),
+            "capture_conns": _med([len(ld.get("connections") or []) for ld in lds]),
+            "plt": _med([s.get("plt_ms") for s in ss]),
+            "onload": _med([s.get("plt_onload_ms") for s in ss]),
+            "from_req": _med([s.get("plt_from_request_ms") for s in ss]),
+            "ttfb": _med([s.get("ttfb_ms") for s in ss]),
+            "requests": _med([s.get("requests") for s in ss]),
+            "wall_s": _med([_wall(ld) for ld in lds]),
+        }
+    return out
+
+
+def table(r: dict[tuple[str, str], dict]) -> str:
+    head = (f"{'page':<12} {'conns o/b':>9} {'capture o/b':>11} {'PLT ours':>9} {'PLT chr':>8} {'onload':>8} "
+            f"{'1st-req ours':>12} {'1st-req chr':>11} {'TTFB ours':>9} {'TTFB chr':>8} {'wall ours s':>11} "
+            f"{'wall chr s':>10} {'cost':>6}")
+    lines = [head, "-" * len(head)]
+    for page in PAGES:
+        o, b = r.get((page, "loader"), {}), r.get((page, "chromium"), {})
+        cost = b["wall_s"] / o["wall_s"] if b.get("wall_s") and o.get("wall_s") else None
+        lines.append(
+            f"{page:<12} {_f(o.get('conns'), 0) + '/' + _f(b.get('conns'), 0):>9} "
+            f"{_f(o.get('capture_conns'), 0) + '/' + _f(b.get('capture_conns'), 0):>11} "
+            f"{_f(o.get('plt')):>9} {_f(b.get('plt')):>8} {_f(b.get('onload')):>8} {_f(o.get('from_req')):>12} "
+            f"{_f(b.get('from_req')):>11} {_f(o.get('ttfb')):>9} {_f(b.get('ttfb')):>8} {_f(o.get('wall_s'), 2):>11} "
+            f"{_f(b.get('wall_s'), 2):>10} {_f(cost, 1) + 'x':>6}")
+        for who, x in (("ours", o), ("chromium", b)):
+            for e in x.get("errors", []):
+                lines.append(f"    {page} {who}: {e}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--clock", default="virtual", choices=["virtual", "real"])
+    p.add_argument("--backend", default="uml", choices=["uml", "native"])
+    p.add_argument("--rtt-ms", type=float, default=100.0)
+    p.add_argument("--rate-mbit", type=float, default=50.0)
+    p.add_argument("--loss-pct", type=float, default=0.0)
+    p.add_argument("--reps", type=int, default=1)
+    p.add_argument("--out", type=Path, default=None)
+    a = p.parse_args(argv)
+    work = a.out or Path(tempfile.mkdtemp(prefix="tortoise-bench-browser-"))
+    path = PathSpec(rtt_ms=a.rtt_ms, loss_pct=a.loss_pct, rate_mbit=a.rate_mbit)
+    t0 = time.monotonic()
+    res = run_loads(loads(a.reps), path, backend=a.backend, clock=a.clock, work=work / "lab")
+    wall = time.monotonic() - t0
+    r = rows(res)
+    print(f"browser vs our loader: {a.backend} backend, {a.clock} clock, rtt {a.rtt_ms} ms, {a.rate_mbit} Mbit/s, "
+          f"loss {a.loss_pct} %, h2 + TLS 1.3, cert shared-rsa, same-ip, no DNS; median of {a.reps} "
+          f"repetition(s); one lab boot, {wall:.1f} s of wall time in all")
+    print(table(r))
+    chrome = [x["wall_s"] for (pg, ld), x in r.items() if ld == "chromium" and x.get("wall_s")]
+    ours = [x["wall_s"] for (pg, ld), x in r.items() if ld == "loader" and x.get("wall_s")]
+    if chrome and ours:
+        print(f"wall time per load (capture on to loaded, host clock): ours {statistics.mean(ours):.2f} s, "
+              f"chromium {statistics.mean(chrome):.2f} s on average ({statistics.mean(chrome) / statistics.mean(ours):.1f}x)")
+    (work / "table.json").write_text(json.dumps({f"{k[0]}:{k[1]}": v for k, v in r.items()}, indent=1))
+    print(f"(runs in {work})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
