@@ -60,3 +60,22 @@ def test_sysctl_paths_and_reads_in_this_process():
         got = ex.read_sysctls(["kernel.ostype", "net.ipv4.no_such_setting"])
     assert got == {"kernel.ostype": "Linux", "net.ipv4.no_such_setting": ""}
     assert ex.records == []  # reads are not steps of the lab
+
+
+def test_run_to_file_in_the_root_namespace_runs_in_cwd_and_kills_its_group_at_the_timeout(tmp_path):
+    ex = Executor()
+    rc, timed_out = ex.run_to_file(["sh", "-c", "pwd; echo $$ > shell.pid; sleep 30 & echo $! > child.pid; wait"],
+                                   None, tmp_path / "out.log", timeout=1, kill_wait=5, cwd=tmp_path)
+    assert (rc, timed_out) == (-9, True)
+    assert (tmp_path / "out.log").read_text().splitlines()[0] == str(tmp_path)
+    child = int((tmp_path / "child.pid").read_text())
+    # the shell's background child went with its group (a zombie until init reaps it at most)
+    state = Path(f"/proc/{child}/stat").read_text().split()[2] if Path(f"/proc/{child}").exists() else "gone"
+    assert state in ("Z", "gone")
+    assert ex.records[-1]["where"] == "root" and "timed out after 1 s" in ex.records[-1]["stderr"]
+
+
+def test_run_to_file_in_the_root_namespace_returns_the_exit_code(tmp_path):
+    rc, timed_out = Executor().run_to_file([sys.executable, "-c", "print('hi'); raise SystemExit(3)"], None,
+                                           tmp_path / "out.log", timeout=30)
+    assert (rc, timed_out) == (3, False) and (tmp_path / "out.log").read_text() == "hi\n"

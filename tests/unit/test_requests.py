@@ -13,7 +13,7 @@ from tortoiselab.guest.tasks import TASKS
 from tortoiselab.host import backends, pageload
 from tortoiselab.spec.experiment import expand, load
 from tortoiselab.spec.pathspec import PathSpec
-from tortoiselab.spec.requests import (REQUEST_MODELS, CcCheckRequest, LabRequest, LossResponseRequest,
+from tortoiselab.spec.requests import (REQUEST_MODELS, CcCheckRequest, CommandRequest, LabRequest, LossResponseRequest,
                                        ModuleCheckRequest, PageLoadRequest, ProbeRequest, RequestError,
                                        read_request, task_name)
 
@@ -27,6 +27,8 @@ REQUESTS = [
     LossResponseRequest(path=PATH, drop_nth=150, arms=[
         {"label": "reno_beta 0.7", "cc": "reno_beta", "params": {"beta": "0.700"}, "segments": 3000}]),
     ModuleCheckRequest(bad_params={"cubic_plus": {"n": "0"}}, backend="uml", clock="real"),
+    CommandRequest(argv=["/v/bin/python", "-m", "tortoiselab.cli", "run", "e.yaml", "--backend", "native"],
+                   timeout_s=300, seed=4, backend="uml", clock="real"),
     PageLoadRequest(path=PATH, seed=3, site_dir="/r/.lab/site", pki_dir="/r/.lab/pki/x", ro_paths=["/r/.lab"],
                     loads=[{"label": "a", "server": {"cc": "cubic_plus", "initcwnd_pkts": 3,
                                                      "module_params": {"cubic_plus": {"n": 2}}},
@@ -201,3 +203,13 @@ def test_one_load_checks_the_settings_by_the_experiments_models():
         pageload.one_load("x", {"initcwnd_pkts": 0, "protocol": "h3"}, {}, 1)
     with pytest.raises(ValueError, match=r"^client\.colour: Extra inputs"):
         pageload.one_load("x", {}, {"colour": "red"}, 1)
+
+
+@pytest.mark.parametrize("fields,field", [
+    ({"argv": []}, "command.argv"),
+    ({"argv": ["true"], "timeout_s": 0}, "command.timeout_s"),
+    ({"argv": ["true"], "timeout_s": 86400}, "command.timeout_s"),
+])
+def test_a_command_request_has_a_command_and_a_bounded_timeout(fields, field):
+    with pytest.raises(RequestError, match=f"request.json: {field}"):
+        read_request(json.dumps({"task": "command", **fields}))

@@ -8,6 +8,7 @@ import ctypes
 import functools
 import os
 import shlex
+import signal
 import subprocess
 import time
 from contextlib import contextmanager
@@ -111,27 +112,36 @@ class Executor:
         return rc, out, err
 
     def run_to_file(self, argv: list[str], host: Any, log: Path, timeout: float,
-                    kill_wait: float = 30.0) -> tuple[int, bool]:
-        """Run argv in a Mininet host with its stdout and stderr in the file
-        log, not in pipes: a child it leaves behind (a browser's helper
-        stuck in the kernel) cannot hold the call open. Killed (SIGKILL) at
-        timeout s; returns (exit code, timed out). Logged as run() does."""
+                    kill_wait: float = 30.0, cwd: Path | None = None) -> tuple[int, bool]:
+        """Run argv in a Mininet host, or in the guest's root namespace in a
+        session of its own (host None, in cwd), with its stdout and stderr
+        in the file log, not in pipes: a child it leaves behind (a browser's
+        helper stuck in the kernel) cannot hold the call open. Killed
+        (SIGKILL; in the root namespace its whole process group) at timeout
+        s; returns (exit code, timed out). Logged as run() does."""
         t0 = time.monotonic()
         with open(log, "wb") as fh:
-            proc = host.popen(argv, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT)
+            if host is None:
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                                        cwd=cwd, start_new_session=True)
+            else:
+                proc = host.popen(argv, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT)
         timed_out = False
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
-            proc.kill()
+            if host is None:
+                os.killpg(proc.pid, signal.SIGKILL)  # the group this call started, by its id
+            else:
+                proc.kill()
             try:
                 proc.wait(timeout=kill_wait)
             except subprocess.TimeoutExpired:
                 pass
         rc = proc.returncode if proc.returncode is not None else -9
         tail = Path(log).read_text(errors="replace")[-2000:] if rc else ""
-        self.record(host.name, argv, rc, "", tail + (f"\n(timed out after {timeout} s)" if timed_out else ""), t0)
+        self.record(host.name if host is not None else "root", argv, rc, "", tail + (f"\n(timed out after {timeout} s)" if timed_out else ""), t0)
         return rc, timed_out
 
     def write(self, path: Path, value: str, where: str = "root") -> tuple[int, str]:

@@ -116,6 +116,24 @@ class ModuleCheckRequest(LabRequest):
         default_factory=dict, description="values the modules must refuse, by algorithm (not checked here)")
 
 
+# the longest a command in the lab guest may run (its own watchdog; the
+# host's fires a boot's worth later)
+MAX_COMMAND_S = 3 * 3600.0
+
+
+class CommandRequest(LabRequest):
+    """Run one command as root in the lab guest, in the run's work folder
+    (relative paths are the work folder's, the one place the guest may
+    write), with our modules loaded and Open vSwitch running as a Debian
+    host's service would: e.g. `tortoise run --backend native`, the native
+    backend on the lab kernel (docs/architecture.md)."""
+
+    task: Literal["command"] = "command"
+    argv: list[str] = Field(min_length=1, description="the command and its arguments, as exec sees them")
+    timeout_s: float = Field(600.0, gt=0, le=MAX_COMMAND_S,
+                             description="wall time the command may take before its process group is killed")
+
+
 _TIMEOUT = ClientCfg.model_fields["timeout_s"]
 
 
@@ -189,9 +207,9 @@ class PageLoadRequest(LabRequest):
 
 
 AnyRequest = Annotated[Union[ProbeRequest, CcCheckRequest, LossResponseRequest, ModuleCheckRequest,
-                             PageLoadRequest], Field(discriminator="task")]
+                             PageLoadRequest, CommandRequest], Field(discriminator="task")]
 REQUEST_MODELS: tuple[type[LabRequest], ...] = (ProbeRequest, CcCheckRequest, LossResponseRequest,
-                                                 ModuleCheckRequest, PageLoadRequest)
+                                                 ModuleCheckRequest, PageLoadRequest, CommandRequest)
 _ADAPTER: TypeAdapter[AnyRequest] = TypeAdapter(AnyRequest)
 
 

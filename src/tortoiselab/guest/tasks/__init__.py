@@ -14,14 +14,14 @@ from tortoiselab.guest.clock import sleep_until_monotonic, uptime_s
 from tortoiselab.guest.modules import available_algorithms, host_modules, load_modules, requested_algorithms
 from tortoiselab.guest.net import OVS_MIN_UPTIME_S, LabContext, private_ovs
 from tortoiselab.guest.record import write_json_atomic
-from tortoiselab.guest.tasks import cc_check, loss_response, module_check, pageload, probe
+from tortoiselab.guest.tasks import cc_check, command, loss_response, module_check, pageload, probe
 from tortoiselab.spec.requests import LabRequest
 
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
 TASKS: dict[str, Callable[[LabContext, Any], dict]] = {
     "probe": probe.run, "cc_check": cc_check.run, "loss_response": loss_response.run,
-    "module_check": module_check.run, "pageload": pageload.run,
+    "module_check": module_check.run, "pageload": pageload.run, "command": command.run,
 }
 
 
