@@ -34,11 +34,18 @@ def test_guest_work_paths_map_back_to_the_host(tmp_path):
     g = B.GUEST_WORK
     res = {"ok": True, "task": {"loads": [{"pcap": f"{g}/load-000/server.pcap", "har": None, "n": 3,
                                            "names": ["/run/tortoise-web/x", f"{g}x/y", g]}]}}
-    out = B.host_paths(res, tmp_path)
+    out = B.host_paths(res, tmp_path, "uml")
     ld = out["task"]["loads"][0]
     assert ld["pcap"] == f"{tmp_path}/load-000/server.pcap" and ld["har"] is None and ld["n"] == 3
     assert ld["names"] == ["/run/tortoise-web/x", f"{g}x/y", str(tmp_path)]
     assert f"W={g}\n" in B.GUEST_INIT.read_text()  # the path init.sh mounts it at
+
+
+def test_a_native_result_keeps_its_paths_even_under_the_guest_work_folder(tmp_path):
+    """Native inside a lab guest (tests/integration/test_native_in_guest.py)
+    writes under GUEST_WORK: its paths are already the right ones."""
+    res = {"pcap": f"{B.GUEST_WORK}/results/e/.r.tmp-boot/lab/load-000/server.pcap"}
+    assert B.host_paths(res, tmp_path, "native") == res
 
 
 def test_uml_argv_seccomp_only_when_asked():

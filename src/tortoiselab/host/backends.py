@@ -202,7 +202,7 @@ def run_task(info: BackendInfo, request: LabRequest, work: Path, timeout_s: floa
     return _run_uml(info, req, work, timeout_s)
 
 
-def _read_result(work: Path, log_hint: Path | None) -> dict:
+def _read_result(work: Path, log_hint: Path | None, backend: str) -> dict:
     res = work / "result.json"
     if not res.exists():
         tail = ""
@@ -210,19 +210,24 @@ def _read_result(work: Path, log_hint: Path | None) -> dict:
             tail = "\n".join(log_hint.read_text(errors="replace").splitlines()[-25:])
         raise LabError(f"the lab wrote no result (see {log_hint}):\n{tail}")
     result = json.loads(res.read_text())
-    result = host_paths(result, work)  # uml: the guest's fixed work folder, as the host sees it
+    result = host_paths(result, work, backend)  # uml: the guest's fixed work folder, as the host sees it
     if not result.get("ok"):
         raise LabError(f"lab task failed: {result.get('error')}\n{result.get('traceback', '')}")
     return result
 
 
-def host_paths(obj, work: Path):
-    """obj with every string under the uml guest's work folder (GUEST_WORK)
-    rewritten to the same place under the host's work folder."""
+def host_paths(obj, work: Path, backend: str):
+    """A uml guest's result with every string under its work folder
+    (GUEST_WORK) rewritten to the same place under the host's work folder.
+    A native result is the host's already and comes back as it is (a native
+    run whose work folder lies under GUEST_WORK, as inside a lab guest,
+    would otherwise be sent to a folder that does not exist)."""
+    if backend != "uml":
+        return obj
     if isinstance(obj, dict):
-        return {k: host_paths(v, work) for k, v in obj.items()}
+        return {k: host_paths(v, work, backend) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [host_paths(v, work) for v in obj]
+        return [host_paths(v, work, backend) for v in obj]
     if isinstance(obj, str) and (obj == GUEST_WORK or obj.startswith(GUEST_WORK + "/")):
         return str(work) + obj[len(GUEST_WORK):]
     return obj
@@ -235,7 +240,7 @@ def _run_native(work: Path, timeout_s: float) -> dict:
                                      timeout_s, NATIVE_GRACE_S),
                              stdin=subprocess.PIPE, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
         _wait_or_kill(p, timeout_s)
-    return _read_result(work, log)
+    return _read_result(work, log, "native")
 
 
 def plain_paths(paths: list[str]) -> list[str]:
@@ -409,7 +414,7 @@ def _boot_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float, 
         (work / "console-seccomp-refused.log").write_text(log.read_text(errors="replace"))
         userspace, why = "ptrace", f"the host refused seccomp: {refused}"
     (work / "uml_userspace").write_text(f"{userspace}\t{why}\n")
-    result = _read_result(work, log)
+    result = _read_result(work, log, "uml")
     result["uml_userspace"] = userspace
     result["uml_userspace_why"] = why
     return result

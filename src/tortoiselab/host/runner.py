@@ -119,7 +119,7 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
             done = work / f"load-{i:03d}" / "result.json"
             if run.run_id in stored or not done.exists():
                 continue
-            ld = backends.host_paths(json.loads(done.read_text()), work)
+            ld = backends.host_paths(json.loads(done.read_text()), work, info.backend)
             boot = boot or json.loads((work / "boot.json").read_text())
             t_store = time.time()
             rec = _record_of_load(run, i, [r.run_id for r in runs], boot, ld, info, site, pki, versions,

@@ -1,0 +1,96 @@
+"""Which packets the emulated path lost in a page load, from the load's two
+captures: the server's (before the WAN link) and the client's (after it).
+
+netem draws once per packet it is given, from a PRNG seeded per direction
+by the run's seed, so two loads of one run on one kernel lose packets at the
+same positions of each direction's stream, whoever sent what: the positions
+are the loss draws, and the packets at them are what the endpoints made of
+them. This is how the native backend is compared with the uml backend
+(tests/integration/test_native_in_guest.py).
+
+A packet is a TCP segment to or from the server's port, known by its
+addresses, ports, sequence and acknowledgement numbers, flags, IP length,
+IP id and TCP timestamp: unique within a load, since a retransmission
+carries a new timestamp. The path never reorders (netem's jitter is set
+without reordering, docs/paths.md), so what the receiver captured is a
+subsequence of what the sender did: walking both in order, each sent packet
+is either the next one received or lost. Only the lab's captures are read:
+pcap, Ethernet.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import dpkt
+
+DIRECTIONS = ("down", "up")  # server to client, client to server
+
+
+def _tsval(opts: bytes) -> int | None:
+    for kind, data in dpkt.tcp.parse_opts(opts):
+        if kind == dpkt.tcp.TCP_OPT_TIMESTAMP and len(data) == 8:
+            return struct.unpack("!I", data[:4])[0]
+    return None
+
+
+def tcp_packets(pcap: str | Path, server_port: int = 443) -> dict[str, list[tuple]]:
+    """Each direction's TCP packets of the server's port in capture order:
+    (src, sport, dst, dport, seq, ack, flags, IP length, IP id, TSval)."""
+    out: dict[str, list[tuple]] = {d: [] for d in DIRECTIONS}
+    with open(pcap, "rb") as fh:
+        reader = dpkt.pcap.Reader(fh)
+        if reader.datalink() != dpkt.pcap.DLT_EN10MB:
+            raise ValueError(f"{pcap}: link type {reader.datalink()}; the lab's captures are Ethernet")
+        for _ts, buf in reader:
+            ip = dpkt.ethernet.Ethernet(buf).data
+            if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.tcp.TCP):
+                continue
+            t = ip.data
+            if server_port not in (t.sport, t.dport):
+                continue
+            key = (ip.src, t.sport, ip.dst, t.dport, t.seq, t.ack, t.flags, ip.len, ip.id, _tsval(t.opts))
+            out["down" if t.sport == server_port else "up"].append(key)
+    return out
+
+
+def lost_positions(sent: list[tuple], received: list[tuple]) -> list[int]:
+    """Positions (0-based) in `sent` of the packets missing from `received`,
+    a subsequence of it. ValueError if `received` holds a packet that was
+    not sent, or sent in another order (a capture cut short, reordering)."""
+    lost, j = [], 0
+    for i, p in enumerate(sent):
+        if j < len(received) and received[j] == p:
+            j += 1
+        else:
+            lost.append(i)
+    if j != len(received):
+        raise ValueError(f"received packet #{j} was never sent in that order (not a subsequence)")
+    return lost
+
+
+def _describe(sent: list[tuple], i: int) -> dict:
+    """A lost packet by what repeats from load to load: its connection
+    (numbered in order of appearance in the direction), sequence number
+    relative to that connection's first, payload-carrying or not, flags."""
+    conns: dict[tuple, int] = {}
+    first_seq: dict[tuple, int] = {}
+    for p in sent[: i + 1]:
+        c = p[:4]
+        conns.setdefault(c, len(conns))
+        first_seq.setdefault(c, p[4])
+    p = sent[i]
+    return {"position": i, "conn": conns[p[:4]], "rel_seq": (p[4] - first_seq[p[:4]]) % 2**32, "flags": p[6],
+            "ip_len": p[7]}
+
+
+def path_losses(server_pcap: str | Path, client_pcap: str | Path, server_port: int = 443) -> dict:
+    """Per direction: packets sent into the path, and the lost ones (their
+    positions, and each described by _describe)."""
+    srv, cli = tcp_packets(server_pcap, server_port), tcp_packets(client_pcap, server_port)
+    out = {}
+    for d, sent, received in (("down", srv["down"], cli["down"]), ("up", cli["up"], srv["up"])):
+        lost = lost_positions(sent, received)
+        out[d] = {"sent": len(sent), "lost": [_describe(sent, i) for i in lost]}
+    return out
