@@ -94,3 +94,17 @@ def path_losses(server_pcap: str | Path, client_pcap: str | Path, server_port: i
         lost = lost_positions(sent, received)
         out[d] = {"sent": len(sent), "lost": [_describe(sent, i) for i in lost]}
     return out
+
+
+def common_draws(a: dict, b: dict) -> dict[str, dict]:
+    """Two loads' path_losses side by side, per direction, over the packets
+    both sent (`reached`: a load that sent fewer met fewer of netem's
+    draws): the positions each lost there. On one kernel and one seed the
+    two lists are equal, whatever the packets at those positions were (on
+    the real clock the endpoints' timing changes what they send)."""
+    out = {}
+    for d in DIRECTIONS:
+        n = min(a[d]["sent"], b[d]["sent"])
+        out[d] = {"reached": n, "a": [x["position"] for x in a[d]["lost"] if x["position"] < n],
+                  "b": [x["position"] for x in b[d]["lost"] if x["position"] < n]}
+    return out
