@@ -47,6 +47,9 @@ OVS_MIN_UPTIME_S = 10.5
 TOOL_GRACE_S = 120.0
 SERVER_EXIT_S = 60.0
 LAB_PREFIX = "10.0.0.0/8"  # every lab address (spec/topology.py)
+# settings of the root namespace that PathLab.configure changes: on the
+# native backend (the host's kernel) mininet_path puts them back afterwards
+ROOT_SYSCTLS = ("net.ipv4.tcp_allowed_congestion_control",)
 
 
 @dataclass
@@ -125,6 +128,9 @@ def mininet_path(ctx: LabContext, graph: Graph = ONE_PATH) -> Iterator["PathLab"
     switch_cls = OVSSwitch if ctx.switch == "ovs" else LinuxBridge
     if ctx.private_ovs:
         _no_ipv6_from_birth(ctx.ex)
+    # native: the host's kernel outlives the lab; what configure() changes
+    # in its root namespace goes back as it was (uml: the lab's own kernel)
+    restore = {} if ctx.private_ovs else ctx.ex.read_sysctls(ROOT_SYSCTLS)
     net = Mininet(topo=None, build=False, controller=None, autoSetMacs=True,
                   autoStaticArp=True, waitConnected=False)
     nodes = {}
@@ -146,6 +152,8 @@ def mininet_path(ctx: LabContext, graph: Graph = ONE_PATH) -> Iterator["PathLab"
         yield PathLab(ctx, net, nodes, links, graph.wan)
     finally:
         net.stop()
+        if restore:
+            ctx.ex.sysctl({k: v for k, v in restore.items() if v})
 
 
 class PathLab:
