@@ -53,3 +53,12 @@ def test_restored_even_when_the_task_fails(kernel):
         with modules.host_modules(kernel, {"cubic_plus"}, {"cubic_plus": {"n": "2"}}):
             raise RuntimeError("task failed")
     assert kernel.params["cubic_plus"] == {"beta": "0.700", "n": "6"}
+
+
+def test_parameters_a_task_changed_itself_are_restored_too(kernel):
+    """loss_response sets each arm's parameters during the task, not through
+    the request's module_params: they are put back as well."""
+    with modules.host_modules(kernel, {"cubic_plus"}, {}) as now:
+        assert now == {"cubic_plus": {"beta": "0.700", "n": "6"}}
+        modules.set_module_params(kernel, "cubic_plus", {"n": "2", "beta": "0.800"})
+    assert kernel.params["cubic_plus"] == {"beta": "0.700", "n": "6"}

@@ -84,8 +84,9 @@ def host_modules(ex: Executor, needed: set[str], params: dict[str, dict[str, str
     """Our modules on the native backend, where the kernel is the host's and
     outlives the task: modprobe the ones this task needs that are not loaded
     (DKMS installs them in the VM), set this run's parameters, and on the way
-    out put back the values found and unload only what this task loaded.
-    Yields {algorithm: parameters as the module reports them}."""
+    out put back every value found that the task changed (this run's, or a
+    task's own per transfer, as loss_response's arms) and unload only what
+    this task loaded. Yields {algorithm: parameters as the module reports them}."""
     loaded_here, before, now = [], {}, {}
     try:
         for alg in sorted(a for a in needed if a in OUR_MODULES):
@@ -99,7 +100,8 @@ def host_modules(ex: Executor, needed: set[str], params: dict[str, dict[str, str
         for alg, old in before.items():
             if alg in loaded_here:
                 continue
-            changed = {k: v for k, v in old.items() if k in params.get(alg, {})}
+            at_end = module_params_now(alg)
+            changed = {k: v for k, v in old.items() if at_end.get(k) != v}
             if changed:
                 set_module_params(ex, alg, changed)
         for alg in loaded_here:

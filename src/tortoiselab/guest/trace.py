@@ -74,13 +74,33 @@ def _write(path: Path, value: str) -> None:
     path.write_text(value)
 
 
+# tracefs settings tcp_probe changes, put back with restore=True
+SETTINGS = ("tracing_on", "trace_clock", "buffer_size_kb")
+
+
+def current_settings() -> dict[str, str]:
+    """The global tracefs settings as they are: trace_clock is the one in
+    brackets, buffer_size_kb the per-CPU size (without "(expanded: ...)")."""
+    out = {}
+    for name in SETTINGS:
+        text = (TRACEFS / name).read_text().strip()
+        if name == "trace_clock":
+            text = next((w[1:-1] for w in text.split() if w.startswith("[")), "local")
+        out[name] = text.split()[0] if text else text
+    return out
+
+
 @contextmanager
-def tcp_probe(sport: int, buffer_kb: int = 16384) -> Iterator["TraceReader"]:
+def tcp_probe(sport: int, buffer_kb: int = 16384, restore: bool = False) -> Iterator["TraceReader"]:
     """Record tcp_probe events of connections whose source port is `sport`
-    (the sender's side), and switch the event off again afterwards."""
+    (the sender's side), and switch the event off again afterwards. With
+    restore (the native backend: tracing is the host's, and global), the
+    global settings changed here go back as they were; the trace buffer's
+    contents are gone either way."""
     if not EVENT.exists():
         raise RuntimeError(f"{EVENT} is missing: the kernel lacks the tcp_probe tracepoint or tracefs "
                            "is not mounted")
+    found = current_settings() if restore else {}
     _write(TRACEFS / "tracing_on", "0")
     _write(TRACEFS / "trace_clock", "mono")
     _write(TRACEFS / "buffer_size_kb", str(buffer_kb))
@@ -96,6 +116,9 @@ def tcp_probe(sport: int, buffer_kb: int = 16384) -> Iterator["TraceReader"]:
         reader.text = (TRACEFS / "trace").read_text()
         _write(EVENT / "enable", "0")
         _write(EVENT / "filter", "0")
+        for name in ("trace_clock", "buffer_size_kb", "tracing_on"):  # tracing_on last
+            if name in found:
+                _write(TRACEFS / name, found[name])
 
 
 class TraceReader:

@@ -45,7 +45,7 @@ def run(ctx: LabContext, req: LossResponseRequest) -> dict:
             ex.run(C.sysctl_set("net.ipv4.tcp_congestion_control", arm.cc), host=lab.server)
             port = FIRST_PORT + i
             with one_drop(ex, dev, lab.server.IP(), req.drop_nth):
-                with trace.tcp_probe(port) as tr:
+                with trace.tcp_probe(port, restore=not ctx.private_ovs) as tr:  # native: the host's tracing
                     r = lab.bulk(0, port=port, nbytes=arm.segments * MSS, sample_s=SAMPLE_S)
                 stats = ex.run(C.drop_filter_stats(dev))
             out["arms"].append({
