@@ -32,6 +32,7 @@ from tortoiselab.guest.clock import HostWall, align_to_grid, sleep_until_monoton
 from tortoiselab.guest.executor import Executor
 from tortoiselab.guest.modules import available_algorithms
 from tortoiselab.guest.replay import ReplayLink, TraceReplay
+from tortoiselab.spec.hostspec import SETTINGS, HostSpec
 from tortoiselab.spec.pathspec import PathSpec
 from tortoiselab.spec.topology import ONE_PATH, Graph
 from tortoiselab.tools import netem_seed
@@ -164,6 +165,9 @@ class PathLab:
         self.seed = ctx.seed
         self.seeds: dict[str, int] = {}
         self.traced_devs: set[str] = set()  # WAN ports whose netem has a traced link as its child
+        # each end host's own settings (Mininet's: spec/hostspec.py), put back for a load that sets none
+        self.host_defaults = {h.name: self.ex.read_sysctls(tuple(SETTINGS.values()), host=h)
+                              for h in (self.client, self.server)}
 
     @property
     def ex(self) -> Executor:
@@ -194,6 +198,21 @@ class PathLab:
                 ex.run(C.route_window(LAB_PREFIX, host.defaultIntf().name, initcwnd, initrwnd,
                                       ssthresh if host is self.server else None), host=host)
         self.set_netem(path, loss_on)
+
+    def set_hosts(self, client: HostSpec, server: HostSpec) -> None:
+        """Each end host's TCP settings (docs/hosts.md) written into its
+        namespace in this process: what the load asks for, and for what it
+        leaves unset the value the host was born with, wherever an earlier
+        load of the boot changed it. A load that sets nothing on hosts as
+        they were born writes nothing: its steps are those of the code before
+        hosts could be set."""
+        for host, spec in ((self.client, client), (self.server, server)):
+            asked = spec.sysctls()
+            now = self.ex.read_sysctls(tuple(SETTINGS.values()), host=host)
+            restore = {k: v for k, v in self.host_defaults[host.name].items()
+                       if k not in asked and v.split() != now[k].split()}
+            if asked or restore:
+                self.ex.sysctl({**asked, **restore}, host=host)
 
     def forget_macs(self) -> None:
         """Every lab switch's MAC table emptied (before each page load: an

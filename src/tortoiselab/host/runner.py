@@ -259,6 +259,7 @@ def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, si
     meta = {
         "backend": info.backend, "clock": info.clock, "kernel_release": boot["kernel_release"],
         "switch": boot["switch"], "modules": boot.get("modules", {}), "server_sysctls": ld["server_sysctls"],
+        "client_sysctls": ld.get("client_sysctls", {}),
         "server_route": ld["server_route"], "tools": versions,
         "load_sim_seconds": ld["load_seconds"],
         "seeds": run_seeds(run.seed, client_seed, site, Path(pki).parent.parent.name, ld.get("seeds", {}),

@@ -63,7 +63,9 @@ class RunMeta(BaseModel):
     kernel: str | None = None  # path of the UML kernel binary
     switch: str | None = None  # ovs | bridge
     modules: dict[str, dict[str, str]] = Field(default_factory=dict)  # our modules' parameters as read back
-    server_sysctls: dict[str, str] = Field(default_factory=dict)
+    server_sysctls: dict[str, str] = Field(default_factory=dict)  # the server's TCP and host settings as read back
+    client_sysctls: dict[str, str] = Field(default_factory=dict)  # the client's host settings as read back
+    # (spec/hostspec.READ_BACK; empty: stored before hosts could be set)
     server_route: str | None = None
     tools: dict[str, Any] = Field(default_factory=dict)  # tool versions, git revision
     sim_seconds: float | None = None  # guest time of the run: boot to its load's end, or (later in a

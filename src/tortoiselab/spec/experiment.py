@@ -44,11 +44,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, create_model,
+                      field_validator, model_serializer, model_validator)
 
 from tortoiselab.spec.ccparams import OUR_MODULES, ParamError, check_params
+from tortoiselab.spec.hostspec import REGION_HOST, SETTINGS, Buffers, HostError, HostSpec, named_host
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS, PathSpec, describe_errors
-from tortoiselab.spec.regions import profile_path
+from tortoiselab.spec.regions import load_regions, profile_path
 from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
 
 PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html", "base.html", "article.html")
@@ -95,7 +97,52 @@ PathCfg = create_model(
        for name, f in PathSpec.model_fields.items()})
 
 
-class ServerCfg(BaseModel):
+class _HostCfg(BaseModel):
+    """A side's host (spec/hostspec.py, docs/hosts.md): a named host of
+    topologies/hosts.yaml and/or its fields, the fields given winning over
+    the name's. Unset fields are left out of a dump, so a run that sets none
+    dumps, and hashes to the run id, as before hosts could be set."""
+
+    host: str | None = Field(None, description="named host (topologies/hosts.yaml: desktop, mobile, mininet); "
+                                               "client only: region, the path's region profile's host")
+    tcp_rmem: Buffers | None = Field(None, description=HostSpec.model_fields["tcp_rmem"].description)
+    tcp_wmem: Buffers | None = Field(None, description=HostSpec.model_fields["tcp_wmem"].description)
+    tcp_window_scaling: bool | None = Field(None, description=HostSpec.model_fields["tcp_window_scaling"].description)
+
+    @field_validator("host")
+    @classmethod
+    def _known_host(cls, v: str | None) -> str | None:
+        if v is not None and v != REGION_HOST:
+            try:
+                named_host(v)
+            except HostError as exc:
+                raise ValueError(str(exc)) from None
+        return v
+
+    @model_validator(mode="after")
+    def _resolve_host(self) -> "_HostCfg":
+        """A named host's values fill the fields not given."""
+        if self.host is not None and self.host != REGION_HOST:
+            named = named_host(self.host)
+            for k in SETTINGS:
+                if getattr(self, k) is None and getattr(named, k) is not None:
+                    setattr(self, k, getattr(named, k))
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict:
+        d = handler(self)
+        for k in ("host", *SETTINGS):
+            if k in d and d[k] is None:
+                del d[k]
+        return d
+
+    def host_spec(self) -> HostSpec:
+        """The settings this side's host gets (None: the namespace's own)."""
+        return HostSpec(**{k: getattr(self, k) for k in SETTINGS})
+
+
+class ServerCfg(_HostCfg):
     model_config = ConfigDict(extra="forbid")
     cc: str = "cubic"
     module_params: dict[str, dict[str, float | int | str]] = Field(default_factory=dict)
@@ -111,6 +158,15 @@ class ServerCfg(BaseModel):
     def _known_cc(cls, v: str) -> str:
         return _one_of(v, KNOWN_CC, "congestion control algorithm", "the lab has")
 
+    @field_validator("host")
+    @classmethod
+    def _not_region(cls, v: str | None) -> str | None:
+        """(after _known_host)"""
+        if v == REGION_HOST:
+            raise ValueError("region names the client's host of a region profile; name a host for the server, "
+                             "e.g. desktop")
+        return v
+
     @model_validator(mode="after")
     def _params(self) -> "ServerCfg":
         for alg, ps in self.module_params.items():
@@ -121,7 +177,7 @@ class ServerCfg(BaseModel):
         return self
 
 
-class ClientCfg(BaseModel):
+class ClientCfg(_HostCfg):
     model_config = ConfigDict(extra="forbid")
     page: str = "feed.html"
     url: str | None = Field(None, description="a path on www instead of a page, e.g. objects/1000000.bin")
@@ -360,6 +416,11 @@ def expand(exp: Experiment) -> list[RunSpec]:
             errors.extend(_relocate(describe_errors(exc), point, where))
             continue
         try:
+            cfg.client = _region_host(cfg, base["client"])
+        except ValueError as exc:
+            errors.extend(_relocate(str(exc), point, where))
+            continue
+        try:
             resolved = cfg.path.resolve()
         except ValidationError as exc:  # the path's values, checked as a PathSpec
             errors.extend(_relocate(describe_errors(exc, prefix="path"), point, where))
@@ -379,6 +440,26 @@ def expand(exp: Experiment) -> list[RunSpec]:
     if errors:
         raise ExperimentError("\n".join(dict.fromkeys(errors)))
     return runs
+
+
+def _region_host(cfg: RunConfig, client: dict[str, Any]) -> ClientCfg:
+    """`client.host: region`: the host the path's region profile names
+    (topologies/regions.yaml `host:`), its values under the fields given;
+    `client` is the client section as written (validated again as written,
+    so its values dump as a named host's would)."""
+    if cfg.client.host != REGION_HOST:
+        return cfg.client
+    if cfg.path.region is None:
+        raise ValueError("client.host: region takes the host of the path's region profile; give path.region "
+                         "or name a host, e.g. client.host: desktop")
+    profile = load_regions().profile(cfg.path.region)
+    if profile.host is None:
+        raise ValueError(f"client.host: the region profile {cfg.path.region!r} names no host; name one, "
+                         "e.g. client.host: desktop")
+    try:
+        return ClientCfg(**{**client, "host": profile.host})
+    except ValidationError as exc:
+        raise ValueError(describe_errors(exc, prefix="client")) from None
 
 
 def _where(exp: Experiment, point: dict[str, Any]) -> str:

@@ -29,6 +29,7 @@ from tortoiselab.guest.forkloader import ForkLoader
 from tortoiselab.guest.net import LAB_PREFIX, LabContext, PathLab, mininet_path
 from tortoiselab.guest.record import code_digest, write_json_atomic
 from tortoiselab.guest.webtier import DNS_IP, NameFiles, WebLab, capture, guest_name_files, resolution, write_names
+from tortoiselab.spec import hostspec
 from tortoiselab.spec.requests import LAB_DOMAIN, LoadSpec, PageLoadRequest
 from tortoiselab.spec.topology import SERVER_IP2, WEB_PATH
 from tortoiselab.web import pages
@@ -36,7 +37,8 @@ from tortoiselab.web import pki as pkimod
 
 SERVER_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_no_metrics_save",
                   "net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_sack", "net.ipv4.tcp_timestamps",
-                  "net.ipv4.tcp_ecn", "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem", "net.core.default_qdisc")
+                  "net.ipv4.tcp_ecn", "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem", "net.core.default_qdisc",
+                  *(k for k in hostspec.READ_BACK if k not in ("net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem")))
 LOAD_GRID_S = 0.5  # tcpdump is attached within it; every load starts on a grid point
 CAPTURE_DRAIN_S = 1.0  # the last packets reach tcpdump (virtual time: costs nothing)
 LOADER_GRACE_S = 60.0  # beyond the loader's own --timeout before the executor kills it
@@ -231,6 +233,7 @@ def _set_up_server(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec,
     """The server's kernel settings, Apache and the names of this load;
     returns the names (hostname -> address)."""
     s, c = load.server, load.client
+    lab.set_hosts(c.host_spec(), s.host_spec())
     ex.sysctl({"net.ipv4.tcp_congestion_control": s.cc,
                "net.ipv4.tcp_slow_start_after_idle": int(s.slow_start_after_idle)}, host=lab.server)
     ex.run(C.route_window(LAB_PREFIX, lab.server.defaultIntf().name, s.initcwnd_pkts, s.initrwnd_pkts),
@@ -342,11 +345,13 @@ LOADERS: dict[str, Callable[..., tuple[dict, str | None]]] = {
 
 def _collect(ex: Executor, lab: PathLab, pcap: Path) -> dict:
     """After a load: each connection's handshake figures from the server's
-    capture, the server's TCP settings and its routes."""
+    capture, the server's TCP settings and its routes, and the client's
+    host settings as its namespace held them (docs/hosts.md)."""
     conns = [handshake_summary(x) for x in analyze_pcap(pcap, keep_series=False)] if pcap.exists() else []
     sysctls = ex.read_sysctls(SERVER_SYSCTLS, host=lab.server)  # "" for a key the namespace lacks
+    client = ex.read_sysctls(hostspec.READ_BACK, host=lab.client)
     route = ex.run(C.route_show(), host=lab.server, check=False).strip()
-    return {"connections": conns, "server_sysctls": sysctls, "server_route": route}
+    return {"connections": conns, "server_sysctls": sysctls, "server_route": route, "client_sysctls": client}
 
 
 def _cwnd_probe(ctx: LabContext) -> AbstractContextManager:
