@@ -182,7 +182,7 @@ CLAIMS = (
           _reuse, (_judge_reuse, REUSE_RULE), loader="loader"),
     claim("coalescing", "reuse-ratio-chromium", S001, REUSE_TEXT, "coalescing",
           f"Chromium (grid {BROWSER_GRID}): reuse ratio in requests and in connections, one IP (India shown)",
-          _browser_reuse, (_judge_reuse_markets, REUSE_RULE.replace("the lab gives one", "one")),
+          _browser_reuse, (_judge_reuse_markets, REUSE_RULE),
           loader="chromium", grid=BROWSER_GRID),
     claim("coalescing", "cache-shrinks-gain", S001,
           "The higher the percentage of browser cache hit ratio, the lesser the impact of enabling connection "
