@@ -1,0 +1,95 @@
+"""topologies/<name>.py: read as Mininet's `mn --custom` reads them, built
+into Topo objects through Mininet's own --topo parsing, and as the lab reads
+them (spec/topologies.py); bad parameters refused naming the field."""
+
+from __future__ import annotations
+
+import pytest
+
+from tortoiselab.spec import topologies
+from tortoiselab.spec.crosstraffic import schedule
+from tortoiselab.spec.pathspec import PathSpec
+from tortoiselab.spec.topologies import TOPOLOGY_DIR, TopologyCfg, parse_topology
+from tortoiselab.spec.topology import ONE_PATH, WEB_PATH, TopologyError
+
+mininet_util = pytest.importorskip("mininet.util")
+
+
+def mn_custom(name: str, topo_arg: str):
+    """What `mn --custom topologies/<name>.py --topo <topo_arg>` does before
+    it starts a network: exec the file into a fresh dict (MininetRunner.custom),
+    add its `topos` and build the Topo from the --topo string (buildTopo)."""
+    customs: dict = {}
+    file = TOPOLOGY_DIR / f"{name}.py"
+    exec(compile(file.read_text(), str(file), "exec"), customs, customs)  # noqa: S102
+    return mininet_util.buildTopo(customs["topos"], topo_arg)
+
+
+@pytest.mark.parametrize("name", topologies.names())
+def test_every_topology_file_builds_through_mn_custom(name):
+    topo = mn_custom(name, name)
+    assert "client" in topo.hosts() and "server" in topo.hosts()
+    assert ("s1", "s2") in [tuple(sorted(l)) for l in topo.links()]
+    opts = topo.linkInfo("s1", "s2")
+    assert opts["delay"] == "100ms" and opts["bw"] == 10.0  # mn-only defaults: 200 ms, 10 Mbit/s
+
+
+def test_the_documented_dumbbell_command():
+    topo = mn_custom("dumbbell", "dumbbell,2")
+    assert sorted(topo.hosts()) == ["c2", "client", "dns", "server", "xr", "xs"]
+    assert sorted(topo.switches()) == ["s1", "s2"]
+    topo = mn_custom("dumbbell", "dumbbell,4,bulk_flows=2,rtt_ms=50")
+    assert {"c2", "c3", "c4"} <= set(topo.hosts())
+    assert topo.linkInfo("s1", "s2")["delay"] == "25ms"
+
+
+def test_wan_is_the_path_the_lab_always_built():
+    assert TopologyCfg().name == "wan"
+    assert TopologyCfg().graph(web=True) == WEB_PATH
+    assert TopologyCfg().graph(web=False) == ONE_PATH
+    assert TopologyCfg().apply(PathSpec()) == PathSpec()
+
+
+def test_dumbbell_keeps_the_measured_hosts_first():
+    g = parse_topology("dumbbell,3,bulk_flows=2").graph(web=True)
+    assert g.hosts[:3] == WEB_PATH.hosts and g.links[:4] == WEB_PATH.links
+    assert g.with_role("web") == ["c2", "c3"] and g.with_role("cross_tx") == ["xs"]
+    g.validate()
+
+
+def test_cellular_sets_the_traces_and_a_deep_buffer():
+    path = TopologyCfg(name="cellular", trace_down="3g.down", trace_up="3g.up", buffer_ms=800).apply(
+        PathSpec(rtt_ms=80, loss_pct=0))
+    assert (path.trace_down.name, path.trace_up.name, path.trace_queue_ms) == ("3g.down", "3g.up", 800)
+    assert path.rtt_ms == 80
+
+
+@pytest.mark.parametrize("text,field", [
+    ("dumbbell,x", "topology.clients: Input should be a valid integer"),
+    ("dumbbell,0", "topology.clients: Input should be greater than or equal to 1"),
+    ("dumbbell,1,bulk_cc=foo", "topology.bulk_cc: Value error, unknown algorithm 'foo'"),
+    ("dumbbell,1,web_loads_per_s=2", "topology.web_loads_per_s: Value error, background page loads need clients"),
+    ("dumbbell,1,colour=red", "topology.colour: Extra inputs are not permitted"),
+    ("cellular,trace_down=no-such-trace", "topology.trace_down: Value error, no trace file 'no-such-trace'"),
+    ("wan,100", "topology.rtt_ms: only for mn --custom; in the lab give path.rtt_ms"),
+    ("ring", "topology.name: no topology 'ring'"),
+])
+def test_bad_parameters_are_refused_naming_the_field(text, field):
+    with pytest.raises(TopologyError) as err:
+        parse_topology(text)
+    assert field in str(err.value)
+
+
+def test_bad_parameters_are_refused_by_mn_custom_too():
+    with pytest.raises(TopologyError, match="topology.clients"):
+        mn_custom("dumbbell", "dumbbell,many")
+
+
+def test_cross_traffic_follows_the_seed():
+    p = parse_topology("dumbbell,3,bulk_flows=2,web_loads_per_s=4").params()
+    a, b, c = schedule(p, 7, 30), schedule(p, 7, 30), schedule(p, 8, 30)
+    assert a == b and a != c
+    assert [f.kind for f in a[:2]] == ["bulk", "bulk"] and a[0].nbytes is None
+    web = [f for f in a if f.kind == "web"]
+    assert 60 < len(web) < 180  # 4 per second for 30 s
+    assert {f.host for f in web} == {"c2", "c3"}
