@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from tortoiselab.spec.experiment import ClientCfg, ServerCfg
 from tortoiselab.spec.pathspec import PathSpec, describe_errors
+from tortoiselab.spec.topologies import TopologyCfg
 
 # the lab's DNS domain: www and static are the page's two origins
 LAB_DOMAIN = "lab.test"
@@ -75,6 +76,8 @@ class ProbeRequest(LabRequest):
 
     task: Literal["probe"] = "probe"
     path: PathSpec
+    topology: TopologyCfg | None = Field(None, description="topologies/<name>.py and its parameters; None: wan "
+                                         "(the path already carries what the topology sets: TopologyCfg.apply)")
     cc: str = Field("cubic", description="the server's congestion control algorithm")
     measure: ProbeMeasure = Field(default_factory=ProbeMeasure)
 
