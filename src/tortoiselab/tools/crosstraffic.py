@@ -72,9 +72,8 @@ class _Flow:
         self.sock: socket.socket | None = None
 
     def run(self, host: str, port: int, t0: float, stop: threading.Event) -> None:
-        _sleep_until(t0 + self.spec["start_s"])
-        if stop.is_set():
-            return
+        if stop.wait(max(0.0, t0 + self.spec["start_s"] - time.monotonic())):
+            return  # stopped before its start: never started
         try:
             self.sock = socket.create_connection((host, port))
             self.sock.sendall((json.dumps({"cc": self.spec["cc"], "bytes": self.spec["nbytes"]}) + "\n").encode())

@@ -1,0 +1,81 @@
+"""Every topology in topologies/ booted in the UML lab kernel on the virtual
+clock (docs/topologies.md): base RTT within max(0.5 ms, 1 %), bottleneck
+rate within 3 % (a cellular last mile: the replayed trace within 5 % per
+100-ms bin), the cross traffic's bytes accounting for the bottleneck's
+within 3 %; the same seed moves the same cross-traffic bytes; bad
+parameters refused before anything starts."""
+
+import json
+import subprocess
+
+import pytest
+
+from tests.conftest import TORTOISE
+
+pytestmark = pytest.mark.lab
+
+
+def probe(work, *args, timeout=600):
+    p = subprocess.run([*TORTOISE, "probe", "--backend", "uml", "--clock", "virtual", "--json",
+                        "--work", str(work), "--loss-pct", "0", "--loss-probes", "200", *args],
+                       capture_output=True, text=True, timeout=timeout)
+    rep = json.loads(p.stdout) if p.stdout.strip().startswith("{") else None
+    return p, rep
+
+
+CASES = {
+    "wan": ("wan", 50, 10),
+    "dumbbell-bulk": ("dumbbell,2,bulk_flows=1", 50, 10),
+    "dumbbell-web": ("dumbbell,3,bulk_flows=2,web_loads_per_s=2,web_page_bytes=300000", 80, 20),
+    "cellular": ("cellular,trace_down=lte.down,trace_up=lte.up,buffer_ms=500", 50, None),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_each_topology_is_emulated_as_configured(tmp_path, lab_kernel, case):
+    topology, rtt_ms, rate_mbit = CASES[case]
+    p, rep = probe(tmp_path / "w", "--topology", topology, "--rtt-ms", str(rtt_ms),
+                   "--rate-mbit", str(rate_mbit or 10), "--bulk-seconds", "8")
+    assert rep is not None, p.stderr
+    table = {c["quantity"]: c for c in rep["checks"]}
+    for c in rep["checks"]:  # the figures, for the log
+        print(f"{case:<14} {c['quantity']:<16} configured {c['configured']:>8} measured {c['measured']:>9} "
+              f"accepted [{c['low']}, {c['high']}] {c['note']}")
+    assert rep["topology"]["name"] == topology.split(",")[0]
+    rtt = table["base RTT"]
+    assert abs(rtt["measured"] - rtt["expected"]) <= max(0.5, 0.01 * rtt_ms)
+    if rate_mbit is not None:
+        assert abs(table["bottleneck rate"]["measured"] - rate_mbit) <= 0.03 * rate_mbit
+    else:  # a traced last mile: the replayed trace's bytes per 100 ms
+        assert table["trace down"]["measured"] <= 5.0
+    if topology.startswith("dumbbell"):
+        assert abs(table["flows accounted"]["measured"] - 100) <= 3
+        assert 0 < table["cross share"]["measured"] < 100
+        flows = rep["cross"]["flows"]
+        assert flows and all(f["bytes"] > 0 and f["error"] is None for f in flows)
+        assert all(f["done"] for f in flows if f["kind"] == "web" and f["end_s"] < 10)
+    assert rep["ok"] and p.returncode == 0
+
+
+def test_the_same_seed_moves_the_same_cross_traffic(tmp_path, lab_kernel):
+    runs = []
+    for name in ("a", "b"):
+        p, rep = probe(tmp_path / name, "--topology", "dumbbell,3,bulk_flows=1,web_loads_per_s=3,lead_s=2",
+                       "--rtt-ms", "40", "--rate-mbit", "10", "--bulk-seconds", "3", "--seed", "5")
+        assert rep is not None, p.stderr
+        task = json.loads((tmp_path / name / "result.json").read_text())["task"]
+        runs.append((task["cross"]["flows"], task["cross"]["samples"], task["bulk"]["samples"]))
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("topology,field", [
+    ("dumbbell,many", "topology.clients"),
+    ("dumbbell,1,bulk_cc=tortoise", "topology.bulk_cc"),
+    ("cellular,trace_down=/nonexistent.down", "topology.trace_down"),
+    ("ring", "topology.name"),
+])
+def test_bad_topologies_are_refused_before_anything_starts(tmp_path, topology, field):
+    p, rep = probe(tmp_path / "w", "--topology", topology, timeout=60)
+    assert p.returncode == 2 and rep is None
+    assert field in p.stderr
+    assert not (tmp_path / "w").exists()
