@@ -93,3 +93,47 @@ def test_cross_traffic_follows_the_seed():
     web = [f for f in a if f.kind == "web"]
     assert 60 < len(web) < 180  # 4 per second for 30 s
     assert {f.host for f in web} == {"c2", "c3"}
+
+
+def _experiment(tmp_path, extra: str):
+    from tortoiselab.spec.experiment import expand, load
+
+    f = tmp_path / "e.yaml"
+    f.write_text("name: t\npath: {rtt_ms: 100, loss_pct: 0, rate_mbit: 10}\nclient: {page: small.html}\n" + extra)
+    return expand(load(f))
+
+
+def test_an_experiment_names_its_topology(tmp_path):
+    wan = _experiment(tmp_path, "")
+    assert "topology" not in wan[0].config  # no topology: the run ids of before
+    assert [r.run_id for r in _experiment(tmp_path, "topology: {}\n")] == [r.run_id for r in wan]
+    runs = _experiment(tmp_path, "topology: {name: dumbbell, clients: 2, bulk_flows: 1}\n"
+                                 "sweep: {topology.bulk_flows: [1, 3]}\n")
+    assert [r.config["topology"]["bulk_flows"] for r in runs] == [1, 3]
+    assert len({r.run_id for r in runs} | {wan[0].run_id}) == 3
+    cell = _experiment(tmp_path, "topology: {name: cellular, trace_down: 3g.down, trace_up: 3g.up}\n")
+    assert cell[0].path.trace_down.name == "3g.down" and cell[0].path.trace_queue_ms == 500
+
+
+def test_an_experiments_bad_topology_is_refused_naming_the_field(tmp_path):
+    from tortoiselab.spec.experiment import ExperimentError
+
+    with pytest.raises(ExperimentError, match=r"topology.clients: Input should be a valid integer"):
+        _experiment(tmp_path, "topology: {name: dumbbell, clients: lots}\n")
+    with pytest.raises(ExperimentError, match=r"topology.rtt_ms: only for mn --custom"):
+        _experiment(tmp_path, "topology: {name: dumbbell, rtt_ms: 30}\n")
+
+
+def test_cross_figures_from_samples():
+    from tortoiselab.analysis.fidelity import cross_checks, cross_rates_mbit
+
+    # one bulk flow at 5 Mbit/s of payload from t=0, samples every 100 ms
+    cross = {"flows": [{"id": "bulk0", "kind": "bulk"}], "errors": [],
+             "samples": {"xr": {"ids": ["bulk0"], "samples": [[k / 10, [62500 * k]] for k in range(101)]}}}
+    assert cross_rates_mbit(cross, 2.0, 6.0) == {"bulk": 5.0, "web": 0.0}
+    # the measured flow moved as much over 4 s; the link carried both in full frames
+    wire = 2 * 62500 * 40 * 1514 / 1448
+    bulk = {"start_s": 2.0, "samples": [[0.0, 0], [4.0, wire]], "client": {"bytes": 62500 * 40}}
+    share, accounted = cross_checks(cross, bulk, 50.0)
+    assert share.measured == 50.0 and share.ok
+    assert accounted.measured == 100.0 and accounted.ok

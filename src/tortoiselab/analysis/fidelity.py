@@ -291,3 +291,18 @@ def cross_checks(cross: dict, bulk: dict, fair_pct: float | None) -> list[Check]
     rows.append(Check("flows accounted", 100.0, 100.0, round(acc, 2), 97.0, 103.0, "%", abs(acc - 100) <= 3,
                       "the flows' payload in 1514-byte frames / the bytes that left the bottleneck"))
     return rows
+
+
+def cross_rates_mbit(cross: dict, t_a: float, t_b: float) -> dict[str, float]:
+    """The cross flows' throughput by kind (bulk, web) between t_a and t_b
+    (s on the cross traffic's clock, e.g. a page load's window), Mbit/s of
+    payload, from their bytes sampled every 100 ms."""
+    kinds = {f["id"]: f["kind"] for f in cross["flows"]}
+    moved = {"bulk": 0.0, "web": 0.0}
+    for host in cross["samples"].values():
+        for i, fid in enumerate(host["ids"]):
+            if fid in kinds:
+                series = [(t, float(bs[i])) for t, bs in host["samples"]]
+                moved[kinds[fid]] += _at(series, t_b) - _at(series, t_a)
+    span = t_b - t_a
+    return {k: round(v * 8 / span / 1e6, 4) if span > 0 else math.nan for k, v in moved.items()}

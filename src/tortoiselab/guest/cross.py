@@ -35,8 +35,9 @@ class CrossRun:
     def result(self) -> dict:
         """Every flow with its bytes; samples per receiving host (t s from
         t0, the bytes of that host's flows in their order)."""
-        flows = [f for r in self.by_host.values() for f in r.get("flows", [])]
-        return {"t0_s": self.t0_s, "flows": flows, "errors": self.errors,
+        every = [f for r in self.by_host.values() for f in r.get("flows", [])]
+        flows = [f for f in every if f["end_s"] is not None]  # arrivals after the end never started
+        return {"t0_s": self.t0_s, "flows": flows, "not_started": len(every) - len(flows), "errors": self.errors,
                 "samples": {h: {"ids": [f["id"] for f in r.get("flows", [])], "samples": r.get("samples", [])}
                             for h, r in self.by_host.items()},
                 "bytes": {"bulk": sum(f["bytes"] for f in flows if f["kind"] == "bulk"),

@@ -49,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from tortoiselab.spec.ccparams import OUR_MODULES, ParamError, check_params
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS, PathSpec, describe_errors
 from tortoiselab.spec.regions import profile_path
+from tortoiselab.spec.topologies import TopologyCfg
 from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
 
 PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html", "base.html", "article.html")
@@ -148,6 +149,8 @@ class RunConfig(BaseModel):
     path: PathCfg = Field(default_factory=PathCfg)
     server: ServerCfg = Field(default_factory=ServerCfg)
     client: ClientCfg = Field(default_factory=ClientCfg)
+    topology: TopologyCfg | None = Field(None, description="topologies/<name>.py and its parameters; "
+                                         "None: wan (left out of the run's config, so run ids stay)")
 
 
 def _check_axes(v: dict[str, list[Any]]) -> dict[str, list[Any]]:
@@ -159,8 +162,10 @@ def _check_axes(v: dict[str, list[Any]]) -> dict[str, list[Any]]:
         for f in fields:
             section, _, name = f.partition(".")
             model = models.get(section)
+            if section == "topology" and name:
+                continue  # checked by the topology's own parameters at every point
             if model is None or name not in model.model_fields:
-                raise ValueError(f"sweep axis {key!r}: write <path|server|client>.<field>, e.g. server.cc"
+                raise ValueError(f"sweep axis {key!r}: write <path|server|client|topology>.<field>, e.g. server.cc"
                                  + (" (linked axes join fields with +)" if len(fields) > 1 else ""))
         if len(set(fields)) != len(fields):
             raise ValueError(f"sweep axis {key!r}: a field appears twice")
@@ -185,6 +190,7 @@ class Grid(BaseModel):
     path: dict[str, Any] = Field(default_factory=dict)
     server: dict[str, Any] = Field(default_factory=dict)
     client: dict[str, Any] = Field(default_factory=dict)
+    topology: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("sweep")
     @classmethod
@@ -205,6 +211,8 @@ class Experiment(BaseModel):
     path: dict[str, Any] = Field(default_factory=dict)
     server: dict[str, Any] = Field(default_factory=dict)
     client: dict[str, Any] = Field(default_factory=dict)
+    topology: dict[str, Any] = Field(default_factory=dict, description="topologies/<name>.py: {name: dumbbell, "
+                                     "clients: 2, bulk_flows: 1, ...}; none: wan (docs/topologies.md)")
     sweep: dict[str, list[Any]] = Field(default_factory=dict)
     exclude: list[dict[str, Any]] = Field(default_factory=list)
     grids: dict[str, Grid] = Field(default_factory=dict, description="named sweeps: tortoise run --grid NAME")
@@ -261,7 +269,7 @@ def apply_grid(exp: Experiment, grid: str | None) -> Experiment:
         raise ExperimentError(f"grid: {exp.name} has no grid {grid!r} (its grids: {have}); "
                               "add it under grids: or leave --grid out for the full sweep")
     g = exp.grids[grid]
-    merged = {sec: {**getattr(exp, sec), **getattr(g, sec)} for sec in ("path", "server", "client")}
+    merged = {sec: {**getattr(exp, sec), **getattr(g, sec)} for sec in ("path", "server", "client", "topology")}
     return exp.model_copy(update={
         "name": f"{exp.name.split('@')[0]}@{grid}", "grids": {},
         "repetitions": g.repetitions if g.repetitions is not None else exp.repetitions,
@@ -320,6 +328,8 @@ def expand(exp: Experiment) -> list[RunSpec]:
     for point in points:
         base = {"path": copy.deepcopy(exp.path), "server": copy.deepcopy(exp.server),
                 "client": copy.deepcopy(exp.client)}
+        if exp.topology:
+            base["topology"] = copy.deepcopy(exp.topology)
         for k, v in point.items():
             _set(base, k, v)
         where = _where(exp, point)
@@ -330,6 +340,8 @@ def expand(exp: Experiment) -> list[RunSpec]:
             continue
         try:
             resolved = cfg.path.resolve()
+            if cfg.topology is not None:
+                resolved = cfg.topology.apply(resolved)  # a cellular last mile's traces and buffer
         except ValidationError as exc:  # the path's values, checked as a PathSpec
             errors.extend(_relocate(describe_errors(exc, prefix="path"), point, where))
             continue
@@ -338,6 +350,8 @@ def expand(exp: Experiment) -> list[RunSpec]:
             errors.append(msg if msg.startswith("path.") else f"path.region: {msg}")
             continue
         conf = cfg.model_dump()
+        if conf["topology"] is None:  # the default (wan): left out, so runs without a topology keep their ids
+            del conf["topology"]
         conf["path"] = {**{k: v for k, v in conf["path"].items() if v is not None}, "resolved": resolved.model_dump()}
         for rep in range(exp.repetitions):
             run_id = hashlib.sha256(_canonical({"config": conf, "repetition": rep, "seed": exp.seed})

@@ -158,6 +158,7 @@ class PageLoadRequest(LabRequest):
 
     task: Literal["pageload"] = "pageload"
     path: PathSpec
+    topology: TopologyCfg | None = Field(None, description="the batch's topology (one per boot); None: wan")
     loads: list[LoadSpec]
     site_dir: str | None = Field(None, description="the experiment's site, made on the host; None: the guest "
                                                    "makes one from site_seed")
