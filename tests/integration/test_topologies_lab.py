@@ -28,6 +28,7 @@ CASES = {
     "dumbbell-bulk": ("dumbbell,2,bulk_flows=1", 50, 10),
     "dumbbell-web": ("dumbbell,3,bulk_flows=2,web_loads_per_s=2,web_page_bytes=300000", 80, 20),
     "cellular": ("cellular,trace_down=lte.down,trace_up=lte.up,buffer_ms=500", 50, None),
+    "pop": ("pop,backhaul_rtt_ms=150,backhaul_rate_mbit=50,origin_cc=bbr", 20, 10),
 }
 
 
@@ -48,6 +49,9 @@ def test_each_topology_is_emulated_as_configured(tmp_path, lab_kernel, case):
         assert abs(table["bottleneck rate"]["measured"] - rate_mbit) <= 0.03 * rate_mbit
     else:  # a traced last mile: the replayed trace's bytes per 100 ms
         assert table["trace down"]["measured"] <= 5.0
+    if topology.startswith("pop"):  # the second leg: PoP to origin
+        assert abs(table["backhaul RTT"]["measured"] - table["backhaul RTT"]["expected"]) <= max(0.5, 0.01 * 150)
+        assert abs(table["backhaul rate"]["measured"] - 50) <= 0.03 * 50
     if topology.startswith("dumbbell"):
         assert abs(table["flows accounted"]["measured"] - 100) <= 3
         assert 0 < table["cross share"]["measured"] < 100

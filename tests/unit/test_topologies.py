@@ -57,6 +57,17 @@ def test_dumbbell_keeps_the_measured_hosts_first():
     g.validate()
 
 
+def test_pop_has_a_backhaul_of_its_own():
+    t = parse_topology("pop,backhaul_rtt_ms=120,origin_cc=bbr")
+    g = t.graph(web=True)
+    assert g.hosts[:3] == WEB_PATH.hosts and g.backhaul == ("s2", "s3") and g.with_role("origin") == ["origin"]
+    assert t.params().backhaul_path() == PathSpec(rtt_ms=120, rate_mbit=100, loss_pct=0)
+    topo = mn_custom("pop", "pop,backhaul_rtt_ms=120")
+    assert topo.linkInfo("s2", "s3")["delay"] == "60ms"
+    with pytest.raises(TopologyError, match="topology.origin_cc"):
+        parse_topology("pop,origin_cc=tortoise")
+
+
 def test_cellular_sets_the_traces_and_a_deep_buffer():
     path = TopologyCfg(name="cellular", trace_down="3g.down", trace_up="3g.up", buffer_ms=800).apply(
         PathSpec(rtt_ms=80, loss_pct=0))

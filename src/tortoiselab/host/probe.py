@@ -122,6 +122,8 @@ def evaluate(path: PathSpec, task: dict, measure: ProbeMeasure | None = None,
                       replace(rate, ok=False, note="the bulk transfer moved no bytes"))
     else:
         checks += _trace_checks(path, task["trace"], m)
+    if "backhaul" in task:  # pop: the second leg, against the topology's backhaul path
+        checks += _backhaul_checks((topology or TopologyCfg()).params().backhaul_path(), task["backhaul"], m)
     if "cross" in task:
         params = (topology or TopologyCfg()).params()
         fair = None
@@ -139,6 +141,17 @@ def evaluate(path: PathSpec, task: dict, measure: ProbeMeasure | None = None,
     if path.jitter_ms > 0:
         checks += [order_check(d, task[f"loss_{d}"].get("reordered")) for d in ("down", "up")]
     return checks
+
+
+def _backhaul_checks(path: PathSpec, rec: dict, m: ProbeMeasure) -> list[Check]:
+    """pop's backhaul: its base RTT (PoP to origin pings) and its rate (a
+    bulk transfer origin -> PoP, the backhaul's counters), as for the WAN."""
+    ping, bulk = rec["ping"], rec["bulk"]
+    rtt = rtt_check(path, ping.get("min_ms"), ping["received"], ping["transmitted"])
+    warm = max(2.0, RATE_WARMUP_RTTS * path.rtt_ms / 1e3)
+    rate = rate_check(path, [tuple(s) for s in bulk["samples"]], warm)
+    return [_whole(replace(rtt, quantity="backhaul RTT"), ping["transmitted"], m.ping_count, "pings"),
+            replace(rate, quantity="backhaul rate")]
 
 
 def _untraced(path: PathSpec) -> PathSpec:

@@ -22,6 +22,9 @@ class Graph:
     # hosts with a part beyond client, server and dns: "cross_rx" (receives
     # the bulk cross traffic), "cross_tx" (sends it), "web" (background loads)
     roles: tuple[tuple[str, str], ...] = ()
+    # a second emulated link (pop: the PoP-to-origin backhaul), shaped by the
+    # topology's backhaul_path(); down = away from the client's side
+    backhaul: tuple[str, str] | None = None
 
     def with_role(self, role: str) -> list[str]:
         return [h for h, r in self.roles if r == role]
@@ -33,6 +36,8 @@ class Graph:
                 raise ValueError(f"link {a}-{b} names a node that is not in the graph")
         if self.wan not in self.links:
             raise ValueError(f"wan link {self.wan} is not one of the links")
+        if self.backhaul is not None and (self.backhaul not in self.links or self.backhaul == self.wan):
+            raise ValueError(f"backhaul link {self.backhaul} is not one of the links, or is the wan link")
 
 
 # client -- s1 -- WAN -- s2 -- server
@@ -92,6 +97,10 @@ class TopoParams(BaseModel):
     def path_update(self) -> dict:
         """Path fields this topology sets (a cellular last mile's traces)."""
         return {}
+
+    def backhaul_path(self):
+        """The second emulated link's PathSpec (pop), None for one link."""
+        return None
 
     def wan_link_opts(self) -> dict:
         """Mininet TCLink options of the bottleneck for `mn --custom` (the

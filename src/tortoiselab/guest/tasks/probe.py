@@ -13,7 +13,8 @@ from tortoiselab.spec.topologies import TopologyCfg
 
 LOSS_PORTS = {"down": 5002, "up": 5003}
 TRACE_BIN_MS = 100  # the bins a replayed trace is compared in (analysis/fidelity.py trace_check)
-TRACE_LEAD_S = 0.2  # the replay starts this long after it is set up, on a whole millisecond
+TRACE_LEAD_S = 0.2
+BACKHAUL_PORT = 5004  # the replay starts this long after it is set up, on a whole millisecond
 
 
 def run(ctx: LabContext, req: ProbeRequest) -> dict:
@@ -25,12 +26,15 @@ def run(ctx: LabContext, req: ProbeRequest) -> dict:
     m = req.measure
     topology = req.topology or TopologyCfg()
     graph = topology.graph(web=False)
+    params = topology.params()
     with mininet_path(ctx, graph) as lab:
+        lab.backhaul_path = params.backhaul_path()
         lab.configure(req.path, server_cc=req.cc, loss_on=False)
         out: dict = {"devices": {"uplink": lab.up_dev, "downlink": lab.down_dev}}
         # RTT: loss off so every ping answers; the delay line is the same
         out["ping"] = lab.ping(m.ping_count, m.ping_interval_s)
-        params = topology.params()
+        if lab.backhaul_path is not None:
+            out["backhaul"] = _backhaul(lab, req, params, graph.with_role("origin")[0])
         if isinstance(params, CrossParams) and params.active():
             out["bulk"], out["cross"] = _bulk_with_cross(lab, req, params, graph.with_role("cross_tx")[0])
         elif not _traced(req):
@@ -49,6 +53,19 @@ def run(ctx: LabContext, req: ProbeRequest) -> dict:
 
 def _traced(req: ProbeRequest) -> bool:
     return req.path.trace_down is not None or req.path.trace_up is not None
+
+
+def _backhaul(lab: PathLab, req: ProbeRequest, params, origin_name: str) -> dict:
+    """pop: the backhaul's base RTT (PoP to origin) and its rate (a bulk
+    transfer origin -> PoP with the origin's algorithm, loss off)."""
+    origin = lab.nodes[origin_name]
+    lab.ex.sysctl({"net.ipv4.tcp_no_metrics_save": 1, "net.ipv4.tcp_congestion_control": params.origin_cc},
+                  host=origin)
+    m = req.measure
+    return {"ping": lab.ping(m.ping_count, m.ping_interval_s, src=lab.server, dst=origin),
+            "bulk": lab.bulk(m.bulk_seconds, port=BACKHAUL_PORT, sender=origin, receiver=lab.server,
+                             counter_dev=lab.backhaul_devs[1]),
+            "devices": {"up": lab.backhaul_devs[0], "down": lab.backhaul_devs[1]}}
 
 
 def _bulk_with_cross(lab: PathLab, req: ProbeRequest, params: CrossParams, tx: str) -> tuple[dict, dict]:
