@@ -83,3 +83,31 @@ def test_bad_topologies_are_refused_before_anything_starts(tmp_path, topology, f
     assert p.returncode == 2 and rep is None
     assert field in p.stderr
     assert not (tmp_path / "w").exists()
+
+
+def test_a_page_loads_through_the_pops_reverse_proxy(tmp_path, lab_kernel):
+    """pop: the client's TLS ends at the PoP, whose Apache passes every
+    request on to the origin over the backhaul as HTTP/2 over TLS
+    (mod_proxy_http2); the two legs run their own algorithms."""
+    from tortoiselab.spec.pathspec import PathSpec
+    from tortoiselab.spec.requests import LoadSpec, PageLoadRequest
+    from tortoiselab.spec.topologies import TopologyCfg
+    from tortoiselab.host import backends
+
+    req = PageLoadRequest(path=PathSpec(rtt_ms=20, loss_pct=0, rate_mbit=10), seed=1,
+                          topology=TopologyCfg(name="pop", backhaul_rtt_ms=150, backhaul_rate_mbit=50,
+                                               origin_cc="bbr"),
+                          loads=[LoadSpec.model_validate({"label": "a", "server": {"cc": "hybla"},
+                                                          "client": {"page": "small.html"}})])
+    work = tmp_path / "w"
+    result = backends.run_task(backends.choose("uml", "virtual", ["hybla", "bbr"]), req, work, timeout_s=600)
+    load = result["task"]["loads"][0]
+    summary = load["summary"]
+    print("pop small.html PLT", summary["plt_ms"], "ms")
+    assert summary.get("error") is None and summary["plt_ms"] > 20 + 150  # one round trip of each leg at least
+    origin = (work / "origin-access.log").read_text().splitlines()
+    pop = (work / "pop-access.log").read_text().splitlines()
+    assert len(origin) == len(pop) > 1
+    assert all(line.startswith("10.0.0.2 ") and " HTTP/2.0 TLSv1.3 " in line for line in origin)  # from the PoP
+    assert all(line.startswith("10.0.0.1 ") for line in pop)  # from the client
+    assert load["server_sysctls"]["net.ipv4.tcp_congestion_control"] == "hybla"

@@ -58,12 +58,16 @@ def run(ctx: LabContext, req: PageLoadRequest) -> dict:
     site, manifest, pki = _site(req)
     out: dict = {"manifest": manifest, "loads": []}
     name_files = guest_name_files(ctx.ex, ctx.work) if ctx.private_ovs else None
-    with mininet_path(ctx, (req.topology or TopologyCfg()).graph(web=True)) as lab:
+    topology = req.topology or TopologyCfg()
+    graph = topology.graph(web=True)
+    with mininet_path(ctx, graph) as lab:
+        lab.backhaul_path = topology.params().backhaul_path()  # pop: the PoP-origin leg
         lab.configure(req.path, server_cc="cubic", loss_on=True)
+        origin = _origin(ctx.ex, lab, topology, graph)
         out["seeds"] = dict(lab.seeds)  # netem's, per direction, for the request's seed
         _second_server_address(ctx.ex, lab)
         out["wall_topology_ready"] = _wall(ctx)
-        with WebLab(ctx, lab, site, pki) as web, _fork_loader(ctx, lab, req) as fork:
+        with WebLab(ctx, lab, site, pki, origin) as web, _fork_loader(ctx, lab, req) as fork:
             first: dict | None = None  # the first load's set-up and start instants
             digest: str | None = None  # the lab code that ran: hashed once, after the first load
             for i, load in enumerate(req.loads):
@@ -89,6 +93,18 @@ def run(ctx: LabContext, req: PageLoadRequest) -> dict:
                 write_json_atomic(d / "result.json", res)
                 out["loads"].append(res)
     return out
+
+
+def _origin(ex: Executor, lab: PathLab, topology: TopologyCfg, graph) -> object | None:
+    """pop: the origin host, with its own algorithm (the backhaul's sender);
+    None for a topology without one."""
+    names = graph.with_role("origin")
+    if not names:
+        return None
+    origin = lab.nodes[names[0]]
+    ex.sysctl({"net.ipv4.tcp_no_metrics_save": 1,
+               "net.ipv4.tcp_congestion_control": topology.params().origin_cc}, host=origin)
+    return origin
 
 
 def _wait_for_slot(req: PageLoadRequest, first: dict | None, prev_end: float) -> float | None:
