@@ -148,3 +148,22 @@ def test_cross_figures_from_samples():
     share, accounted = cross_checks(cross, bulk, 50.0)
     assert share.measured == 50.0 and share.ok
     assert accounted.measured == 100.0 and accounted.ok
+
+
+def test_the_fairness_table_pairs_each_algorithm_with_the_control_by_seed():
+    import pandas as pd
+
+    from tortoiselab.analysis.fairness import fairness_table, format_table
+
+    rows = []
+    for seed in range(8):
+        rows.append({"server.cc": "cubic", "seed": seed, "ok": True, "plt_ms": 1000.0 + seed,
+                     "cross_bulk_mbit": 6.0, "cross_web_mbit": 1.0})
+        rows.append({"server.cc": "hybla", "seed": seed, "ok": True, "plt_ms": 500.0 + seed / 2,
+                     "cross_bulk_mbit": 5.4, "cross_web_mbit": 1.0})
+    table = fairness_table(pd.DataFrame(rows))
+    assert [r.cc for r in table] == ["cubic", "hybla"] and table[0].changes is None
+    ch = table[1].changes
+    assert round(ch["plt_ms"].value, 6) == -50.0 and round(ch["cross_bulk_mbit"].value, 6) == -10.0
+    assert ch["cross_bulk_mbit"].low == ch["cross_bulk_mbit"].high == ch["cross_bulk_mbit"].value
+    assert "(control)" in format_table(table)
