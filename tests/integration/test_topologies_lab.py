@@ -111,3 +111,23 @@ def test_a_page_loads_through_the_pops_reverse_proxy(tmp_path, lab_kernel):
     assert all(line.startswith("10.0.0.2 ") and " HTTP/2.0 TLSv1.3 " in line for line in origin)  # from the PoP
     assert all(line.startswith("10.0.0.1 ") for line in pop)  # from the client
     assert load["server_sysctls"]["net.ipv4.tcp_congestion_control"] == "hybla"
+
+
+def test_page_loads_with_cross_traffic_repeat_to_the_microsecond(tmp_path, lab_kernel):
+    """The fairness experiment's ci grid (a dumbbell with bulk flows and
+    background loads): every run ok, its cross traffic recorded, and a rerun
+    of each identical to the microsecond (every server-side packet)."""
+    from tests.conftest import REPO
+
+    exp = REPO / "experiments" / "tortoise-fairness.yaml"
+    args = [*TORTOISE, "run", str(exp), "--grid", "ci", "--backend", "uml", "--clock", "virtual",
+            "--jobs", "1", "--results", str(tmp_path)]
+    for extra in ([], ["--verify-determinism", "2"]):  # the runs, then a rerun of each compared with it
+        p = subprocess.run([*args, *extra], capture_output=True, text=True, timeout=1200)
+        print(p.stdout[-1500:])
+        assert p.returncode == 0, p.stderr[-2000:]
+    assert "2 of 2 runs identical" in p.stdout
+    for run in (tmp_path / "tortoise-fairness@ci").glob("*/run.json"):
+        rec = json.loads(run.read_text())
+        assert rec["ok"] and rec["cross"]["bytes"]["bulk"] > 0
+        assert {f["id"] for f in rec["cross"]["flows"]} >= {"bulk0", "bulk1"}
