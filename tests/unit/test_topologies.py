@@ -78,10 +78,10 @@ def test_cellular_sets_the_traces_and_a_deep_buffer():
 @pytest.mark.parametrize("text,field", [
     ("dumbbell,x", "topology.clients: Input should be a valid integer"),
     ("dumbbell,0", "topology.clients: Input should be greater than or equal to 1"),
-    ("dumbbell,1,bulk_cc=foo", "topology.bulk_cc: Value error, unknown algorithm 'foo'"),
-    ("dumbbell,1,web_loads_per_s=2", "topology.web_loads_per_s: Value error, background page loads need clients"),
+    ("dumbbell,1,bulk_cc=foo", "topology.bulk_cc: unknown algorithm 'foo'"),
+    ("dumbbell,1,web_loads_per_s=2", "topology.web_loads_per_s: background page loads need clients"),
     ("dumbbell,1,colour=red", "topology.colour: Extra inputs are not permitted"),
-    ("cellular,trace_down=no-such-trace", "topology.trace_down: Value error, no trace file 'no-such-trace'"),
+    ("cellular,trace_down=no-such-trace", "topology.trace_down: no trace file 'no-such-trace'"),
     ("wan,100", "topology.rtt_ms: only for mn --custom; in the lab give path.rtt_ms"),
     ("ring", "topology.name: no topology 'ring'"),
 ])
@@ -127,12 +127,19 @@ def test_an_experiment_names_its_topology(tmp_path):
 
 
 def test_an_experiments_bad_topology_is_refused_naming_the_field(tmp_path):
-    from tortoiselab.spec.experiment import ExperimentError
+    from tortoiselab.spec.experiment import ExperimentError, load
 
     with pytest.raises(ExperimentError, match=r"topology.clients: Input should be a valid integer"):
         _experiment(tmp_path, "topology: {name: dumbbell, clients: lots}\n")
     with pytest.raises(ExperimentError, match=r"topology.rtt_ms: only for mn --custom"):
         _experiment(tmp_path, "topology: {name: dumbbell, rtt_ms: 30}\n")
+    with pytest.raises(ExperimentError, match=r"topology.bulk_flows: Input should be greater than or equal to 0 "
+                                              r"\(got -1\).*\[from sweep.topology.bulk_flows\[1\]\]"):
+        _experiment(tmp_path, "topology: {name: dumbbell}\nsweep: {topology.bulk_flows: [1, -1]}\n")
+    f = tmp_path / "c.yaml"  # a path field the topology sets, given in the path too
+    f.write_text("name: t\npath: {rtt_ms: 100, loss_pct: 0, trace_down: 3g.down}\ntopology: {name: cellular}\n")
+    with pytest.raises(ExperimentError, match=r"path.trace_down: the cellular topology sets"):
+        load(f)
 
 
 def test_cross_figures_from_samples():

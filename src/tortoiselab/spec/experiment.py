@@ -50,6 +50,7 @@ from tortoiselab.spec.ccparams import OUR_MODULES, ParamError, check_params
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS, PathSpec, describe_errors
 from tortoiselab.spec.regions import profile_path
 from tortoiselab.spec.topologies import TopologyCfg
+from tortoiselab.spec.topology import TopologyError
 from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
 
 PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html", "base.html", "article.html")
@@ -334,6 +335,9 @@ def expand(exp: Experiment) -> list[RunSpec]:
         for k, v in point.items():
             _set(base, k, v)
         where = _where(exp, point)
+        if "topology" in base and (problems := TopologyCfg.problems(base["topology"])):
+            errors.extend(_relocate("\n".join(problems), point, where))
+            continue
         try:
             cfg = RunConfig(**base)
         except ValidationError as exc:
@@ -345,6 +349,9 @@ def expand(exp: Experiment) -> list[RunSpec]:
                 resolved = cfg.topology.apply(resolved)  # a cellular last mile's traces and buffer
         except ValidationError as exc:  # the path's values, checked as a PathSpec
             errors.extend(_relocate(describe_errors(exc, prefix="path"), point, where))
+            continue
+        except TopologyError as exc:  # a path field the topology sets
+            errors.append(str(exc))
             continue
         except ValueError as exc:  # region lookups
             msg = str(exc)

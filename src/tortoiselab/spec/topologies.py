@@ -66,6 +66,21 @@ class TopologyCfg(BaseModel):
         self.params()
         return self
 
+    @classmethod
+    def problems(cls, data: object) -> list[str]:
+        """What is wrong with an experiment's `topology:`, one line per
+        field (``topology.clients: ...``); [] when it is valid."""
+        if not isinstance(data, dict):
+            return [f"topology: give a mapping with name and parameters, e.g. {{name: dumbbell, clients: 2}} "
+                    f"(got {data!r})"]
+        try:
+            cls.model_validate(data)
+        except TopologyError as exc:
+            return str(exc).splitlines()
+        except ValidationError as exc:
+            return [e["msg"].removeprefix("Value error, ") for e in exc.errors()]
+        return []
+
     def params(self) -> TopoParams:
         cls = load(self.name).params
         for key in self.model_extra or {}:
@@ -84,6 +99,11 @@ class TopologyCfg(BaseModel):
         update = self.params().path_update()
         if not update:
             return path
+        given = [k for k in update if getattr(path, k) is not None]
+        if given:
+            takes = ", ".join(load(self.name).params.model_fields)
+            raise TopologyError(f"path.{given[0]}: the {self.name} topology sets {', '.join(update)}; leave "
+                                f"path.{given[0]} out and set it through the topology ({self.name} takes: {takes})")
         return PathSpec.model_validate({**path.model_dump(exclude_none=True), **update})
 
 

@@ -131,7 +131,8 @@ def _describe(exc: ValidationError, topology: str, model: type[BaseModel]) -> li
         hint = field.description if field is not None and field.description else ""
         if err["type"] == "extra_forbidden":
             hint = f"{topology} takes: {', '.join(model.model_fields)}"
-        lines.append(f"topology.{loc}: {err['msg']} (got {err.get('input')!r})" + (f"; {hint}" if hint else ""))
+        msg = err["msg"].removeprefix("Value error, ")
+        lines.append(f"topology.{loc}: {msg} (got {err.get('input')!r})" + (f"; {hint}" if hint else ""))
     return lines
 
 
