@@ -296,6 +296,9 @@ def _columns() -> list[Column]:
         else:
             cols.append(Column(name, f"configured {desc} (as resolved)",
                                lambda r, k=key: _setting((r.config.get("path") or {}).get("resolved", r.path).get(k))))
+    cols.append(Column("topology", "the topology and its parameters as tortoise probe --topology takes them "
+                       "(dumbbell,bulk_flows=2,clients=2); wan when the run names none",
+                       lambda r: _topology(r.config.get("topology"))))
     for section, model in (("server", ServerCfg), ("client", ClientCfg)):
         for name, desc in _setting_columns(section, model).items():
             key = name.split(".", 1)[1]
@@ -314,6 +317,12 @@ def _columns() -> list[Column]:
     for k in ("backend", "clock", "kernel_release", "sim_seconds", "wall_seconds", "started", "ended"):
         cols.append(Column(k, RUN_META_DOC[k], lambda r, k=k: getattr(r.meta, k)))
     return cols
+
+
+def _topology(cfg: dict | None) -> str:
+    if not cfg:
+        return "wan"
+    return ",".join([cfg["name"], *(f"{k}={cfg[k]}" for k in sorted(cfg) if k != "name")])
 
 
 def _cross_rate(r: RunRecord, kind: str) -> float | None:
