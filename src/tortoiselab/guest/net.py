@@ -144,7 +144,7 @@ def mininet_path(ctx: LabContext, graph: Graph = ONE_PATH) -> Iterator["PathLab"
     try:
         net.build()
         net.start()
-        yield PathLab(ctx, net, nodes, links, graph.wan)
+        yield PathLab(ctx, net, nodes, links, graph.wan, graph.backhaul)
     finally:
         net.stop()
 
@@ -152,7 +152,8 @@ def mininet_path(ctx: LabContext, graph: Graph = ONE_PATH) -> Iterator["PathLab"
 class PathLab:
     """A running one-path lab: configure it, then measure over it."""
 
-    def __init__(self, ctx: LabContext, net, nodes: dict, links: dict, wan_key: tuple[str, str]) -> None:
+    def __init__(self, ctx: LabContext, net, nodes: dict, links: dict, wan_key: tuple[str, str],
+                 backhaul_key: tuple[str, str] | None = None) -> None:
         self.ctx, self.net, self.nodes = ctx, net, nodes
         self.client, self.server = nodes["client"], nodes["server"]
         wan = links[wan_key]
@@ -168,6 +169,10 @@ class PathLab:
         # each end host's own settings (Mininet's: spec/hostspec.py), put back for a load that sets none
         self.host_defaults = {h.name: self.ex.read_sysctls(tuple(SETTINGS.values()), host=h)
                               for h in (self.client, self.server)}
+        # a second emulated link (pop's backhaul): its ports (up: toward the far end) and its path
+        self.backhaul_devs = None if backhaul_key is None else (links[backhaul_key].intf1.name,
+                                                                links[backhaul_key].intf2.name)
+        self.backhaul_path: PathSpec | None = None
 
     @property
     def ex(self) -> Executor:
@@ -252,8 +257,24 @@ class PathLab:
             argv = C.netem_seed(dev, path, loss, seeds[f"netem_{direction}"], sys.executable, rate, burst,
                                 traced=traced)
             self.ex.in_process(argv, lambda a=argv: netem_seed.main(a[3:]))
+        if self.backhaul_devs is not None and self.backhaul_path is not None:
+            seeds.update(self._backhaul_netem(loss_on, self.seed if seed is None else seed))
         if seed is None:
             self.seeds.update(seeds)
+        return seeds
+
+    def _backhaul_netem(self, loss_on: bool, seed: int) -> dict[str, int]:
+        """netem on the backhaul's two ports (pop), seeded as the WAN's are."""
+        path, seeds = self.backhaul_path, {}
+        for dev, direction, loss, rate, burst in (
+                (self.backhaul_devs[0], "up", path.loss_up, path.rate_up, path.burst_up_pkts),
+                (self.backhaul_devs[1], "down", path.loss_down_pct, path.rate_mbit, path.burst_down_pkts)):
+            loss = loss if loss_on else 0.0
+            self.ex.run(C.netem(dev, path, loss, rate, burst))
+            key = f"netem_backhaul_{direction}"
+            seeds[key] = C.derive_seed(seed, "netem", f"backhaul-{direction}")
+            argv = C.netem_seed(dev, path, loss, seeds[key], sys.executable, rate, burst)
+            self.ex.in_process(argv, lambda a=argv: netem_seed.main(a[3:]))
         return seeds
 
     def _trace_link(self, dev: str, path: PathSpec, traced: str | None) -> None:
@@ -280,8 +301,9 @@ class PathLab:
 
     # --- measurements ---------------------------------------------------
 
-    def ping(self, count: int, interval_s: float) -> dict:
-        out = self.ex.run(C.ping(self.server.IP(), count, interval_s), host=self.client, check=False,
+    def ping(self, count: int, interval_s: float, src=None, dst=None) -> dict:
+        src, dst = src or self.client, dst or self.server
+        out = self.ex.run(C.ping(dst.IP(), count, interval_s), host=src, check=False,
                           timeout=count * interval_s + TOOL_GRACE_S)
         r = parse_ping(out)
         return {"transmitted": r.transmitted, "received": r.received, "rtts_ms": list(r.rtts_ms),
@@ -300,11 +322,14 @@ class PathLab:
                 proc.communicate()
 
     def bulk(self, seconds: float, port: int = 5001, sample_s: float = 0.1,
-             ss_at_s: float | None = None, nbytes: int | None = None) -> dict:
-        """Server-to-client bulk transfer; samples the downlink bottleneck's
-        byte counter (the frames that left the queue) every `sample_s`."""
+             ss_at_s: float | None = None, nbytes: int | None = None, sender=None, receiver=None,
+             counter_dev: str | None = None) -> dict:
+        """Server-to-client bulk transfer (or sender-to-receiver); samples the
+        downlink bottleneck's byte counter (the frames that left the queue;
+        or counter_dev's) every `sample_s`."""
         size = ["--bytes", str(nbytes)] if nbytes is not None else []
-        counter = Path(f"/sys/class/net/{self.down_dev}/statistics/tx_bytes")
+        sender, receiver = sender or self.server, receiver or self.client
+        counter = Path(f"/sys/class/net/{counter_dev or self.down_dev}/statistics/tx_bytes")
         samples: list[tuple[float, int]] = []
         stop = threading.Event()
 
@@ -316,19 +341,19 @@ class PathLab:
 
         ss_text = None
         with ExitStack() as stack:
-            srv = stack.enter_context(self._tool(self.server, "bulk", "serve", "--port", str(port),
+            srv = stack.enter_context(self._tool(sender, "bulk", "serve", "--port", str(port),
                                                  "--seconds", str(seconds), *size))
             if srv.stdout.readline().strip() != "listening":
                 raise RuntimeError(f"bulk server did not start: {srv.stderr.read()}")
             th = threading.Thread(target=sample, daemon=True)
-            cli = stack.enter_context(self._tool(self.client, "bulk", "fetch", "--host", self.server.IP(),
+            cli = stack.enter_context(self._tool(receiver, "bulk", "fetch", "--host", sender.IP(),
                                                  "--port", str(port), *size))
             th.start()
             stack.callback(th.join)
             stack.callback(stop.set)
             if ss_at_s is not None:
                 time.sleep(ss_at_s)
-                ss_text = self.ex.run(C.ss_tcp_info(port), host=self.server)
+                ss_text = self.ex.run(C.ss_tcp_info(port), host=sender)
             cout, cerr = cli.communicate(timeout=seconds + TOOL_GRACE_S)
             sout, serr = srv.communicate(timeout=SERVER_EXIT_S)
         if cli.returncode != 0 or srv.returncode != 0:

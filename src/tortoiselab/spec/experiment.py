@@ -47,10 +47,13 @@ from typing import Any, Literal
 from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, create_model,
                       field_validator, model_serializer, model_validator)
 
+from tortoiselab.spec.browsercfg import browser_problems
 from tortoiselab.spec.ccparams import OUR_MODULES, ParamError, check_params
 from tortoiselab.spec.hostspec import REGION_HOST, SETTINGS, Buffers, HostError, HostSpec, named_host
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS, PathSpec, describe_errors
 from tortoiselab.spec.regions import load_regions, profile_path
+from tortoiselab.spec.topologies import TopologyCfg
+from tortoiselab.spec.topology import TopologyError
 from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
 
 PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html", "base.html", "article.html")
@@ -197,30 +200,6 @@ class ClientCfg(_HostCfg):
         return _one_of(v, PAGES, "page", "the lab serves")
 
 
-# certificate variants Chromium accepts: it verifies no Ed25519 signature
-# (nor does NSS, where the lab CA is trusted for it; docs/browser.md)
-BROWSER_CERTS = ("shared-rsa", "separate-rsa")
-
-
-def browser_problems(server: ServerCfg, client: ClientCfg) -> list[str]:
-    """What the chromium loader cannot do of these settings, each with its
-    fix; empty for any other loader."""
-    if client.loader != "chromium":
-        return []
-    out = []
-    if server.cert not in BROWSER_CERTS:
-        out.append(f"server.cert: Chromium accepts no Ed25519 certificate; use {' or '.join(BROWSER_CERTS)} "
-                   f"(RSA-2048 chains; shared-rsa lets it coalesce)")
-    if client.cache_hit_ratio:
-        out.append("client.cache_hit_ratio: the browser loads every page cold (a fresh profile per load); use 0")
-    if not client.coalescing:
-        out.append("client.coalescing: Chromium has no switch to turn coalescing off; prevent it with "
-                   "server.cert: separate-rsa or client.resolution: two-ip")
-    if client.repeat_after_idle_s is not None:
-        out.append("client.repeat_after_idle_s: not supported by the chromium loader; leave it out")
-    return out
-
-
 class RunConfig(BaseModel):
     """One point of a sweep: everything a run needs."""
 
@@ -228,6 +207,8 @@ class RunConfig(BaseModel):
     path: PathCfg = Field(default_factory=PathCfg)
     server: ServerCfg = Field(default_factory=ServerCfg)
     client: ClientCfg = Field(default_factory=ClientCfg)
+    topology: TopologyCfg | None = Field(None, description="topologies/<name>.py and its parameters; "
+                                         "None: wan (left out of the run's config, so run ids stay)")
 
     @model_validator(mode="after")
     def _browser(self) -> "RunConfig":
@@ -246,8 +227,11 @@ def _check_axes(v: dict[str, list[Any]]) -> dict[str, list[Any]]:
         for f in fields:
             section, _, name = f.partition(".")
             model = models.get(section)
+            if section == "topology" and name:
+                continue  # checked by the topology's own parameters at every point
             if model is None or name not in model.model_fields:
-                raise ValueError(f"sweep axis {key!r}: write <path|server|client>.<field>, e.g. server.cc"
+                raise ValueError(f"sweep axis {key!r}: write <path|server|client>.<field>, e.g. server.cc, "
+                                 "or topology.<parameter>"
                                  + (" (linked axes join fields with +)" if len(fields) > 1 else ""))
         if len(set(fields)) != len(fields):
             raise ValueError(f"sweep axis {key!r}: a field appears twice")
@@ -272,6 +256,7 @@ class Grid(BaseModel):
     path: dict[str, Any] = Field(default_factory=dict)
     server: dict[str, Any] = Field(default_factory=dict)
     client: dict[str, Any] = Field(default_factory=dict)
+    topology: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("sweep")
     @classmethod
@@ -292,6 +277,8 @@ class Experiment(BaseModel):
     path: dict[str, Any] = Field(default_factory=dict)
     server: dict[str, Any] = Field(default_factory=dict)
     client: dict[str, Any] = Field(default_factory=dict)
+    topology: dict[str, Any] = Field(default_factory=dict, description="topologies/<name>.py: {name: dumbbell, "
+                                     "clients: 2, bulk_flows: 1, ...}; none: wan (docs/topologies.md)")
     sweep: dict[str, list[Any]] = Field(default_factory=dict)
     exclude: list[dict[str, Any]] = Field(default_factory=list)
     grids: dict[str, Grid] = Field(default_factory=dict, description="named sweeps: tortoise run --grid NAME")
@@ -348,7 +335,7 @@ def apply_grid(exp: Experiment, grid: str | None) -> Experiment:
         raise ExperimentError(f"grid: {exp.name} has no grid {grid!r} (its grids: {have}); "
                               "add it under grids: or leave --grid out for the full sweep")
     g = exp.grids[grid]
-    merged = {sec: {**getattr(exp, sec), **getattr(g, sec)} for sec in ("path", "server", "client")}
+    merged = {sec: {**getattr(exp, sec), **getattr(g, sec)} for sec in ("path", "server", "client", "topology")}
     return exp.model_copy(update={
         "name": f"{exp.name.split('@')[0]}@{grid}", "grids": {},
         "repetitions": g.repetitions if g.repetitions is not None else exp.repetitions,
@@ -407,9 +394,14 @@ def expand(exp: Experiment) -> list[RunSpec]:
     for point in points:
         base = {"path": copy.deepcopy(exp.path), "server": copy.deepcopy(exp.server),
                 "client": copy.deepcopy(exp.client)}
+        if exp.topology:
+            base["topology"] = copy.deepcopy(exp.topology)
         for k, v in point.items():
             _set(base, k, v)
         where = _where(exp, point)
+        if "topology" in base and (problems := TopologyCfg.problems(base["topology"])):
+            errors.extend(_relocate("\n".join(problems), point, where))
+            continue
         try:
             cfg = RunConfig(**base)
         except ValidationError as exc:
@@ -422,14 +414,21 @@ def expand(exp: Experiment) -> list[RunSpec]:
             continue
         try:
             resolved = cfg.path.resolve()
+            if cfg.topology is not None:
+                resolved = cfg.topology.apply(resolved)  # a cellular last mile's traces and buffer
         except ValidationError as exc:  # the path's values, checked as a PathSpec
             errors.extend(_relocate(describe_errors(exc, prefix="path"), point, where))
+            continue
+        except TopologyError as exc:  # a path field the topology sets
+            errors.append(str(exc))
             continue
         except ValueError as exc:  # region lookups
             msg = str(exc)
             errors.append(msg if msg.startswith("path.") else f"path.region: {msg}")
             continue
         conf = cfg.model_dump()
+        if conf["topology"] is None:  # the default (wan): left out, so runs without a topology keep their ids
+            del conf["topology"]
         conf["path"] = {**{k: v for k, v in conf["path"].items() if v is not None}, "resolved": resolved.model_dump()}
         for rep in range(exp.repetitions):
             run_id = hashlib.sha256(_canonical({"config": conf, "repetition": rep, "seed": exp.seed})
