@@ -72,7 +72,8 @@ bench: setup kernel
 	$(PY) bench/slurm_bench.py --runs 8 || true
 
 # the four seed studies: every study experiment on GRID (resumable: only
-# pending runs), then REPRODUCTION.md from the results
+# pending runs), the coalescing study's browser arm (its own grid, whatever
+# GRID is: Chromium, docs/browser.md), then REPRODUCTION.md from the results
 GRID ?= reduced
 JOBS ?= 2
 STUDY_EXPERIMENTS := tortoise tortoise-screen coalescing cubic_plus reno_beta initcwnd
@@ -81,6 +82,7 @@ reproduce: setup kernel
 	  echo "== $$e --grid $(GRID) =="; \
 	  $(VENV)/bin/tortoise run experiments/$$e.yaml --grid $(GRID) --jobs $(JOBS) || exit $$?; \
 	done
+	$(VENV)/bin/tortoise run experiments/coalescing.yaml --grid browser --jobs $(JOBS)
 	$(VENV)/bin/tortoise report --reproduction --grid $(GRID)
 
 clean:

@@ -14,6 +14,7 @@ from tortoiselab.host.errors import RunnerError
 from tortoiselab.spec.ccparams import ParamError, parse_assignments
 from tortoiselab.spec.experiment import ExperimentError, expand, load
 from tortoiselab.spec.pathspec import PathError, parse_path
+from tortoiselab.spec.topologies import parse_topology
 from tortoiselab.spec.regions import format_regions_table, load_regions
 
 LAZY_IMPORTS = ("each subcommand imports the layers it needs inside its function: the host's modules pull in "
@@ -36,9 +37,10 @@ def cmd_probe(a: argparse.Namespace) -> int:
     path = parse_path(fields)
     measure = {"bulk_seconds": a.bulk_seconds, "loss_probes": a.loss_probes}
     module_params = parse_assignments(a.module_param)
+    topology = parse_topology(a.topology)
     rep = run_probe(path, cc=a.cc, backend=a.backend, clock=a.clock,
                     work=Path(a.work) if a.work else None, measure=measure, switch=a.switch, seed=a.seed,
-                    module_params=module_params)
+                    module_params=module_params, topology=topology)
     print(json.dumps(rep.as_dict(), indent=1) if a.json else rep.text())
     print(f"\n(work folder: {rep.work})", file=sys.stderr)
     return 0 if rep.ok else 3
@@ -318,6 +320,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace-queue-ms", type=float, default=None,
                    help="a traced link's buffer in ms at the trace's mean rate (default one BDP)")
     p.add_argument("--cc", default="cubic", help="server's congestion control algorithm")
+    p.add_argument("--topology", default="wan", metavar="NAME[,ARG,...,K=V]",
+                   help="a topology in topologies/ with its parameters, as mn's --topo: wan, "
+                        "dumbbell,2,bulk_flows=1, cellular,trace_down=3g.down (docs/topologies.md)")
     p.add_argument("--switch", default="ovs", choices=["ovs", "bridge"])
     p.add_argument("--bulk-seconds", type=float, default=10.0)
     p.add_argument("--loss-probes", type=int, default=4000, help="UDP probes per direction")

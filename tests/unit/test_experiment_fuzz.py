@@ -84,7 +84,8 @@ def _dump(doc: dict) -> str:
 
 # a line starts with the file's path or a field's dotted location (quoted
 # parts for odd keys), e.g. "sweep.server.cc[1]: ..." or "grids.ci.'': ..."
-NAMED = re.compile(r"^\s*(/\S+: |((\w[\w+@\-]*|'[^']*'|\"[^\"]*\")(\[\d+\])?\.?)+: |\(top level\): )")
+# (a Python repr, so a quote inside is escaped: grids.'\'"')
+NAMED = re.compile(r"^\s*(/\S+: |((\w[\w+@\-]*|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")(\[\d+\])?\.?)+: |\(top level\): )")
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,

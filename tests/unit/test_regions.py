@@ -80,13 +80,13 @@ def test_default_load_is_the_shipped_file(no_user_files):
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_every_path_value_has_a_source(shipped, name):
     prof = shipped.profiles[name]
-    given = prof.path.given()
+    given = prof.sourced()  # the path's values and the background load, if given
     assert set(prof.sources) == set(given)
     for field in given:
         src = prof.sources[field]
         assert src == R.ASSUMPTION or (src.strip() and not src.lower().startswith("assum")), (field, src)
     # the four values a PathSpec would otherwise default are always stated
-    assert {"rtt_ms", "jitter_ms", "loss_pct", "rate_mbit"} <= set(given)
+    assert {"rtt_ms", "jitter_ms", "loss_pct", "rate_mbit"} <= set(prof.path.given())
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -122,7 +122,7 @@ def test_assumptions_are_counted(shipped):
 
 def test_notes_only_name_path_fields(shipped):
     for prof in shipped.profiles.values():
-        assert set(prof.notes) <= set(R.PATH_FIELDS)
+        assert set(prof.notes) <= set(R.PATH_FIELDS) | {"background_load_pct"}
 
 
 # --- queue_ms -> queue_pkts ------------------------------------------------

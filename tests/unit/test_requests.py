@@ -103,7 +103,8 @@ def _former_request(run, site, pki) -> dict:
 
 # keys the former request left out, with the default the guest then used
 GUEST_DEFAULTS = {"switch": "ovs", "site_seed": 1, "dns": True, "tls_client": None, "url": None, "protocol": None,
-                  "repeat_after_idle_s": None, "browser_fault": None}
+                  "repeat_after_idle_s": None, "browser_fault": None,
+                  "topology": None}  # None: wan, the one path the guest always built
 
 
 def _same_content(new: object, old: object, where: str = "") -> list[str]:

@@ -3,7 +3,9 @@ canned ci-grid runs of every study's experiments (tests/data/runs/<name>@ci:
 run.json, the server capture, experiment.yaml and the lab's site and PKI)
 and, in tests/data/runs/verdicts-before.json, the verdict, value and
 measured text of every claim and the outcome of every physicist's check as
-the single-module code (studies/core.py) computed them on those runs."""
+the single-module code (studies/core.py) computed them on those runs. Claims
+added since (Chromium's, which read the grid browser: no canned runs) are
+there as "no data"; the loader's entries are unchanged."""
 
 import json
 import shutil

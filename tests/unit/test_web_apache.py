@@ -179,3 +179,19 @@ def test_apache_accepts_the_config(real, variant, protocols, tls):
     r = subprocess.run(apache.check_config_argv(conf), capture_output=True, text=True, timeout=30)
     # `apache2 -t` checks syntax, modules, users and file existence; it needs no root
     assert r.returncode == 0 and "Syntax OK" in r.stderr + r.stdout, r.stderr
+
+
+def test_a_reverse_proxy_terminates_tls_and_passes_requests_to_the_origin_over_h2(tmp_path):
+    """pop's edge PoP (topologies/pop.py): the same virtual hosts and
+    certificates, no docroot, every request to the origin over h2 + TLS,
+    its certificate checked against the lab CA; one worker per host."""
+    lines = render(tmp_path, proxy_to="10.0.3.1")
+    assert "LoadModule proxy_http2_module /usr/lib/apache2/modules/mod_proxy_http2.so" in lines
+    hosts = vhosts(lines)
+    assert "ProxyPass / h2://10.0.3.1:443/" in hosts["www.lab.test"]
+    assert "ProxyPass / h2://10.0.3.1/" in hosts["static.lab.test"]
+    for v in hosts.values():
+        assert f"SSLProxyCACertificateFile \"{tmp_path / 'pki' / 'ca.pem'}\"" in v
+        assert "SSLProxyVerify require" in v and not any(x.startswith("DocumentRoot") for x in v)
+    plain = render(tmp_path / "plain")  # a server: as before
+    assert not any(x.startswith(("LoadModule proxy", "ProxyPass", "SSLProxy")) for x in map(str.strip, plain))

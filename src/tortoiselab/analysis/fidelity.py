@@ -15,7 +15,7 @@ from scipy.stats import binomtest, chi2, norm
 
 from tortoiselab.analysis.burstloss import burst_interval, pattern, rate_interval
 from tortoiselab.spec.lossmodel import GilbertElliott
-from tortoiselab.spec.pathspec import PathSpec
+from tortoiselab.spec.pathspec import FRAME_BYTES, PathSpec
 from tortoiselab.spec.trace import PACKET_BYTES, Trace
 
 PING_FRAME_BYTES = 98  # 56 data + 8 ICMP + 20 IP + 14 Ethernet
@@ -241,3 +241,68 @@ def trace_check(direction: str, trace: Trace, samples: list[tuple[int, int, int]
             f"trace {total} B ({(sum(got) / total - 1) * 100 if total else 0:+.2f} %); worst bin at "
             f"{bins[worst][0] / 1e3:.1f} s: {got[worst]} B vs {want[worst]} B")
     return Check(name, 0.0, 0.0, round(err, 3), 0.0, tol_pct, "% bin error", err <= tol_pct, note)
+
+
+# a full-size segment's payload (MSS 1448 with timestamps) in its 1514-byte frame
+SEGMENT_PAYLOAD_BYTES = 1448
+
+
+def _at(samples: list[tuple[float, float]], t: float) -> float:
+    """A cumulative count at time t, linear between samples (clamped)."""
+    if not samples:
+        return 0.0
+    if t <= samples[0][0]:
+        return samples[0][1]
+    for (t0, b0), (t1, b1) in zip(samples, samples[1:]):
+        if t0 <= t <= t1:
+            return b0 + (b1 - b0) * (t - t0) / (t1 - t0) if t1 > t0 else b1
+    return samples[-1][1]
+
+
+def cross_checks(cross: dict, bulk: dict, fair_pct: float | None) -> list[Check]:
+    """A shared bottleneck (docs/topologies.md) during the probe's bulk
+    transfer: the cross traffic's share of the bytes delivered, and whether
+    the flows' bytes account for what left the bottleneck.
+
+    `cross`: the cross flows' cumulative bytes every 100 ms (s after the
+    cross traffic's start); `bulk`: the bottleneck's byte counter during the
+    transfer (s after its start, which is bulk["start_s"] on the cross
+    clock) and the measured client's bytes. Over the transfer, share =
+    cross payload / (cross + measured payload); accounted = their payload
+    in full-size frames / the bottleneck's bytes (within 3 %)."""
+    link = [tuple(s) for s in bulk["samples"]]
+    t_a, t_b = bulk["start_s"] + link[0][0], bulk["start_s"] + link[-1][0]
+    moved = 0.0
+    for host in cross["samples"].values():
+        totals = [(t, float(sum(bs))) for t, bs in host["samples"]]
+        moved += _at(totals, t_b) - _at(totals, t_a)
+    own = bulk["client"]["bytes"]
+    share = 100 * moved / (moved + own) if moved + own else math.nan
+    flows = cross["flows"]
+    note = (f"{len(flows)} cross flows moved {moved / 1e6:.2f} MB during the transfer, the measured flow "
+            f"{own / 1e6:.2f} MB; " + (f"fair share {fair_pct:.1f} %" if fair_pct is not None else
+                                       "no fair share (web loads or other algorithms)")
+            + "; reported, not a tolerance")
+    rows = [Check("cross share", fair_pct if fair_pct is not None else math.nan,
+                  fair_pct if fair_pct is not None else math.nan, round(share, 2), 0.0, 100.0, "%",
+                  moved > 0 and not cross["errors"], note + (f"; errors: {cross['errors']}" if cross["errors"] else ""))]
+    wire = link[-1][1] - link[0][1]
+    acc = 100 * (moved + own) * FRAME_BYTES / SEGMENT_PAYLOAD_BYTES / wire if wire else math.nan
+    rows.append(Check("flows accounted", 100.0, 100.0, round(acc, 2), 97.0, 103.0, "%", abs(acc - 100) <= 3,
+                      "the flows' payload in 1514-byte frames / the bytes that left the bottleneck"))
+    return rows
+
+
+def cross_rates_mbit(cross: dict, t_a: float, t_b: float) -> dict[str, float]:
+    """The cross flows' throughput by kind (bulk, web) between t_a and t_b
+    (s on the cross traffic's clock, e.g. a page load's window), Mbit/s of
+    payload, from their bytes sampled every 100 ms."""
+    kinds = {f["id"]: f["kind"] for f in cross["flows"]}
+    moved = {"bulk": 0.0, "web": 0.0}
+    for host in cross["samples"].values():
+        for i, fid in enumerate(host["ids"]):
+            if fid in kinds:
+                series = [(t, float(bs[i])) for t, bs in host["samples"]]
+                moved[kinds[fid]] += _at(series, t_b) - _at(series, t_a)
+    span = t_b - t_a
+    return {k: round(v * 8 / span / 1e6, 4) if span > 0 else math.nan for k, v in moved.items()}

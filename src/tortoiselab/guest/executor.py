@@ -197,10 +197,12 @@ class Executor:
         if rc:
             raise CommandError(f"[{where}] {shlex.join(argv)} failed: {err}")
 
-    def start(self, argv: list[str], host: Any) -> subprocess.Popen:
-        """Start a long-running argv in a Mininet host; the caller waits."""
+    def start(self, argv: list[str], host: Any, stdin: bool = False) -> subprocess.Popen:
+        """Start a long-running argv in a Mininet host; the caller waits
+        (stdin: a pipe the caller closes to tell it to finish)."""
         self.record(host.name, argv, 0, "", "", time.monotonic())
-        return host.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        extra = {"stdin": subprocess.PIPE} if stdin else {}
+        return host.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **extra)
 
 
 def _text(b: bytes | str | None) -> str:

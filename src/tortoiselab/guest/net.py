@@ -32,6 +32,7 @@ from tortoiselab.guest.clock import HostWall, align_to_grid, sleep_until_monoton
 from tortoiselab.guest.executor import Executor
 from tortoiselab.guest.modules import available_algorithms
 from tortoiselab.guest.replay import ReplayLink, TraceReplay
+from tortoiselab.spec.hostspec import SETTINGS, HostSpec
 from tortoiselab.spec.pathspec import PathSpec
 from tortoiselab.spec.topology import ONE_PATH, Graph
 from tortoiselab.tools import netem_seed
@@ -149,7 +150,7 @@ def mininet_path(ctx: LabContext, graph: Graph = ONE_PATH) -> Iterator["PathLab"
     try:
         net.build()
         net.start()
-        yield PathLab(ctx, net, nodes, links, graph.wan)
+        yield PathLab(ctx, net, nodes, links, graph.wan, graph.backhaul)
     finally:
         net.stop()
         if restore:
@@ -159,7 +160,8 @@ def mininet_path(ctx: LabContext, graph: Graph = ONE_PATH) -> Iterator["PathLab"
 class PathLab:
     """A running one-path lab: configure it, then measure over it."""
 
-    def __init__(self, ctx: LabContext, net, nodes: dict, links: dict, wan_key: tuple[str, str]) -> None:
+    def __init__(self, ctx: LabContext, net, nodes: dict, links: dict, wan_key: tuple[str, str],
+                 backhaul_key: tuple[str, str] | None = None) -> None:
         self.ctx, self.net, self.nodes = ctx, net, nodes
         self.client, self.server = nodes["client"], nodes["server"]
         wan = links[wan_key]
@@ -172,6 +174,13 @@ class PathLab:
         self.seed = ctx.seed
         self.seeds: dict[str, int] = {}
         self.traced_devs: set[str] = set()  # WAN ports whose netem has a traced link as its child
+        # each end host's own settings (Mininet's: spec/hostspec.py), put back for a load that sets none
+        self.host_defaults = {h.name: self.ex.read_sysctls(tuple(SETTINGS.values()), host=h)
+                              for h in (self.client, self.server)}
+        # a second emulated link (pop's backhaul): its ports (up: toward the far end) and its path
+        self.backhaul_devs = None if backhaul_key is None else (links[backhaul_key].intf1.name,
+                                                                links[backhaul_key].intf2.name)
+        self.backhaul_path: PathSpec | None = None
 
     @property
     def ex(self) -> Executor:
@@ -202,6 +211,21 @@ class PathLab:
                 ex.run(C.route_window(LAB_PREFIX, host.defaultIntf().name, initcwnd, initrwnd,
                                       ssthresh if host is self.server else None), host=host)
         self.set_netem(path, loss_on)
+
+    def set_hosts(self, client: HostSpec, server: HostSpec) -> None:
+        """Each end host's TCP settings (docs/hosts.md) written into its
+        namespace in this process: what the load asks for, and for what it
+        leaves unset the value the host was born with, wherever an earlier
+        load of the boot changed it. A load that sets nothing on hosts as
+        they were born writes nothing: its steps are those of the code before
+        hosts could be set."""
+        for host, spec in ((self.client, client), (self.server, server)):
+            asked = spec.sysctls()
+            now = self.ex.read_sysctls(tuple(SETTINGS.values()), host=host)
+            restore = {k: v for k, v in self.host_defaults[host.name].items()
+                       if k not in asked and v.split() != now[k].split()}
+            if asked or restore:
+                self.ex.sysctl({**asked, **restore}, host=host)
 
     def forget_macs(self) -> None:
         """Every lab switch's MAC table emptied (before each page load: an
@@ -241,8 +265,24 @@ class PathLab:
             argv = C.netem_seed(dev, path, loss, seeds[f"netem_{direction}"], sys.executable, rate, burst,
                                 traced=traced)
             self.ex.in_process(argv, lambda a=argv: netem_seed.main(a[3:]))
+        if self.backhaul_devs is not None and self.backhaul_path is not None:
+            seeds.update(self._backhaul_netem(loss_on, self.seed if seed is None else seed))
         if seed is None:
             self.seeds.update(seeds)
+        return seeds
+
+    def _backhaul_netem(self, loss_on: bool, seed: int) -> dict[str, int]:
+        """netem on the backhaul's two ports (pop), seeded as the WAN's are."""
+        path, seeds = self.backhaul_path, {}
+        for dev, direction, loss, rate, burst in (
+                (self.backhaul_devs[0], "up", path.loss_up, path.rate_up, path.burst_up_pkts),
+                (self.backhaul_devs[1], "down", path.loss_down_pct, path.rate_mbit, path.burst_down_pkts)):
+            loss = loss if loss_on else 0.0
+            self.ex.run(C.netem(dev, path, loss, rate, burst))
+            key = f"netem_backhaul_{direction}"
+            seeds[key] = C.derive_seed(seed, "netem", f"backhaul-{direction}")
+            argv = C.netem_seed(dev, path, loss, seeds[key], sys.executable, rate, burst)
+            self.ex.in_process(argv, lambda a=argv: netem_seed.main(a[3:]))
         return seeds
 
     def _trace_link(self, dev: str, path: PathSpec, traced: str | None) -> None:
@@ -269,8 +309,9 @@ class PathLab:
 
     # --- measurements ---------------------------------------------------
 
-    def ping(self, count: int, interval_s: float) -> dict:
-        out = self.ex.run(C.ping(self.server.IP(), count, interval_s), host=self.client, check=False,
+    def ping(self, count: int, interval_s: float, src=None, dst=None) -> dict:
+        src, dst = src or self.client, dst or self.server
+        out = self.ex.run(C.ping(dst.IP(), count, interval_s), host=src, check=False,
                           timeout=count * interval_s + TOOL_GRACE_S)
         r = parse_ping(out)
         return {"transmitted": r.transmitted, "received": r.received, "rtts_ms": list(r.rtts_ms),
@@ -289,11 +330,14 @@ class PathLab:
                 proc.communicate()
 
     def bulk(self, seconds: float, port: int = 5001, sample_s: float = 0.1,
-             ss_at_s: float | None = None, nbytes: int | None = None) -> dict:
-        """Server-to-client bulk transfer; samples the downlink bottleneck's
-        byte counter (the frames that left the queue) every `sample_s`."""
+             ss_at_s: float | None = None, nbytes: int | None = None, sender=None, receiver=None,
+             counter_dev: str | None = None) -> dict:
+        """Server-to-client bulk transfer (or sender-to-receiver); samples the
+        downlink bottleneck's byte counter (the frames that left the queue;
+        or counter_dev's) every `sample_s`."""
         size = ["--bytes", str(nbytes)] if nbytes is not None else []
-        counter = Path(f"/sys/class/net/{self.down_dev}/statistics/tx_bytes")
+        sender, receiver = sender or self.server, receiver or self.client
+        counter = Path(f"/sys/class/net/{counter_dev or self.down_dev}/statistics/tx_bytes")
         samples: list[tuple[float, int]] = []
         stop = threading.Event()
 
@@ -305,19 +349,19 @@ class PathLab:
 
         ss_text = None
         with ExitStack() as stack:
-            srv = stack.enter_context(self._tool(self.server, "bulk", "serve", "--port", str(port),
+            srv = stack.enter_context(self._tool(sender, "bulk", "serve", "--port", str(port),
                                                  "--seconds", str(seconds), *size))
             if srv.stdout.readline().strip() != "listening":
                 raise RuntimeError(f"bulk server did not start: {srv.stderr.read()}")
             th = threading.Thread(target=sample, daemon=True)
-            cli = stack.enter_context(self._tool(self.client, "bulk", "fetch", "--host", self.server.IP(),
+            cli = stack.enter_context(self._tool(receiver, "bulk", "fetch", "--host", sender.IP(),
                                                  "--port", str(port), *size))
             th.start()
             stack.callback(th.join)
             stack.callback(stop.set)
             if ss_at_s is not None:
                 time.sleep(ss_at_s)
-                ss_text = self.ex.run(C.ss_tcp_info(port), host=self.server)
+                ss_text = self.ex.run(C.ss_tcp_info(port), host=sender)
             cout, cerr = cli.communicate(timeout=seconds + TOOL_GRACE_S)
             sout, serr = srv.communicate(timeout=SERVER_EXIT_S)
         if cli.returncode != 0 or srv.returncode != 0:

@@ -50,8 +50,10 @@ class WebLab:
     """Apache and dnsmasq of one lab boot, restarted only when their settings
     change; a context manager that stops both on the way out."""
 
-    def __init__(self, ctx: LabContext, lab: PathLab, site: Path, pki: dict) -> None:
+    def __init__(self, ctx: LabContext, lab: PathLab, site: Path, pki: dict, origin=None) -> None:
         self.ctx, self.lab, self.site, self.pki = ctx, lab, site, pki
+        self.origin = origin  # pop: the origin host; the server is its TLS-terminating reverse proxy
+        self.origin_pidfile: Path | None = None
         WEB_RUN.mkdir(parents=True, exist_ok=True)
         self.apache_key: tuple | None = None
         self.apache_pidfile: Path | None = None
@@ -71,18 +73,44 @@ class WebLab:
         self.stop_apache()
         run_dir = WEB_RUN / f"httpd-{protocol}-{tls}-{cert}"
         run_dir.mkdir(parents=True, exist_ok=True)
-        conf = apache.write_httpd_conf(run_dir, site_dir=self.site, pki=self.pki, cert_variant=cert,
-                                       protocols=protocol, tls=tls,
-                                       listen=[self.lab.server.IP(), SERVER_IP2], domain=LAB_DOMAIN)
-        self.apache_pidfile = apache.pid_file(run_dir)  # stop_apache finds it even if the start fails
-        self.ctx.ex.run(apache.apache_argv(conf), host=self.lab.server)
-        apache.wait_for_pid(self.apache_pidfile, timeout=APACHE_START_S, error_log=run_dir / apache.ERROR_LOG)
+        if self.origin is not None:  # the origin first: the proxy passes every request on to it
+            self.origin_pidfile = self._start_apache(run_dir / "origin", protocol, tls, cert,
+                                                     [self.origin.IP()], None, self.origin)
+        self.apache_pidfile = self._start_apache(run_dir, protocol, tls, cert, [self.lab.server.IP(), SERVER_IP2],
+                                                 self.origin.IP() if self.origin is not None else None,
+                                                 self.lab.server)
         self.apache_key = key
 
+    def _start_apache(self, run_dir: Path, protocol: str, tls: str, cert: str, listen: list[str],
+                      proxy_to: str | None, host) -> Path:
+        """One Apache (a server, or with proxy_to a reverse proxy) in a host;
+        returns its pid file once it listens."""
+        conf = apache.write_httpd_conf(run_dir, site_dir=self.site, pki=self.pki, cert_variant=cert,
+                                       protocols=protocol, tls=tls, listen=listen, domain=LAB_DOMAIN,
+                                       proxy_to=proxy_to)
+        pidfile = apache.pid_file(run_dir)
+        if proxy_to is None and self.origin is not None:
+            self.origin_pidfile = pidfile  # stop_apache finds it even if the start fails
+        else:
+            self.apache_pidfile = pidfile
+        self.ctx.ex.run(apache.apache_argv(conf), host=host)
+        apache.wait_for_pid(pidfile, timeout=APACHE_START_S, error_log=run_dir / apache.ERROR_LOG)
+        return pidfile
+
     def stop_apache(self) -> None:
-        if self.apache_pidfile is not None:
-            apache.stop_by_pidfile(self.apache_pidfile, timeout=PROCESS_STOP_S)
-        self.apache_key, self.apache_pidfile = None, None
+        if self.origin is not None:  # pop: both servers' logs kept in the work folder (a proxy's 502/503 says why)
+            for name, pidfile in (("pop", self.apache_pidfile), ("origin", self.origin_pidfile)):
+                for kind, file in (("error", apache.ERROR_LOG), ("access", apache.ACCESS_LOG)):
+                    log = pidfile.parent / file if pidfile is not None else None
+                    if log is not None and log.exists():
+                        (self.ctx.work / f"{name}-{kind}.log").write_text(log.read_text()[-20000:])
+        try:
+            if self.apache_pidfile is not None:
+                apache.stop_by_pidfile(self.apache_pidfile, timeout=PROCESS_STOP_S)
+        finally:
+            if self.origin_pidfile is not None:
+                apache.stop_by_pidfile(self.origin_pidfile, timeout=PROCESS_STOP_S)
+        self.apache_key, self.apache_pidfile, self.origin_pidfile = None, None, None
 
     def dns(self, names: dict[str, str]) -> None:
         key = tuple(sorted(names.items()))

@@ -15,6 +15,7 @@ from tortoiselab.host.probe import trace_folders
 from tortoiselab.spec.experiment import ClientCfg, RunSpec, ServerCfg
 from tortoiselab.spec.pathspec import PathSpec, describe_errors
 from tortoiselab.spec.requests import LoadClient, LoadSpec, PageLoadRequest, www_url
+from tortoiselab.spec.topologies import TopologyCfg
 
 
 def run_loads(loads: Sequence[LoadSpec | dict], path: PathSpec, backend: str = "uml", clock: str = "virtual",
@@ -65,9 +66,12 @@ LOAD_SETTLE_S = 61.0
 def boot_key(run: RunSpec) -> str:
     """What one lab boot fixes for every run it holds: our modules'
     parameters (loaded at boot). Runs with the same key can share a boot;
-    their paths, seeds, server and client settings are per load."""
+    their paths, seeds, server and client settings are per load. The
+    topology (its graph and cross traffic) is built at boot too."""
     server = ServerCfg.model_validate(run.config["server"])
-    return json.dumps(server.module_params, sort_keys=True)
+    if "topology" not in run.config:  # wan: the key as it always was
+        return json.dumps(server.module_params, sort_keys=True)
+    return json.dumps([server.module_params, run.config["topology"]], sort_keys=True)
 
 
 def run_request(runs: Sequence[RunSpec], site: Path, pki: Path) -> PageLoadRequest:
@@ -80,8 +84,10 @@ def run_request(runs: Sequence[RunSpec], site: Path, pki: Path) -> PageLoadReque
     first = runs[0]
     server = ServerCfg.model_validate(first.config["server"])
     batch = len(runs) > 1
+    topology = first.config.get("topology")
     return PageLoadRequest(
         path=first.path, seed=first.seed, site_dir=str(site), pki_dir=str(pki),
+        topology=None if topology is None else TopologyCfg.model_validate(topology),
         ro_paths=[str(site.parent), *sorted({f for r in runs for f in trace_folders(r.path)})],
         module_params={alg: {k: str(v) for k, v in ps.items()} for alg, ps in server.module_params.items()},
         load_spacing_s=LOAD_SPACING_S if batch else 0.0, settle_s=LOAD_SETTLE_S if batch else 0.0,

@@ -11,11 +11,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tortoiselab.host import backends
-from tortoiselab.analysis.fidelity import (Check, format_table, ge_loss_checks, jitter_checks, loss_check, order_check,
-                                           rate_check, rtt_check, trace_check)
+from tortoiselab.analysis.fidelity import (Check, cross_checks, format_table, ge_loss_checks, jitter_checks, loss_check,
+                                           order_check, rate_check, rtt_check, trace_check)
 from tortoiselab.spec.ccparams import OUR_MODULES
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS, PathSpec, check_algorithm
+from tortoiselab.spec.crosstraffic import CrossParams
 from tortoiselab.spec.requests import CcCheckRequest, ProbeMeasure, ProbeRequest
+from tortoiselab.spec.topologies import TopologyCfg
 
 
 def known_algorithms() -> list[str]:
@@ -42,6 +44,8 @@ class ProbeReport:
     sim_s: float = 0.0
     work: str = ""
     uml_userspace: str | None = None  # uml: seccomp | ptrace (backends.uml_userspace)
+    topology: dict = field(default_factory=lambda: {"name": "wan"})  # TopologyCfg dump
+    cross: dict | None = None  # what shared the bottleneck and the bytes each flow moved
 
     @property
     def ok(self) -> bool:
@@ -61,6 +65,9 @@ class ProbeReport:
             f"kernel release   {self.kernel_release}",
             *([f"uml userspace    {self.uml_userspace}"] if self.uml_userspace else []),
             f"switch           {self.switch}",
+            f"topology         {describe_topology(self.topology)}",
+            *[f"cross flow       {f['id']:<8} {f['kind']:<4} {f['cc']:<8} {f['bytes']:>12} bytes"
+              for f in (self.cross or {}).get("flows", [])[:12]],
             f"algorithms       {' '.join(sorted(self.algorithms))} ({len(self.algorithms)})",
             f"path             {describe_path(PathSpec(**p))}; server cc {self.cc}",
             *[f"trace {d:<10} {t['name']} ({t['file']}, sha256 {t['sha256'][:12]})"
@@ -72,6 +79,11 @@ class ProbeReport:
         ]
         return "\n".join(head) + format_table(self.checks) + (
             "\n\nfidelity: all within tolerance" if self.ok else "\n\nfidelity: OUT OF TOLERANCE")
+
+
+def describe_topology(topology: dict) -> str:
+    """dumbbell,clients=2,bulk_flows=1: the topology as --topology takes it."""
+    return ",".join([topology["name"], *(f"{k}={v}" for k, v in topology.items() if k != "name")])
 
 
 def describe_path(path: PathSpec) -> str:
@@ -89,7 +101,8 @@ def describe_path(path: PathSpec) -> str:
     return text + f", queue {path.queue()} pkts"
 
 
-def evaluate(path: PathSpec, task: dict, measure: ProbeMeasure | None = None) -> list[Check]:
+def evaluate(path: PathSpec, task: dict, measure: ProbeMeasure | None = None,
+             topology: TopologyCfg | None = None, cc: str = "cubic") -> list[Check]:
     """Turn the lab's raw measurements into the fidelity table. A figure
     from a measurement that is not whole (fewer pings or probes sent than
     asked for, no bytes moved) is marked out of tolerance with the reason."""
@@ -109,6 +122,14 @@ def evaluate(path: PathSpec, task: dict, measure: ProbeMeasure | None = None) ->
                       replace(rate, ok=False, note="the bulk transfer moved no bytes"))
     else:
         checks += _trace_checks(path, task["trace"], m)
+    if "backhaul" in task:  # pop: the second leg, against the topology's backhaul path
+        checks += _backhaul_checks((topology or TopologyCfg()).params().backhaul_path(), task["backhaul"], m)
+    if "cross" in task:
+        params = (topology or TopologyCfg()).params()
+        fair = None
+        if isinstance(params, CrossParams) and params.web_loads_per_s == 0 and params.bulk_cc == cc:
+            fair = 100 * params.bulk_flows / (params.bulk_flows + 1)
+        checks += cross_checks(task["cross"], bulk, fair)
     for direction, configured in (("down", path.loss_down_pct), ("up", path.loss_up)):
         probes = task[f"loss_{direction}"]
         model = path.loss_model(direction)
@@ -120,6 +141,17 @@ def evaluate(path: PathSpec, task: dict, measure: ProbeMeasure | None = None) ->
     if path.jitter_ms > 0:
         checks += [order_check(d, task[f"loss_{d}"].get("reordered")) for d in ("down", "up")]
     return checks
+
+
+def _backhaul_checks(path: PathSpec, rec: dict, m: ProbeMeasure) -> list[Check]:
+    """pop's backhaul: its base RTT (PoP to origin pings) and its rate (a
+    bulk transfer origin -> PoP, the backhaul's counters), as for the WAN."""
+    ping, bulk = rec["ping"], rec["bulk"]
+    rtt = rtt_check(path, ping.get("min_ms"), ping["received"], ping["transmitted"])
+    warm = max(2.0, RATE_WARMUP_RTTS * path.rtt_ms / 1e3)
+    rate = rate_check(path, [tuple(s) for s in bulk["samples"]], warm)
+    return [_whole(replace(rtt, quantity="backhaul RTT"), ping["transmitted"], m.ping_count, "pings"),
+            replace(rate, quantity="backhaul rate")]
 
 
 def _untraced(path: PathSpec) -> PathSpec:
@@ -162,9 +194,12 @@ def trace_folders(path: PathSpec) -> list[str]:
 def run_probe(path: PathSpec, cc: str = "cubic", backend: str = "auto", clock: str = "auto",
               work: Path | None = None, measure: ProbeMeasure | dict | None = None, switch: str = "ovs",
               timeout_s: float = backends.TASK_TIMEOUT_S, seed: int = 1,
-              module_params: dict[str, dict[str, str]] | None = None) -> ProbeReport:
+              module_params: dict[str, dict[str, str]] | None = None,
+              topology: TopologyCfg | None = None) -> ProbeReport:
     # names no lab kernel has are refused before even looking for a kernel
     check_algorithm(cc, known_algorithms(), field="cc")
+    topology = topology or TopologyCfg()
+    path = topology.apply(path)  # a cellular last mile's traces and buffer
     info = backends.choose(backend, clock, [cc])
     algos = backends.kernel_algorithms(Path(info.kernel)) if info.kernel else \
         Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
@@ -172,13 +207,15 @@ def run_probe(path: PathSpec, cc: str = "cubic", backend: str = "auto", clock: s
     if work is None:
         work = Path(tempfile.mkdtemp(prefix="tortoise-probe-"))
     req = ProbeRequest(path=path, cc=cc, switch=switch, seed=seed, module_params=module_params or {},
+                       topology=None if topology.name == "wan" else topology,
                        measure=ProbeMeasure.model_validate(measure or {}), ro_paths=trace_folders(path))
     t0 = time.monotonic()
     result = backends.run_task(info, req, work, timeout_s=timeout_s)
     wall = time.monotonic() - t0
     rep = ProbeReport(backend=info.backend, clock=info.clock, kernel_release=result["kernel_release"],
                       algorithms=result["available_cc"], switch=result["switch"], path=path.model_dump(),
-                      cc=cc, checks=evaluate(path, result["task"], req.measure), wall_s=wall,
+                      cc=cc, checks=evaluate(path, result["task"], req.measure, topology, cc), wall_s=wall,
+                      topology=topology.model_dump(), cross=result["task"].get("cross"),
                       sim_s=result["uptime_end_s"] - result["uptime_start_s"], work=str(work),
                       modules=result.get("modules", {}), uml_userspace=result.get("uml_userspace"))
     (work / "probe.json").write_text(json.dumps(rep.as_dict(), indent=1))

@@ -254,11 +254,14 @@ def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, si
     client_seed = ld["client"]["seed"]
     problems = measurement_problems(run, ld["summary"])
     problems += whole.capture_problems({"server": ld["capture"], "client": ld["client_capture"]})
+    if ld.get("cross") and ld["cross"]["errors"]:  # the bottleneck was not shared as configured
+        problems.append(f"cross traffic: {'; '.join(ld['cross']['errors'])}"[:500])
     summary = {k: v for k, v in ld["summary"].items() if k not in ("raw",)}
     summary.update(_floor(run, site, pki, summary))
     meta = {
         "backend": info.backend, "clock": info.clock, "kernel_release": boot["kernel_release"],
         "switch": boot["switch"], "modules": boot.get("modules", {}), "server_sysctls": ld["server_sysctls"],
+        "client_sysctls": ld.get("client_sysctls", {}),
         "server_route": ld["server_route"], "tools": versions,
         "load_sim_seconds": ld["load_seconds"],
         "seeds": run_seeds(run.seed, client_seed, site, Path(pki).parent.parent.name, ld.get("seeds", {}),
@@ -279,7 +282,7 @@ def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, si
     if run.config["client"]["loader"] == "h2load":
         summary["steady_throughput_mbit"] = steady_throughput(tmp / "server.pcap")
     return {"ok": not problems, "error": "; ".join(problems)[:2000] if problems else None, "summary": summary,
-            "connections": ld["connections"], "capture": {"server": ld["capture"], "client": ld["client_capture"]},
+            "cross": ld.get("cross"), "connections": ld["connections"], "capture": {"server": ld["capture"], "client": ld["client_capture"]},
             "meta": meta, "fidelity": [fid.as_dict()]}
 
 

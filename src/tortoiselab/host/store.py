@@ -29,6 +29,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tortoiselab.analysis import napkin
+from tortoiselab.analysis.fidelity import cross_rates_mbit
 from tortoiselab.spec.experiment import ClientCfg, PathCfg, ServerCfg
 
 FORMAT_VERSION = 3  # 3: meta.batch (runs sharing a lab boot); sim_seconds is the run's own share
@@ -63,7 +64,9 @@ class RunMeta(BaseModel):
     kernel: str | None = None  # path of the UML kernel binary
     switch: str | None = None  # ovs | bridge
     modules: dict[str, dict[str, str]] = Field(default_factory=dict)  # our modules' parameters as read back
-    server_sysctls: dict[str, str] = Field(default_factory=dict)
+    server_sysctls: dict[str, str] = Field(default_factory=dict)  # the server's TCP and host settings as read back
+    client_sysctls: dict[str, str] = Field(default_factory=dict)  # the client's host settings as read back
+    # (spec/hostspec.READ_BACK; empty: stored before hosts could be set)
     server_route: str | None = None
     tools: dict[str, Any] = Field(default_factory=dict)  # tool versions, git revision
     sim_seconds: float | None = None  # guest time of the run: boot to its load's end, or (later in a
@@ -98,6 +101,8 @@ class RunRecord(BaseModel):
     connections: list[dict[str, Any]] = Field(default_factory=list)  # per connection, from the server capture
     capture: dict[str, Any] = Field(default_factory=dict)  # tcpdump's counters per side
     fidelity: list[dict[str, Any]] = Field(default_factory=list)  # configured vs measured (analysis.fidelity)
+    # a shared bottleneck's cross traffic during the load: every flow and the bytes it moved (guest/cross.py)
+    cross: dict[str, Any] | None = None
     meta: RunMeta = Field(default_factory=RunMeta)
 
 
@@ -293,6 +298,9 @@ def _columns() -> list[Column]:
         else:
             cols.append(Column(name, f"configured {desc} (as resolved)",
                                lambda r, k=key: _setting((r.config.get("path") or {}).get("resolved", r.path).get(k))))
+    cols.append(Column("topology", "the topology and its parameters as tortoise probe --topology takes them "
+                       "(dumbbell,bulk_flows=2,clients=2); wan when the run names none",
+                       lambda r: _topology(r.config.get("topology"))))
     for section, model in (("server", ServerCfg), ("client", ClientCfg)):
         for name, desc in _setting_columns(section, model).items():
             key = name.split(".", 1)[1]
@@ -300,6 +308,10 @@ def _columns() -> list[Column]:
     for k, desc in SUMMARY_METRICS.items():
         cols.append(Column(k, desc, lambda r, k=k: _num(r.summary.get(k))))
     cols += [
+        Column("cross_bulk_mbit", "the bulk cross flows' throughput during the page load (shared bottleneck)",
+               lambda r: _cross_rate(r, "bulk")),
+        Column("cross_web_mbit", "the background page loads' throughput during the page load",
+               lambda r: _cross_rate(r, "web")),
         Column("tcp_rtt_ms", "smallest TCP handshake RTT in the server capture", lambda r: _fid(r).get("measured")),
         Column("fidelity_ok", "measured RTT within tolerance", lambda r: _fid(r).get("ok")),
         Column("capture_drops", "packets tcpdump's kernel buffer dropped (both sides)", _capture_drops),
@@ -307,6 +319,18 @@ def _columns() -> list[Column]:
     for k in ("backend", "clock", "kernel_release", "sim_seconds", "wall_seconds", "started", "ended"):
         cols.append(Column(k, RUN_META_DOC[k], lambda r, k=k: getattr(r.meta, k)))
     return cols
+
+
+def _topology(cfg: dict | None) -> str:
+    if not cfg:
+        return "wan"
+    return ",".join([cfg["name"], *(f"{k}={cfg[k]}" for k in sorted(cfg) if k != "name")])
+
+
+def _cross_rate(r: RunRecord, kind: str) -> float | None:
+    if not r.cross or "load_window_s" not in r.cross:
+        return None
+    return cross_rates_mbit(r.cross, *r.cross["load_window_s"])[kind]
 
 
 RUN_META_DOC = {"backend": "native | uml", "clock": "real | virtual", "kernel_release": "lab kernel",
@@ -317,7 +341,8 @@ COLUMNS = {c.name: c.description for c in SCHEMA}
 # path columns that are not numbers: the region's name, a trace (its file, name and sha256 as JSON)
 TEXT_PATH = ("path.region", "path.trace_down", "path.trace_up")
 NUMERIC = [c for c in COLUMNS if c.startswith("path.") and c not in TEXT_PATH] + list(SUMMARY_METRICS) + [
-    "server.initcwnd_pkts", "server.initrwnd_pkts", "client.cache_hit_ratio", "sim_seconds", "wall_seconds"]
+    "server.initcwnd_pkts", "server.initrwnd_pkts", "client.cache_hit_ratio", "sim_seconds", "wall_seconds",
+    "cross_bulk_mbit", "cross_web_mbit"]
 
 
 def row(record: RunRecord) -> dict:

@@ -44,11 +44,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, create_model,
+                      field_validator, model_serializer, model_validator)
 
+from tortoiselab.spec.browsercfg import browser_problems
 from tortoiselab.spec.ccparams import OUR_MODULES, ParamError, check_params
+from tortoiselab.spec.hostspec import REGION_HOST, SETTINGS, Buffers, HostError, HostSpec, named_host
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS, PathSpec, describe_errors
-from tortoiselab.spec.regions import profile_path
+from tortoiselab.spec.regions import load_regions, profile_path
+from tortoiselab.spec.topologies import TopologyCfg
+from tortoiselab.spec.topology import TopologyError
 from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
 
 PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html", "base.html", "article.html")
@@ -95,7 +100,52 @@ PathCfg = create_model(
        for name, f in PathSpec.model_fields.items()})
 
 
-class ServerCfg(BaseModel):
+class _HostCfg(BaseModel):
+    """A side's host (spec/hostspec.py, docs/hosts.md): a named host of
+    topologies/hosts.yaml and/or its fields, the fields given winning over
+    the name's. Unset fields are left out of a dump, so a run that sets none
+    dumps, and hashes to the run id, as before hosts could be set."""
+
+    host: str | None = Field(None, description="named host (topologies/hosts.yaml: desktop, mobile, mininet); "
+                                               "client only: region, the path's region profile's host")
+    tcp_rmem: Buffers | None = Field(None, description=HostSpec.model_fields["tcp_rmem"].description)
+    tcp_wmem: Buffers | None = Field(None, description=HostSpec.model_fields["tcp_wmem"].description)
+    tcp_window_scaling: bool | None = Field(None, description=HostSpec.model_fields["tcp_window_scaling"].description)
+
+    @field_validator("host")
+    @classmethod
+    def _known_host(cls, v: str | None) -> str | None:
+        if v is not None and v != REGION_HOST:
+            try:
+                named_host(v)
+            except HostError as exc:
+                raise ValueError(str(exc)) from None
+        return v
+
+    @model_validator(mode="after")
+    def _resolve_host(self) -> "_HostCfg":
+        """A named host's values fill the fields not given."""
+        if self.host is not None and self.host != REGION_HOST:
+            named = named_host(self.host)
+            for k in SETTINGS:
+                if getattr(self, k) is None and getattr(named, k) is not None:
+                    setattr(self, k, getattr(named, k))
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict:
+        d = handler(self)
+        for k in ("host", *SETTINGS):
+            if k in d and d[k] is None:
+                del d[k]
+        return d
+
+    def host_spec(self) -> HostSpec:
+        """The settings this side's host gets (None: the namespace's own)."""
+        return HostSpec(**{k: getattr(self, k) for k in SETTINGS})
+
+
+class ServerCfg(_HostCfg):
     model_config = ConfigDict(extra="forbid")
     cc: str = "cubic"
     module_params: dict[str, dict[str, float | int | str]] = Field(default_factory=dict)
@@ -111,6 +161,15 @@ class ServerCfg(BaseModel):
     def _known_cc(cls, v: str) -> str:
         return _one_of(v, KNOWN_CC, "congestion control algorithm", "the lab has")
 
+    @field_validator("host")
+    @classmethod
+    def _not_region(cls, v: str | None) -> str | None:
+        """(after _known_host)"""
+        if v == REGION_HOST:
+            raise ValueError("region names the client's host of a region profile; name a host for the server, "
+                             "e.g. desktop")
+        return v
+
     @model_validator(mode="after")
     def _params(self) -> "ServerCfg":
         for alg, ps in self.module_params.items():
@@ -121,7 +180,7 @@ class ServerCfg(BaseModel):
         return self
 
 
-class ClientCfg(BaseModel):
+class ClientCfg(_HostCfg):
     model_config = ConfigDict(extra="forbid")
     page: str = "feed.html"
     url: str | None = Field(None, description="a path on www instead of a page, e.g. objects/1000000.bin")
@@ -141,30 +200,6 @@ class ClientCfg(BaseModel):
         return _one_of(v, PAGES, "page", "the lab serves")
 
 
-# certificate variants Chromium accepts: it verifies no Ed25519 signature
-# (nor does NSS, where the lab CA is trusted for it; docs/browser.md)
-BROWSER_CERTS = ("shared-rsa", "separate-rsa")
-
-
-def browser_problems(server: ServerCfg, client: ClientCfg) -> list[str]:
-    """What the chromium loader cannot do of these settings, each with its
-    fix; empty for any other loader."""
-    if client.loader != "chromium":
-        return []
-    out = []
-    if server.cert not in BROWSER_CERTS:
-        out.append(f"server.cert: Chromium accepts no Ed25519 certificate; use {' or '.join(BROWSER_CERTS)} "
-                   f"(RSA-2048 chains; shared-rsa lets it coalesce)")
-    if client.cache_hit_ratio:
-        out.append("client.cache_hit_ratio: the browser loads every page cold (a fresh profile per load); use 0")
-    if not client.coalescing:
-        out.append("client.coalescing: Chromium has no switch to turn coalescing off; prevent it with "
-                   "server.cert: separate-rsa or client.resolution: two-ip")
-    if client.repeat_after_idle_s is not None:
-        out.append("client.repeat_after_idle_s: not supported by the chromium loader; leave it out")
-    return out
-
-
 class RunConfig(BaseModel):
     """One point of a sweep: everything a run needs."""
 
@@ -172,6 +207,8 @@ class RunConfig(BaseModel):
     path: PathCfg = Field(default_factory=PathCfg)
     server: ServerCfg = Field(default_factory=ServerCfg)
     client: ClientCfg = Field(default_factory=ClientCfg)
+    topology: TopologyCfg | None = Field(None, description="topologies/<name>.py and its parameters; "
+                                         "None: wan (left out of the run's config, so run ids stay)")
 
     @model_validator(mode="after")
     def _browser(self) -> "RunConfig":
@@ -190,8 +227,11 @@ def _check_axes(v: dict[str, list[Any]]) -> dict[str, list[Any]]:
         for f in fields:
             section, _, name = f.partition(".")
             model = models.get(section)
+            if section == "topology" and name:
+                continue  # checked by the topology's own parameters at every point
             if model is None or name not in model.model_fields:
-                raise ValueError(f"sweep axis {key!r}: write <path|server|client>.<field>, e.g. server.cc"
+                raise ValueError(f"sweep axis {key!r}: write <path|server|client>.<field>, e.g. server.cc, "
+                                 "or topology.<parameter>"
                                  + (" (linked axes join fields with +)" if len(fields) > 1 else ""))
         if len(set(fields)) != len(fields):
             raise ValueError(f"sweep axis {key!r}: a field appears twice")
@@ -216,6 +256,7 @@ class Grid(BaseModel):
     path: dict[str, Any] = Field(default_factory=dict)
     server: dict[str, Any] = Field(default_factory=dict)
     client: dict[str, Any] = Field(default_factory=dict)
+    topology: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("sweep")
     @classmethod
@@ -236,6 +277,8 @@ class Experiment(BaseModel):
     path: dict[str, Any] = Field(default_factory=dict)
     server: dict[str, Any] = Field(default_factory=dict)
     client: dict[str, Any] = Field(default_factory=dict)
+    topology: dict[str, Any] = Field(default_factory=dict, description="topologies/<name>.py: {name: dumbbell, "
+                                     "clients: 2, bulk_flows: 1, ...}; none: wan (docs/topologies.md)")
     sweep: dict[str, list[Any]] = Field(default_factory=dict)
     exclude: list[dict[str, Any]] = Field(default_factory=list)
     grids: dict[str, Grid] = Field(default_factory=dict, description="named sweeps: tortoise run --grid NAME")
@@ -292,7 +335,7 @@ def apply_grid(exp: Experiment, grid: str | None) -> Experiment:
         raise ExperimentError(f"grid: {exp.name} has no grid {grid!r} (its grids: {have}); "
                               "add it under grids: or leave --grid out for the full sweep")
     g = exp.grids[grid]
-    merged = {sec: {**getattr(exp, sec), **getattr(g, sec)} for sec in ("path", "server", "client")}
+    merged = {sec: {**getattr(exp, sec), **getattr(g, sec)} for sec in ("path", "server", "client", "topology")}
     return exp.model_copy(update={
         "name": f"{exp.name.split('@')[0]}@{grid}", "grids": {},
         "repetitions": g.repetitions if g.repetitions is not None else exp.repetitions,
@@ -351,24 +394,41 @@ def expand(exp: Experiment) -> list[RunSpec]:
     for point in points:
         base = {"path": copy.deepcopy(exp.path), "server": copy.deepcopy(exp.server),
                 "client": copy.deepcopy(exp.client)}
+        if exp.topology:
+            base["topology"] = copy.deepcopy(exp.topology)
         for k, v in point.items():
             _set(base, k, v)
         where = _where(exp, point)
+        if "topology" in base and (problems := TopologyCfg.problems(base["topology"])):
+            errors.extend(_relocate("\n".join(problems), point, where))
+            continue
         try:
             cfg = RunConfig(**base)
         except ValidationError as exc:
             errors.extend(_relocate(describe_errors(exc), point, where))
             continue
         try:
+            cfg.client = _region_host(cfg, base["client"])
+        except ValueError as exc:
+            errors.extend(_relocate(str(exc), point, where))
+            continue
+        try:
             resolved = cfg.path.resolve()
+            if cfg.topology is not None:
+                resolved = cfg.topology.apply(resolved)  # a cellular last mile's traces and buffer
         except ValidationError as exc:  # the path's values, checked as a PathSpec
             errors.extend(_relocate(describe_errors(exc, prefix="path"), point, where))
+            continue
+        except TopologyError as exc:  # a path field the topology sets
+            errors.append(str(exc))
             continue
         except ValueError as exc:  # region lookups
             msg = str(exc)
             errors.append(msg if msg.startswith("path.") else f"path.region: {msg}")
             continue
         conf = cfg.model_dump()
+        if conf["topology"] is None:  # the default (wan): left out, so runs without a topology keep their ids
+            del conf["topology"]
         conf["path"] = {**{k: v for k, v in conf["path"].items() if v is not None}, "resolved": resolved.model_dump()}
         for rep in range(exp.repetitions):
             run_id = hashlib.sha256(_canonical({"config": conf, "repetition": rep, "seed": exp.seed})
@@ -379,6 +439,26 @@ def expand(exp: Experiment) -> list[RunSpec]:
     if errors:
         raise ExperimentError("\n".join(dict.fromkeys(errors)))
     return runs
+
+
+def _region_host(cfg: RunConfig, client: dict[str, Any]) -> ClientCfg:
+    """`client.host: region`: the host the path's region profile names
+    (topologies/regions.yaml `host:`), its values under the fields given;
+    `client` is the client section as written (validated again as written,
+    so its values dump as a named host's would)."""
+    if cfg.client.host != REGION_HOST:
+        return cfg.client
+    if cfg.path.region is None:
+        raise ValueError("client.host: region takes the host of the path's region profile; give path.region "
+                         "or name a host, e.g. client.host: desktop")
+    profile = load_regions().profile(cfg.path.region)
+    if profile.host is None:
+        raise ValueError(f"client.host: the region profile {cfg.path.region!r} names no host; name one, "
+                         "e.g. client.host: desktop")
+    try:
+        return ClientCfg(**{**client, "host": profile.host})
+    except ValidationError as exc:
+        raise ValueError(describe_errors(exc, prefix="client")) from None
 
 
 def _where(exp: Experiment, point: dict[str, Any]) -> str:

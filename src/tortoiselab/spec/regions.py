@@ -41,6 +41,7 @@ from pydantic import (
     model_validator,
 )
 
+from tortoiselab.spec.hostspec import HostError, named_host
 from tortoiselab.spec.yamlfile import YamlFileError, excerpt, read_yaml
 from tortoiselab.spec.pathspec import FRAME_BYTES, PathError, PathSpec, describe_errors, parse_path
 
@@ -165,13 +166,32 @@ class Profile(BaseModel):
 
     description: str = Field(min_length=1)
     path: RegionPath
+    host: str | None = Field(None, description="the client's host (topologies/hosts.yaml), applied by "
+                                               "client.host: region (docs/hosts.md)")
+    background_load_pct: float | None = Field(
+        None, ge=0, le=100, description="the mean share of the downlink other traffic of the client's network "
+        "uses while a page loads, percent; recorded, not yet applied (docs/hosts.md)")
     sources: dict[str, Source]
     notes: dict[str, str] = Field(default_factory=dict,
                                   description="why a value is what it is, by path field")
 
+    @field_validator("host")
+    @classmethod
+    def _known_host(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                named_host(v)
+            except HostError as exc:
+                raise ValueError(str(exc)) from None
+        return v
+
+    def sourced(self) -> list[str]:
+        """The fields that need a source: the path's values, and the background load if given."""
+        return self.path.given() + (["background_load_pct"] if self.background_load_pct is not None else [])
+
     @model_validator(mode="after")
     def _every_value_sourced(self) -> Profile:
-        given = self.path.given()
+        given = self.sourced()
         problems = []
         for k in given:
             if k not in self.sources:
@@ -180,7 +200,7 @@ class Profile(BaseModel):
             if k not in given:
                 problems.append(f"sources.{k}: path sets no {k} (it sets {', '.join(given)})")
         for k in self.notes:
-            if k not in PATH_FIELDS:
+            if k not in PATH_FIELDS and k not in given:
                 problems.append(f"notes.{k}: not a path field (one of {', '.join(PATH_FIELDS)})")
         if problems:
             raise ValueError("\n".join(problems))
@@ -188,7 +208,7 @@ class Profile(BaseModel):
 
     def assumptions(self) -> list[str]:
         """The path fields whose source is ``assumption``."""
-        return [k for k in self.path.given() if is_assumption(self.sources[k])]
+        return [k for k in self.sourced() if is_assumption(self.sources[k])]
 
     def to_pathspec(self) -> PathSpec:
         return self.path.to_pathspec()
@@ -417,15 +437,16 @@ def _row(name: str, prof: Profile) -> list[str]:
         queue = str(p.queue_pkts)
     else:
         queue = f"{spec.queue()} (BDP)"
-    assumed = f"{len(prof.assumptions())}/{len(p.given())}"
-    return [name, rtt, loss, rate, queue, assumed, prof.description]
+    assumed = f"{len(prof.assumptions())}/{len(prof.sourced())}"
+    host = (prof.host or "-") + ("" if prof.background_load_pct is None else f" bg{_num(prof.background_load_pct)}%")
+    return [name, rtt, loss, rate, queue, host, assumed, prof.description]
 
 
 def format_regions_table(regions: Regions) -> str:
     """Every profile (name, RTT±jitter, loss down/up, rates down/up, queue in
     packets, assumption-marked values of values set, description), then the
     add-ons and the files read."""
-    header = ["profile", "RTT ms", "loss %", "down/up Mbit/s", "queue pkts", "assumed", "description"]
+    header = ["profile", "RTT ms", "loss %", "down/up Mbit/s", "queue pkts", "host", "assumed", "description"]
     rows = [_row(n, p) for n, p in regions.profiles.items()]
     out = _align([header, *rows])
     if regions.addons:
@@ -435,7 +456,9 @@ def format_regions_table(regions: Regions) -> str:
     out.append("")
     out.append(f"{len(rows)} profiles. assumed = values marked 'assumption' / values set; "
                "loss bN = in bursts of N packets on average (Simple Gilbert); "
-               "queue (BDP) = no buffer given, one bandwidth-delay product.")
+               "queue (BDP) = no buffer given, one bandwidth-delay product; "
+               "host = the client's (topologies/hosts.yaml, applied by client.host: region), "
+               "bgN% = background load, recorded, not yet applied.")
     for f in regions.files:
         out.append(f"from {f}")
     return "\n".join(out)

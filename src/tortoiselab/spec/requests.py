@@ -20,8 +20,10 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from tortoiselab.spec.experiment import ClientCfg, ServerCfg, browser_problems
+from tortoiselab.spec.browsercfg import browser_problems
+from tortoiselab.spec.experiment import ClientCfg, ServerCfg
 from tortoiselab.spec.pathspec import PathSpec, describe_errors
+from tortoiselab.spec.topologies import TopologyCfg
 
 # the lab's DNS domain: www and static are the page's two origins
 LAB_DOMAIN = "lab.test"
@@ -75,6 +77,8 @@ class ProbeRequest(LabRequest):
 
     task: Literal["probe"] = "probe"
     path: PathSpec
+    topology: TopologyCfg | None = Field(None, description="topologies/<name>.py and its parameters; None: wan "
+                                         "(the path already carries what the topology sets: TopologyCfg.apply)")
     cc: str = Field("cubic", description="the server's congestion control algorithm")
     measure: ProbeMeasure = Field(default_factory=ProbeMeasure)
 
@@ -187,6 +191,7 @@ class PageLoadRequest(LabRequest):
 
     task: Literal["pageload"] = "pageload"
     path: PathSpec
+    topology: TopologyCfg | None = Field(None, description="the batch's topology (one per boot); None: wan")
     loads: list[LoadSpec]
     site_dir: str | None = Field(None, description="the experiment's site, made on the host; None: the guest "
                                                    "makes one from site_seed")

@@ -13,11 +13,14 @@ notebooks, `tortoise grade`'s lab checks and `tortoise report
         experiments: experiment files, repo-relative, e.g.
         ("experiments/tortoise.yaml", "experiments/tortoise-screen.yaml");
         notebook and lab: repo-relative files (notebooks/…, labs/….md)
-    Claim(id, study, seed_file, text, experiment, metric, rule, measure, judge)
+    Claim(id, study, seed_file, text, experiment, metric, rule, measure, judge, loader=None, grid=None)
         text: the seed's claim in its words (seed_file names the source);
         experiment: the name of the experiment whose results it reads;
-        measure(runs: pd.DataFrame) -> Measurement (runs = load_runs(folder));
-        judge(m: Measurement) -> (verdict, why); rule: the judge in words.
+        measure(runs: pd.DataFrame) -> Measurement (runs = load_runs(folder),
+        only those of client.loader `loader` when it names one);
+        judge(m: Measurement) -> (verdict, why); rule: the judge in words;
+        grid: a grid the claim always reads (the coalescing study's
+        Chromium claims: "browser"), else the grid evaluate is given.
     Measurement(value, low, high, p_value, n, unit, detail)
         our number with its 95 % CI (low, high; NaN when it has none) and the
         p-value of the test named in detail (None when no test applies).
@@ -28,8 +31,9 @@ notebooks, `tortoise grade`'s lab checks and `tortoise report
     NoData: raised by a measurement whose runs are not there.
 
     evaluate(study_id, results="results", grid="reduced") -> list[Verdict]
-        every claim of the study; a claim whose experiment has no results
-        gives verdict "no data" (never an exception).
+        every claim of the study (on its own grid if it names one); a claim
+        whose experiment has no results gives verdict "no data" (never an
+        exception).
     verdict_frame(verdicts) -> pd.DataFrame   one row per claim
     physics_checks(exp_dir, run_ids=None) -> list[PhysicsCheck]
         PhysicsCheck(name, ok, expected, measured, n, detail, failures):
@@ -52,7 +56,9 @@ notebooks, `tortoise grade`'s lab checks and `tortoise report
         its module parameters, e.g. "cubic_plus(n=6,rtt_aware=1)"),
         module_params, beta, url, slow_start_after_idle, cond, connect_ms,
         dns_ms, the second load's plt2_ms / ttfb2_ms / content_download2_ms /
-        repeat_new_conns, then run_dir.
+        repeat_new_conns, conn_reuse_ratio (second origins that opened no
+        connection of their own), tcp_conns (in the server capture), then
+        run_dir.
     capture helpers (a run folder's server capture, analysis.flights):
         first_conn(run_dir), transfer(conn), handshake_flight_bytes(conn),
         handshake_grew_window(conn, iw), second_load_window(run_dir),

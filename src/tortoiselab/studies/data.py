@@ -15,7 +15,7 @@ import yaml
 from tortoiselab.host import store
 from tortoiselab.host.store import RunRecord
 from tortoiselab.project import REPO_DIR as REPO
-from tortoiselab.spec.experiment import expand, load
+from tortoiselab.spec.experiment import ClientCfg, expand, load
 
 
 def _repo_file(f: str | Path) -> Path:
@@ -81,6 +81,20 @@ def _connect_ms(r: RunRecord) -> float | None:
     return (c0.get("connect_ms") or 0) + (c0.get("tls_ms") or 0) if c0.get("connect_ms") else None
 
 
+def _conn_reuse(r: RunRecord) -> float | None:
+    """Reuse counted in connections: among the origins other than the
+    page's (the first connection's), the share that opened no connection of
+    their own, every request of theirs riding one opened for another origin
+    (from the loader's connections; None without a second origin)."""
+    conns = r.summary.get("connections") or []
+    if not conns:
+        return None
+    served = {o for c in conns for o in (c.get("origins") or [c.get("origin")])}
+    others = served - {conns[0].get("origin")}
+    own = {c.get("origin") for c in conns}
+    return len(others - own) / len(others) if others else None
+
+
 def _repeat(r: RunRecord, key: str):
     return (r.summary.get("repeat") or {}).get(key)
 
@@ -103,7 +117,19 @@ STUDY_COLUMNS = {
     "ttfb2_ms": lambda r: _repeat(r, "ttfb_ms"),
     "content_download2_ms": lambda r: _repeat(r, "content_download_ms"),
     "repeat_new_conns": lambda r: _repeat(r, "connections_opened"),
+    "conn_reuse_ratio": _conn_reuse,
+    "tcp_conns": lambda r: len(r.connections),
 }
+
+DEFAULT_LOADER = ClientCfg.model_fields["loader"].default
+
+
+def of_loader(df: pd.DataFrame, loader: str | None) -> pd.DataFrame:
+    """The runs of one client.loader (None: all of them); a run stored
+    without one (older folders) ran the default loader."""
+    if loader is None:
+        return df
+    return df[df["client.loader"].fillna(DEFAULT_LOADER) == loader]
 
 
 def load_runs(exp_dir: str | Path, run_ids: set[str] | None = None) -> pd.DataFrame:
@@ -111,11 +137,14 @@ def load_runs(exp_dir: str | Path, run_ids: set[str] | None = None) -> pd.DataFr
     columns plus STUDY_COLUMNS: arm (cc with its module parameters),
     module_params, beta, url, slow_start_after_idle, cond (the run's sweep
     point as JSON, for pairing), connect_ms (TCP + TLS of the first
-    connection), dns_ms and the second load's plt2_ms / ttfb2_ms /
-    content_download2_ms / repeat_new_conns, then run_dir. run_ids: only
-    these runs (those of the experiment file's current grid)."""
+    connection), dns_ms, the second load's plt2_ms / ttfb2_ms /
+    content_download2_ms / repeat_new_conns, conn_reuse_ratio (reuse
+    counted in origins' connections, _conn_reuse) and tcp_conns (TCP
+    connections in the server capture), then run_dir. run_ids: only these
+    runs (those of the experiment file's current grid)."""
     df = store.load_runs(Path(exp_dir), run_ids, extra=STUDY_COLUMNS)
-    for col in ("connect_ms", "dns_ms", "plt2_ms", "ttfb2_ms", "content_download2_ms", "beta"):
+    for col in ("connect_ms", "dns_ms", "plt2_ms", "ttfb2_ms", "content_download2_ms", "beta", "conn_reuse_ratio",
+                "tcp_conns"):
         df[col] = pd.to_numeric(df[col], errors="coerce")
     return df
 

@@ -62,7 +62,10 @@ class Claim:
     """One claim of a seed: its words (text, from seed_file), the experiment
     whose runs measure it, how (measure: runs -> Measurement) and the rule
     that judges the number (judge: Measurement -> (verdict, why); rule: the
-    judge in words)."""
+    judge in words). loader: measure only the runs of this client.loader
+    (None: every run; loaders are never pooled where a claim names one);
+    grid: read this grid of the experiment whatever grid the report reads
+    (None: the report's; e.g. "browser", whose runs no other grid has)."""
 
     id: str
     study: str
@@ -73,14 +76,17 @@ class Claim:
     rule: str
     measure: Callable[[pd.DataFrame], Measurement]
     judge: Judge
+    loader: str | None = None
+    grid: str | None = None
 
 
 def claim(study: str, cid: str, seed: str, text: str, experiment: str, metric: str,
-          measure: Callable[[pd.DataFrame], Measurement], judge_rule: tuple[Judge, str]) -> Claim:
+          measure: Callable[[pd.DataFrame], Measurement], judge_rule: tuple[Judge, str],
+          loader: str | None = None, grid: str | None = None) -> Claim:
     """A Claim with id "<study>.<cid>", from a (judge, rule) pair as the
     judges of tortoiselab.studies.measure return them."""
     judge, rule = judge_rule
-    return Claim(f"{study}.{cid}", study, seed, text, experiment, metric, rule, measure, judge)
+    return Claim(f"{study}.{cid}", study, seed, text, experiment, metric, rule, measure, judge, loader, grid)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from tortoiselab.studies.claims import coalescing, cubic_plus, initcwnd, reno, tortoise
-from tortoiselab.studies.data import current_run_ids, experiment_name, load_runs, study_folder
+from tortoiselab.studies.data import current_run_ids, experiment_name, load_runs, of_loader, study_folder
 from tortoiselab.studies.model import SEEDS, Claim, Measurement, NoData, Study, Verdict
 
 STUDIES: dict[str, Study] = {
@@ -50,11 +50,15 @@ def _clean(x) -> float | None:
 
 
 def verdict_of(c: Claim, df: pd.DataFrame, folder: Path) -> Verdict:
-    """One claim on its experiment's runs (df, read from folder); missing
-    runs give verdict "no data", never an exception."""
+    """One claim on its experiment's runs (df, read from folder; only those
+    of the claim's loader count); missing runs give verdict "no data",
+    never an exception."""
     try:
         if df.empty:
             raise NoData(f"no runs in {folder}")
+        df = of_loader(df, c.loader)
+        if df.empty:
+            raise NoData(f"no runs of client.loader {c.loader} in {folder}")
         m = c.measure(df)
         if m.value is None or not math.isfinite(float(m.value)):
             raise NoData("the measurement gave no value")
@@ -66,18 +70,26 @@ def verdict_of(c: Claim, df: pd.DataFrame, folder: Path) -> Verdict:
                    m.text(), verdict, why, c.rule, m.detail)
 
 
+def claim_grid(c: Claim, grid: str | None) -> str | None:
+    """The grid a claim reads when the report reads `grid`: its own, if it
+    names one (e.g. the browser arm's), else the report's."""
+    return c.grid or grid
+
+
 def evaluate(study_id: str, results: str | Path = "results", grid: str | None = "reduced") -> list[Verdict]:
     """Every claim of the study against the results of its experiments on
-    `grid` (None: the full sweep, results/<name>), in the study's order."""
+    `grid` (None: the full sweep, results/<name>; a claim that names a grid
+    of its own reads that one), in the study's order."""
     s = study(study_id)
     files = experiment_files(s)
-    frames: dict[str, pd.DataFrame] = {}
+    frames: dict[tuple[str, str | None], pd.DataFrame] = {}
     out = []
     for c in s.claims:
-        folder = study_folder(c.experiment, grid, results)
-        if c.experiment not in frames:
-            frames[c.experiment] = load_runs(folder, current_run_ids(files[c.experiment], grid))
-        out.append(verdict_of(c, frames[c.experiment], folder))
+        g = claim_grid(c, grid)
+        folder = study_folder(c.experiment, g, results)
+        if (c.experiment, g) not in frames:
+            frames[c.experiment, g] = load_runs(folder, current_run_ids(files[c.experiment], g))
+        out.append(verdict_of(c, frames[c.experiment, g], folder))
     return out
 
 

@@ -12,7 +12,7 @@ from tortoiselab.host import store
 from tortoiselab.studies.data import current_run_ids, study_folder
 from tortoiselab.studies.model import VERDICTS, Study, Verdict
 from tortoiselab.studies.physics import physics_checks
-from tortoiselab.studies.registry import STUDIES, evaluate
+from tortoiselab.studies.registry import STUDIES, claim_grid, evaluate, experiment_files
 
 WHY_WE_DIFFER = {
     "tortoise": "LinkedIn measured real users' page views in its PoPs for weeks (RUM); we emulate one path per "
@@ -26,7 +26,12 @@ WHY_WE_DIFFER = {
     "coalescing": "The seed's percentages are RUM p90s over real desktop users with real caches; the lab's client "
                   "coalesces every eligible request, so reuse is all-or-nothing. Without coalescing the static "
                   "assets wait for a second TCP + TLS set-up and then start from the initial window on a cold "
-                  "connection, so the gain in the lab is more than one connect time.",
+                  "connection, so the gain in the lab is more than one connect time. The Chromium rows (grid "
+                  "browser, no cache) load the page in a real browser, which cannot turn coalescing off: its arms "
+                  "are one server IP (coalescing possible) against two IPs of the same server under the same "
+                  "certificate (not possible), the way our loader's coalescing: false differs (a second TCP + TLS "
+                  "connection, nothing else); without coalescing Chromium also races up to six connects to the "
+                  "static origin and closes the spare ones after their handshakes (docs/browser.md).",
     "cubic_plus": "The paper gives no link rate, queue, repetition count or variance; we use 20 Mbit/s with a "
                   "one-BDP queue and our own module (RFC 9438 CUBIC without HyStart, plus the paper's two changes) "
                   "against Linux's stock cubic (with HyStart). The RTT-aware K is our function 2R/(R + srtt) "
@@ -138,15 +143,25 @@ def _checks_section(results: Path, grid: str | None) -> list[str]:
     return lines
 
 
+def _grids_read(grid: str | None) -> list[tuple[str, str | None]]:
+    """(experiment file, grid) for every folder the verdicts read: each
+    study experiment on the report's grid, then the grids claims name of
+    their own (the coalescing study's browser arm)."""
+    out = [(f, grid) for s in STUDIES.values() for f in s.experiments]
+    for s in STUDIES.values():
+        files = experiment_files(s)
+        out += [(files[c.experiment], claim_grid(c, grid)) for c in s.claims if c.grid]
+    return list(dict.fromkeys(out))
+
+
 def _times_section(results: Path, grid: str | None) -> list[str]:
-    g = _grid_flag(grid)
     lines = ["## Commands and run times", "", THE_LAB, "",
              "| command | runs (failed) of the grid | lab kernel, clock | first start .. last end (UTC) | wall span | "
              "sum of run walls | guest time |", "| --- | --- | --- | --- | --- | --- | --- |"]
-    files = list(dict.fromkeys(f for s in STUDIES.values() for f in s.experiments))
-    for f in files:
-        d = study_folder(f, grid, results)
-        total = len(current_run_ids(f, grid))
+    for f, fg in _grids_read(grid):
+        g = _grid_flag(fg)
+        d = study_folder(f, fg, results)
+        total = len(current_run_ids(f, fg))
         t = _run_times(d) if d.is_dir() else None
         if not t or not t["runs"]:
             lines.append(f"| `tortoise run {f}{g} --jobs 2` | 0 of {total} | - | - | - | - | - |")
@@ -155,7 +170,7 @@ def _times_section(results: Path, grid: str | None) -> list[str]:
                      f"{', '.join(t['kernel']) or '-'}, {', '.join(t['clock']) or '-'} | "
                      f"{t['first'][:19]} .. {t['last'][11:19]} | {t['wall_span_s'] / 60:.1f} min | "
                      f"{t['run_wall_s'] / 60:.1f} min | {t['sim_s'] / 60:.1f} min |")
-    lines += ["", f"Then `tortoise report --reproduction{g}` wrote this file.", ""]
+    lines += ["", f"Then `tortoise report --reproduction{_grid_flag(grid)}` wrote this file.", ""]
     return lines
 
 

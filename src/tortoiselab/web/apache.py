@@ -36,6 +36,12 @@ MODULES_DIR = "/usr/lib/apache2/modules"
 WEBROOT = Path(__file__).resolve().parents[3] / "webroot"
 TEMPLATE = WEBROOT / "httpd.conf.tmpl"
 VHOST_TEMPLATE = WEBROOT / "vhost.conf.tmpl"
+PROXY_VHOST_TEMPLATE = WEBROOT / "vhost-proxy.conf.tmpl"
+# a reverse proxy's (topologies/pop.py: the edge PoP) further modules
+PROXY_MODULES: tuple[tuple[str, str], ...] = (
+    ("proxy_module", "mod_proxy.so"),
+    ("proxy_http2_module", "mod_proxy_http2.so"),
+)
 
 # exactly the modules the configuration uses (order: MPM first); Debian's
 # apache2 has mod_unixd (User, Group) and mod_log_config (LogFormat,
@@ -97,7 +103,8 @@ def render_httpd_conf(run_dir: Path, *, site_dir: Path | None = None, docroots: 
                       listen: Sequence[str] | str = ("127.0.0.1",), port: int = 443, domain: str = "lab.test",
                       threads: int = 16, user: str = "www-data", group: str = "www-data",
                       log_level: str = "warn", modules_dir: str = MODULES_DIR,
-                      template: Path = TEMPLATE, vhost_template: Path = VHOST_TEMPLATE) -> str:
+                      template: Path = TEMPLATE, vhost_template: Path = VHOST_TEMPLATE,
+                      proxy_to: str | None = None) -> str:
     """The httpd.conf text for one server setting.
 
     protocols: "h2" (Protocols h2 http/1.1) or "h1" (Protocols http/1.1);
@@ -108,6 +115,9 @@ def render_httpd_conf(run_dir: Path, *, site_dir: Path | None = None, docroots: 
     listen: addresses ("10.0.0.1", "10.0.0.1:8443", "::1"), each on `port`
     unless it names one. Two name-based virtual hosts, www.<domain> (first,
     the default) and static.<domain>, on *:port.
+    proxy_to: an origin's address: the virtual hosts terminate TLS and pass
+    every request on to https://<proxy_to> over HTTP/2 (mod_proxy_http2),
+    one backhaul connection per virtual host (the edge PoP of topologies/pop.py).
     """
     if protocols not in PROTOCOLS:
         raise ValueError(f"protocols: {protocols!r}; use one of {sorted(PROTOCOLS)}")
@@ -122,14 +132,19 @@ def render_httpd_conf(run_dir: Path, *, site_dir: Path | None = None, docroots: 
     run_dir = Path(run_dir).resolve()
     roots = _docroots(site_dir, docroots)
     variant = pki["variants"][cert_variant]
-    vt = Template(Path(vhost_template).read_text())
+    vt = Template(Path(PROXY_VHOST_TEMPLATE if proxy_to else vhost_template).read_text())
     vhosts = []
-    for role in ("www", "static"):
+    for i, role in enumerate(("www", "static")):
+        # a worker per virtual host (distinct URLs): a backhaul connection carries one host's SNI
+        origin = f"h2://{proxy_to}:{port}" if i == 0 else f"h2://{proxy_to}" if proxy_to else ""
         vhosts.append(vt.substitute(port=port, host=f"{role}.{domain}", docroot=roots[role],
-                                    cert=variant[role]["cert"], key=variant[role]["key"]))
-    load = "\n".join(f"LoadModule {name} {modules_dir}/{so}" for name, so in MODULES)
+                                    cert=variant[role]["cert"], key=variant[role]["key"], ca=pki["ca"],
+                                    origin=origin))
+    load = "\n".join(f"LoadModule {name} {modules_dir}/{so}"
+                     for name, so in (*MODULES, *(PROXY_MODULES if proxy_to else ())))
     summary = (f"protocols={protocols} tls={tls} cert={cert_variant} domain={domain} "
-               f"listen={','.join(listen) if not isinstance(listen, str) else listen} port={port}")
+               f"listen={','.join(listen) if not isinstance(listen, str) else listen} port={port}"
+               + (f" proxy_to={proxy_to}" if proxy_to else ""))
     return Template(Path(template).read_text()).substitute(
         summary=summary, run_dir=run_dir, pid_file=run_dir / PID_NAME, error_log=run_dir / ERROR_LOG,
         access_log=run_dir / ACCESS_LOG, log_level=log_level, www_host=f"www.{domain}", load_modules=load,

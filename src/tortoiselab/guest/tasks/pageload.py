@@ -24,19 +24,24 @@ from tortoiselab.analysis.parsers import parse_h2load, parse_nghttp_stats
 from tortoiselab.guest import commands as C
 from tortoiselab.guest import trace
 from tortoiselab.guest.clock import align_to_grid, next_grid_point, sleep_until_monotonic, uptime_s
+from tortoiselab.guest.cross import CrossRun, cross_traffic
 from tortoiselab.guest.executor import Executor
 from tortoiselab.guest.forkloader import ForkLoader
 from tortoiselab.guest.net import LAB_PREFIX, LabContext, PathLab, mininet_path
 from tortoiselab.guest.record import code_digest, write_json_atomic
 from tortoiselab.guest.webtier import DNS_IP, NameFiles, WebLab, capture, guest_name_files, resolution, write_names
+from tortoiselab.spec import hostspec
+from tortoiselab.spec.crosstraffic import CrossParams
 from tortoiselab.spec.requests import LAB_DOMAIN, LoadSpec, PageLoadRequest
-from tortoiselab.spec.topology import SERVER_IP2, WEB_PATH
+from tortoiselab.spec.topologies import TopologyCfg
+from tortoiselab.spec.topology import SERVER_IP2
 from tortoiselab.web import pages
 from tortoiselab.web import pki as pkimod
 
 SERVER_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_no_metrics_save",
                   "net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_sack", "net.ipv4.tcp_timestamps",
-                  "net.ipv4.tcp_ecn", "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem", "net.core.default_qdisc")
+                  "net.ipv4.tcp_ecn", "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem", "net.core.default_qdisc",
+                  *(k for k in hostspec.READ_BACK if k not in ("net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem")))
 LOAD_GRID_S = 0.5  # tcpdump is attached within it; every load starts on a grid point
 CAPTURE_DRAIN_S = 1.0  # the last packets reach tcpdump (virtual time: costs nothing)
 LOADER_GRACE_S = 60.0  # beyond the loader's own --timeout before the executor kills it
@@ -55,12 +60,16 @@ def run(ctx: LabContext, req: PageLoadRequest) -> dict:
     site, manifest, pki = _site(req)
     out: dict = {"manifest": manifest, "loads": []}
     name_files = guest_name_files(ctx.ex, ctx.work) if ctx.private_ovs else None
-    with mininet_path(ctx, WEB_PATH) as lab:
+    topology = req.topology or TopologyCfg()
+    graph = topology.graph(web=True)
+    with mininet_path(ctx, graph) as lab:
+        lab.backhaul_path = topology.params().backhaul_path()  # pop: the PoP-origin leg
         lab.configure(req.path, server_cc="cubic", loss_on=True)
+        origin = _origin(ctx.ex, lab, topology, graph)
         out["seeds"] = dict(lab.seeds)  # netem's, per direction, for the request's seed
         _second_server_address(ctx.ex, lab)
         out["wall_topology_ready"] = _wall(ctx)
-        with WebLab(ctx, lab, site, pki) as web, _fork_loader(ctx, lab, req) as fork:
+        with WebLab(ctx, lab, site, pki, origin) as web, _fork_loader(ctx, lab, req) as fork:
             first: dict | None = None  # the first load's set-up and start instants
             digest: str | None = None  # the lab code that ran: hashed once, after the first load
             for i, load in enumerate(req.loads):
@@ -86,6 +95,18 @@ def run(ctx: LabContext, req: PageLoadRequest) -> dict:
                 write_json_atomic(d / "result.json", res)
                 out["loads"].append(res)
     return out
+
+
+def _origin(ex: Executor, lab: PathLab, topology: TopologyCfg, graph) -> object | None:
+    """pop: the origin host, with its own algorithm (the backhaul's sender);
+    None for a topology without one."""
+    names = graph.with_role("origin")
+    if not names:
+        return None
+    origin = lab.nodes[names[0]]
+    ex.sysctl({"net.ipv4.tcp_no_metrics_save": 1,
+               "net.ipv4.tcp_congestion_control": topology.params().origin_cc}, host=origin)
+    return origin
 
 
 def _wait_for_slot(req: PageLoadRequest, first: dict | None, prev_end: float) -> float | None:
@@ -170,8 +191,9 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, fork: ForkLoader | Non
         # (docs/determinism.md)
         with _cwnd_probe(ctx) as tracer:
             marks["capture_on"] = _wall(ctx)
+            target, cross = _cross(ctx, lab, req, load, target, d)
             target, replay = _replay(lab, load.path or req.path, target)
-            with replay:
+            with cross as crossed, replay:
                 start = _start_on_time(target)
                 t0 = time.monotonic()
                 summary, har = LOADERS[load.client.loader](ctx.ex, lab, web, fork, load, names, d)
@@ -186,7 +208,8 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, fork: ForkLoader | Non
     return {"index": i, "server": load.server.model_dump(mode="json"), "client": load.client.model_dump(mode="json"),
             "names": names, "summary": summary, "har": har, "seeds": seeds, "set_up_s": set_up, "start_s": start,
             "pcap": str(pcap), "client_pcap": str(cpcap), "capture": capstats, "client_capture": ccapstats,
-            **_collect(ctx.ex, lab, pcap), "load_seconds": round(wall_of_load, 6), "cwnd": cwnd}
+            **_collect(ctx.ex, lab, pcap), "load_seconds": round(wall_of_load, 6), "cwnd": cwnd,
+            **({"cross": _cross_result(crossed, start, wall_of_load)} if crossed is not None else {})}
 
 
 def _wall(ctx: LabContext) -> float | None:
@@ -201,6 +224,30 @@ def _forget_files(ctx: LabContext) -> None:
     if ctx.private_ovs:
         os.sync()
         ctx.ex.write(DROP_CACHES, "3")
+
+
+def _cross(ctx: LabContext, lab: PathLab, req: PageLoadRequest, load: LoadSpec, target: float | None,
+           d: Path) -> tuple[float | None, AbstractContextManager[CrossRun | None]]:
+    """A shared bottleneck's cross traffic (docs/topologies.md), from
+    lead_s before the load's start instant, its arrivals drawn from the
+    load's seed; the start moves to the first grid point that leaves the
+    lead. Nothing for a topology without cross traffic."""
+    params = req.topology.params() if req.topology is not None else None
+    if not isinstance(params, CrossParams) or not params.active():
+        return target, nullcontext(None)
+    earliest = math.ceil((time.monotonic() + params.lead_s + LOAD_GRID_S) / LOAD_GRID_S) * LOAD_GRID_S
+    start = max(target, earliest) if target is not None else earliest
+    horizon = params.lead_s + load.client.timeout_s
+    seed = req.seed if load.seed is None else load.seed
+    tx = req.topology.graph(web=True).with_role("cross_tx")[0]
+    return start, cross_traffic(ctx.ex, lab.nodes, tx, params, seed, start - params.lead_s, horizon, d)
+
+
+def _cross_result(crossed: CrossRun, start: float, load_s: float) -> dict:
+    """The cross traffic's record, with the page load's window on its clock
+    (s after the cross traffic started)."""
+    a = round(start - crossed.t0_s, 6)
+    return {**crossed.result(), "load_window_s": [a, round(a + load_s, 6)]}
 
 
 def _replay(lab: PathLab, path, target: float | None) -> tuple[float | None, AbstractContextManager]:
@@ -231,6 +278,7 @@ def _set_up_server(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec,
     """The server's kernel settings, Apache and the names of this load;
     returns the names (hostname -> address)."""
     s, c = load.server, load.client
+    lab.set_hosts(c.host_spec(), s.host_spec())
     ex.sysctl({"net.ipv4.tcp_congestion_control": s.cc,
                "net.ipv4.tcp_slow_start_after_idle": int(s.slow_start_after_idle)}, host=lab.server)
     ex.run(C.route_window(LAB_PREFIX, lab.server.defaultIntf().name, s.initcwnd_pkts, s.initrwnd_pkts),
@@ -342,11 +390,13 @@ LOADERS: dict[str, Callable[..., tuple[dict, str | None]]] = {
 
 def _collect(ex: Executor, lab: PathLab, pcap: Path) -> dict:
     """After a load: each connection's handshake figures from the server's
-    capture, the server's TCP settings and its routes."""
+    capture, the server's TCP settings and its routes, and the client's
+    host settings as its namespace held them (docs/hosts.md)."""
     conns = [handshake_summary(x) for x in analyze_pcap(pcap, keep_series=False)] if pcap.exists() else []
     sysctls = ex.read_sysctls(SERVER_SYSCTLS, host=lab.server)  # "" for a key the namespace lacks
+    client = ex.read_sysctls(hostspec.READ_BACK, host=lab.client)
     route = ex.run(C.route_show(), host=lab.server, check=False).strip()
-    return {"connections": conns, "server_sysctls": sysctls, "server_route": route}
+    return {"connections": conns, "server_sysctls": sysctls, "server_route": route, "client_sysctls": client}
 
 
 def _cwnd_probe(ctx: LabContext) -> AbstractContextManager:

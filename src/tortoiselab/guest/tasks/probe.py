@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import time
 
+from tortoiselab.guest.clock import sleep_until_monotonic
+from tortoiselab.guest.cross import cross_traffic
 from tortoiselab.guest.net import LabContext, PathLab, mininet_path
+from tortoiselab.spec.crosstraffic import CrossParams
 from tortoiselab.spec.requests import ProbeRequest
+from tortoiselab.spec.topologies import TopologyCfg
 
 LOSS_PORTS = {"down": 5002, "up": 5003}
 TRACE_BIN_MS = 100  # the bins a replayed trace is compared in (analysis/fidelity.py trace_check)
-TRACE_LEAD_S = 0.2  # the replay starts this long after it is set up, on a whole millisecond
+TRACE_LEAD_S = 0.2
+BACKHAUL_PORT = 5004  # the replay starts this long after it is set up, on a whole millisecond
 
 
 def run(ctx: LabContext, req: ProbeRequest) -> dict:
@@ -19,12 +24,20 @@ def run(ctx: LabContext, req: ProbeRequest) -> dict:
     transfers while its traces replay, and the traced links' bytes per bin
     are read (docs/traces.md)."""
     m = req.measure
-    with mininet_path(ctx) as lab:
+    topology = req.topology or TopologyCfg()
+    graph = topology.graph(web=False)
+    params = topology.params()
+    with mininet_path(ctx, graph) as lab:
+        lab.backhaul_path = params.backhaul_path()
         lab.configure(req.path, server_cc=req.cc, loss_on=False)
         out: dict = {"devices": {"uplink": lab.up_dev, "downlink": lab.down_dev}}
         # RTT: loss off so every ping answers; the delay line is the same
         out["ping"] = lab.ping(m.ping_count, m.ping_interval_s)
-        if not _traced(req):
+        if lab.backhaul_path is not None:
+            out["backhaul"] = _backhaul(lab, req, params, graph.with_role("origin")[0])
+        if isinstance(params, CrossParams) and params.active():
+            out["bulk"], out["cross"] = _bulk_with_cross(lab, req, params, graph.with_role("cross_tx")[0])
+        elif not _traced(req):
             out["bulk"] = lab.bulk(m.bulk_seconds, ss_at_s=1.0)
         else:
             out["bulk"], out["trace"] = _bulk_on_trace(lab, req)
@@ -40,6 +53,33 @@ def run(ctx: LabContext, req: ProbeRequest) -> dict:
 
 def _traced(req: ProbeRequest) -> bool:
     return req.path.trace_down is not None or req.path.trace_up is not None
+
+
+def _backhaul(lab: PathLab, req: ProbeRequest, params, origin_name: str) -> dict:
+    """pop: the backhaul's base RTT (PoP to origin) and its rate (a bulk
+    transfer origin -> PoP with the origin's algorithm, loss off)."""
+    origin = lab.nodes[origin_name]
+    lab.ex.sysctl({"net.ipv4.tcp_no_metrics_save": 1, "net.ipv4.tcp_congestion_control": params.origin_cc},
+                  host=origin)
+    m = req.measure
+    return {"ping": lab.ping(m.ping_count, m.ping_interval_s, src=lab.server, dst=origin),
+            "bulk": lab.bulk(m.bulk_seconds, port=BACKHAUL_PORT, sender=origin, receiver=lab.server,
+                             counter_dev=lab.backhaul_devs[1]),
+            "devices": {"up": lab.backhaul_devs[0], "down": lab.backhaul_devs[1]}}
+
+
+def _bulk_with_cross(lab: PathLab, req: ProbeRequest, params: CrossParams, tx: str) -> tuple[dict, dict]:
+    """The bulk transfer sharing the bottleneck with the topology's cross
+    traffic, which starts params.lead_s before it (on a whole millisecond,
+    from the run's seed); the cross flows' bytes every 100 ms."""
+    t0 = round(time.monotonic() + TRACE_LEAD_S, 3)
+    horizon = params.lead_s + req.measure.bulk_seconds
+    with cross_traffic(lab.ex, lab.nodes, tx, params, lab.seed, t0, horizon, lab.ctx.work) as run:
+        sleep_until_monotonic(t0 + params.lead_s)
+        start = round(time.monotonic() - t0, 6)  # the bulk's samples count from here (s after t0)
+        bulk = lab.bulk(req.measure.bulk_seconds, ss_at_s=1.0)
+        bulk["start_s"] = start
+    return bulk, run.result()
 
 
 def _bulk_on_trace(lab: PathLab, req: ProbeRequest) -> tuple[dict, dict]:
