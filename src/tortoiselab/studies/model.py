@@ -13,7 +13,7 @@ import pandas as pd
 
 VERDICTS = ("agree", "partly", "disagree", "no data")
 ALPHA = 0.05
-# the seed files (../shared/seeds/) by number
+# the seed studies' texts by number (the project's briefing; not part of this repository)
 SEEDS = {"000": "000_b39140e4a526c7fb.txt", "004": "004_af7825aa4075c162.txt", "001": "001_9b56024ed5a96aa8.txt",
          "002": "002_156489580aaffd1b.txt", "003": "003_65993476e458b2ec.txt"}
 
