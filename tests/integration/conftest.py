@@ -1,8 +1,12 @@
-"""Shared lab fixtures of the integration tests."""
+"""Shared lab fixtures and helpers of the integration tests."""
 
+import json
+import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import TORTOISE
 
 
 @pytest.fixture(scope="session")
@@ -23,3 +27,14 @@ def study_results(tmp_path_factory, lab_kernel):
         return root
 
     return make
+
+
+def lossfree_probe(work, *args, timeout=600):
+    """`tortoise probe` on the virtual clock, without loss and with few loss
+    probes (the tests of topologies and traces measure RTT and rate): the
+    finished process and its JSON report (None if it wrote none)."""
+    p = subprocess.run([*TORTOISE, "probe", "--backend", "uml", "--clock", "virtual", "--json",
+                        "--work", str(work), "--loss-pct", "0", "--loss-probes", "200", *args],
+                       capture_output=True, text=True, timeout=timeout)
+    rep = json.loads(p.stdout) if p.stdout.strip().startswith("{") else None
+    return p, rep

@@ -11,16 +11,10 @@ import subprocess
 import pytest
 
 from tests.conftest import TORTOISE
+from tests.integration.conftest import lossfree_probe as probe
 
 pytestmark = pytest.mark.lab
 
-
-def probe(work, *args, timeout=600):
-    p = subprocess.run([*TORTOISE, "probe", "--backend", "uml", "--clock", "virtual", "--json",
-                        "--work", str(work), "--loss-pct", "0", "--loss-probes", "200", *args],
-                       capture_output=True, text=True, timeout=timeout)
-    rep = json.loads(p.stdout) if p.stdout.strip().startswith("{") else None
-    return p, rep
 
 
 CASES = {

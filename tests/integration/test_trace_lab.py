@@ -5,22 +5,14 @@ a bad trace is refused before anything starts."""
 
 import json
 import shutil
-import subprocess
 
 import pytest
 
-from tests.conftest import TORTOISE
+from tests.integration.conftest import lossfree_probe as probe
 from tortoiselab.spec.trace import TRACE_DIR
 
 pytestmark = pytest.mark.lab
 
-
-def probe(work, *args, timeout=600):
-    p = subprocess.run([*TORTOISE, "probe", "--backend", "uml", "--clock", "virtual", "--json",
-                        "--work", str(work), "--loss-pct", "0", "--loss-probes", "200", *args],
-                       capture_output=True, text=True, timeout=timeout)
-    rep = json.loads(p.stdout) if p.stdout.strip().startswith("{") else None
-    return p, rep
 
 
 @pytest.mark.parametrize("name,rtt_ms,queue_ms", [("lte", 50, 500), ("3g", 100, 1000)])
