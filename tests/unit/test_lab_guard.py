@@ -109,3 +109,58 @@ def test_with_a_grace_period_the_program_may_clean_up_first(tmp_path):
     p.stdin.close()
     p.wait(timeout=15)
     assert mark.exists() and _wait_gone(p.pid, 5) is not None
+
+
+# a lab that leaves the guard's process group first thing, as the UML kernel
+# does (it calls setsid() in its main): prints its pid, then waits
+DETACHING_LAB = "import os, time; os.setsid(); print(os.getpid(), flush=True); time.sleep(600)"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is gone for our purpose
+    return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+
+
+def _start_detaching_lab():
+    p = subprocess.Popen([sys.executable, "-S", str(GUARD), "60", "0", sys.executable, "-c", DETACHING_LAB],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    lab = int(p.stdout.readline())
+    assert os.getpgid(lab) == lab != p.pid  # it did leave the guard's group
+    return p, lab
+
+
+def _gone_within(pid: int, s: float) -> bool:
+    deadline = time.monotonic() + s
+    while time.monotonic() < deadline:
+        if not _pid_alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_lab_in_a_session_of_its_own_dies_with_its_runner():
+    p, lab = _start_detaching_lab()
+    try:
+        p.stdin.close()  # the runner is gone
+        p.wait(timeout=10)
+        assert _gone_within(lab, 5), "the detached lab outlived its runner"
+    finally:
+        if _pid_alive(lab):
+            os.kill(lab, signal.SIGKILL)
+
+
+def test_a_sigterm_to_the_guard_ends_a_detached_lab():
+    """The host's kill_group sends SIGTERM to the guard's group."""
+    p, lab = _start_detaching_lab()
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(timeout=10)
+        assert _gone_within(lab, 5), "the detached lab outlived the guard"
+    finally:
+        p.stdin.close()
+        if _pid_alive(lab):
+            os.kill(lab, signal.SIGKILL)

@@ -14,7 +14,11 @@ first with SIGTERM when GRACE_S > 0 (the native backend's lab task then
 tears its network down on the host), SIGKILL after GRACE_S seconds;
 and when PROGRAM exits by itself it exits with PROGRAM's status, and the
 host ends what is left of the group (UML's helper processes) as before.
-Cleanup goes by this group's id alone (docs/architecture.md, "Style").
+The UML kernel calls setsid() first thing (arch/um/os-Linux/main.c), so it
+leads a process group of its own, whose id is its pid: ending the lab ends
+that group too, and a SIGTERM to the guard (the host's kill_group) ends
+the lab before the guard goes. Cleanup goes by these two recorded ids alone
+(docs/architecture.md, "Style").
 
 Stdlib only and started with -S: it runs for every lab boot.
 """
@@ -27,14 +31,24 @@ import signal
 import sys
 import time
 
+def _signal_lab(child: int, sig: int) -> None:
+    """sig to PROGRAM's own group (its pid, once it has called setsid) and
+    to this guard's group."""
+    try:
+        os.killpg(child, sig)
+    except (ProcessLookupError, PermissionError):
+        pass  # not (yet, or no more) a group of its own: this group holds it
+    os.killpg(os.getpgrp(), sig)
+
+
 def _end_group(child: int, grace_s: float) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if grace_s > 0:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        os.killpg(os.getpgrp(), signal.SIGTERM)
+        _signal_lab(child, signal.SIGTERM)
         deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline and os.waitpid(child, os.WNOHANG)[0] == 0:
             time.sleep(0.05)
-    os.killpg(os.getpgrp(), signal.SIGKILL)  # this process included; nothing after this runs
+    _signal_lab(child, signal.SIGKILL)  # this process included; nothing after this runs
 
 
 def main(argv: list[str]) -> int:
@@ -52,6 +66,8 @@ def main(argv: list[str]) -> int:
             os.execv(program[0], program)
         finally:
             os._exit(127)
+    # the host ends a lab by SIGTERM to this group: take PROGRAM's own group along
+    signal.signal(signal.SIGTERM, lambda *_: _end_group(child, grace_s))
     deadline = time.monotonic() + timeout_s
     while True:
         pid, status = os.waitpid(child, os.WNOHANG)
