@@ -27,6 +27,7 @@ Mbit/s, 0.001 %) so a user's path reads and hashes the same everywhere.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from dataclasses import dataclass
@@ -211,8 +212,22 @@ class Populations(BaseModel):
 
 def load_populations(path: Path | None = None) -> Populations:
     """topologies/populations.yaml (or `path`), checked; errors name the
-    file and the field."""
+    file and the field. Read once per version of the file (an experiment
+    names its market at every point of its sweep)."""
     path = DEFAULT_FILE if path is None else Path(path)
+    try:
+        st = path.stat()
+    except OSError:
+        return _read_populations(path)  # read_yaml says what is wrong
+    return _cached_populations(str(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_populations(path: str, mtime_ns: int, size: int) -> Populations:
+    return _read_populations(Path(path))
+
+
+def _read_populations(path: Path) -> Populations:
     try:
         raw = read_yaml(path, "population file")
     except YamlFileError as exc:
