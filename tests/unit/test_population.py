@@ -298,3 +298,11 @@ def test_a_warm_user_counts_its_second_load():
     assert list(user_values(df, "plt_ms")[:2]) == [500.0, 2000.0]
     q = population_quantiles(df, "plt_ms", "arm")
     assert list(q["users"]) == [2, 2] and list(q["failed"]) == [0, 0]
+
+
+def test_too_few_users_give_an_interval_but_no_test():
+    ctrl = [1000.0 + 10 * i for i in range(5)]
+    m = population_change(_frame(ctrl, [v * 0.9 for v in ctrl]), "plt_ms", "arm", "htcp", "hybla")
+    assert m.p_value is None and "no test with fewer than 10 users" in m.detail
+    assert paired_quantile_change(ctrl, [v * 0.9 for v in ctrl]).p_value != paired_quantile_change(
+        ctrl, [v * 0.9 for v in ctrl]).p_value  # NaN

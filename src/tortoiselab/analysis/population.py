@@ -25,6 +25,9 @@ HYBLA_RTT0_MS = 25.0  # Hybla's reference RTT: rho = RTT / RTT0 (Caini and Firri
 # rho classes: below 2 Hybla grows as Reno does or little faster; the seed's paths spread across these
 RHO_EDGES = (0.0, 2.0, 3.0, 6.0, math.inf)
 DEFAULT_RESAMPLES = 4000
+# below this many users a p90 is one of the largest two values and a bootstrap
+# of it has too few distinct resamples to be a test: an interval, no p-value
+MIN_USERS_FOR_TEST = 10
 
 
 def rho_class(rtt_ms: float) -> str:
@@ -60,7 +63,8 @@ def paired_quantile_change(control, arm, q: float = 0.9, n_resamples: int = DEFA
     interval, and p = 2 * min(share of resamples <= 0, share >= 0), at
     least 1 / n_resamples: the smallest level at which the percentile
     interval excludes no change (a test of the quantile difference itself,
-    not of a location shift). Users with a NaN on either side are dropped."""
+    not of a location shift), NaN with fewer than MIN_USERS_FOR_TEST users.
+    Users with a NaN on either side are dropped."""
     c, a = np.asarray(control, dtype=float).ravel(), np.asarray(arm, dtype=float).ravel()
     if c.size != a.size:
         raise ValueError(f"paired: one value per user in each arm ({c.size} vs {a.size})")
@@ -83,6 +87,8 @@ def paired_quantile_change(control, arm, q: float = 0.9, n_resamples: int = DEFA
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(boot, [alpha, 1 - alpha])
     p = min(1.0, max(2 * min(np.mean(boot <= 0), np.mean(boot >= 0)), 1.0 / n_resamples))
+    if n < MIN_USERS_FOR_TEST:
+        p = math.nan
     return PairedChange(value, float(lo), float(hi), float(p), n, cq, aq)
 
 

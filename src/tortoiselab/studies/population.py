@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from tortoiselab.analysis.population import paired_quantile_change, quantiles_over_users, rho_class
+from tortoiselab.analysis.population import MIN_USERS_FOR_TEST, paired_quantile_change, quantiles_over_users, rho_class
 from tortoiselab.host import store
 from tortoiselab.studies.data import load_runs
 from tortoiselab.studies.measure import pair_key
@@ -130,12 +130,14 @@ def population_change(df: pd.DataFrame, metric: str, arm_col: str, control, arm,
     warm = float(p["population.warm"].fillna(False).astype(bool).mean())
     rho = p["path.rtt_ms"].map(rho_class).value_counts(normalize=True).sort_index()
     mix = ", ".join(f"{k} {100 * v:.0f} %" for k, v in rho.items())
+    test = math.isfinite(ch.p_value)
     return Measurement(
-        ch.value, ch.low, ch.high, ch.p_value, ch.n, "%",
+        ch.value, ch.low, ch.high, ch.p_value if test else None, ch.n, "%",
         f"paired p{100 * q:g} change over users of {metric} ({market or 'all markets'}), {arm} vs {control}; "
         f"paired bootstrap over users ({n_resamples} resamples); control p{100 * q:g} {ch.control_q:.0f}, "
         f"arm {ch.arm_q:.0f}; {warm * 100:.0f} % warm loads; RTT mix {mix}"
-        + (f"; {dropped} users left out (a failed load in either arm)" if dropped else ""))
+        + (f"; {dropped} users left out (a failed load in either arm)" if dropped else "")
+        + ("" if test else f"; no test with fewer than {MIN_USERS_FOR_TEST} users"))
 
 
 def population_quantiles(df: pd.DataFrame, metric: str, arm_col: str, market: str | None = None,
