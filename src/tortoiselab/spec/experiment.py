@@ -239,8 +239,8 @@ def _check_axes(v: dict[str, list[Any]]) -> dict[str, list[Any]]:
             if section == "topology" and name:
                 continue  # checked by the topology's own parameters at every point
             if model is None or name not in model.model_fields:
-                raise ValueError(f"sweep axis {key!r}: write <path|server|client|population>.<field>, e.g. server.cc, "
-                                 "or topology.<parameter>"
+                raise ValueError(f"sweep axis {key!r}: write <path|server|client>.<field>, e.g. server.cc, "
+                                 "population.<field> or topology.<parameter>"
                                  + (" (linked axes join fields with +)" if len(fields) > 1 else ""))
         if len(set(fields)) != len(fields):
             raise ValueError(f"sweep axis {key!r}: a field appears twice")
