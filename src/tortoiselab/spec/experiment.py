@@ -27,6 +27,13 @@ it). A grid's results go to results/<name>@<grid>, so runs
 of different grids never mix; without --grid the file's own sweep (the
 full grid) runs into results/<name>. Every grid is validated with the file.
 
+Populations (docs/population.md): ``population: {market: india-mobile-2017,
+users: 60, seed: 1}`` (sweepable as ``population.market``) draws the
+users of a market of topologies/populations.yaml; each point runs once per
+user, the user's path and client host in place of path (which must be left
+out), the draw recorded as the run's config.population, and every arm of a
+user shares its netem seed (paired by user, whatever ``paired`` says).
+
 Every point of the sweep is a complete configuration and is validated as
 one, so `tortoise validate` reports every error with its path in the file
 (e.g. ``sweep.server.cc[1]``) before anything starts.
@@ -37,7 +44,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import itertools
-import json
 import random
 import re
 from dataclasses import dataclass
@@ -51,7 +57,10 @@ from tortoiselab.spec.browsercfg import browser_problems
 from tortoiselab.spec.ccparams import OUR_MODULES, ParamError, check_params
 from tortoiselab.spec.hostspec import REGION_HOST, SETTINGS, Buffers, HostError, HostSpec, named_host
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS, PathSpec, describe_errors
+from tortoiselab.spec.population import PopulationCfg, PopulationError, user_configs
 from tortoiselab.spec.regions import load_regions, profile_path
+from tortoiselab.spec.sweep import canonical as _canonical, relocate as _relocate, set_value as _set
+from tortoiselab.spec.sweep import where as sweep_where
 from tortoiselab.spec.topologies import TopologyCfg
 from tortoiselab.spec.topology import TopologyError
 from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
@@ -221,7 +230,7 @@ class RunConfig(BaseModel):
 def _check_axes(v: dict[str, list[Any]]) -> dict[str, list[Any]]:
     """Each axis names <section>.<field> (joined by "+" for linked axes,
     whose values are lists with one value per field)."""
-    models = {"path": PathCfg, "server": ServerCfg, "client": ClientCfg}
+    models = {"path": PathCfg, "server": ServerCfg, "client": ClientCfg, "population": PopulationCfg}
     for key, values in v.items():
         fields = key.split("+")
         for f in fields:
@@ -231,7 +240,7 @@ def _check_axes(v: dict[str, list[Any]]) -> dict[str, list[Any]]:
                 continue  # checked by the topology's own parameters at every point
             if model is None or name not in model.model_fields:
                 raise ValueError(f"sweep axis {key!r}: write <path|server|client>.<field>, e.g. server.cc, "
-                                 "or topology.<parameter>"
+                                 "population.<field> or topology.<parameter>"
                                  + (" (linked axes join fields with +)" if len(fields) > 1 else ""))
         if len(set(fields)) != len(fields):
             raise ValueError(f"sweep axis {key!r}: a field appears twice")
@@ -257,6 +266,7 @@ class Grid(BaseModel):
     server: dict[str, Any] = Field(default_factory=dict)
     client: dict[str, Any] = Field(default_factory=dict)
     topology: dict[str, Any] = Field(default_factory=dict)
+    population: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("sweep")
     @classmethod
@@ -279,6 +289,8 @@ class Experiment(BaseModel):
     client: dict[str, Any] = Field(default_factory=dict)
     topology: dict[str, Any] = Field(default_factory=dict, description="topologies/<name>.py: {name: dumbbell, "
                                      "clients: 2, bulk_flows: 1, ...}; none: wan (docs/topologies.md)")
+    population: dict[str, Any] = Field(default_factory=dict, description="{market: india-mobile-2017, users: 60, "
+                                       "seed: 1}: a run per drawn user and arm (docs/population.md)")
     sweep: dict[str, list[Any]] = Field(default_factory=dict)
     exclude: list[dict[str, Any]] = Field(default_factory=list)
     grids: dict[str, Grid] = Field(default_factory=dict, description="named sweeps: tortoise run --grid NAME")
@@ -313,18 +325,6 @@ class RunSpec:
                 "path": self.path.model_dump()}
 
 
-def _set(d: dict, dotted: str, value: Any) -> None:
-    """Set one sweep value; a linked axis ("a+b") sets each of its fields."""
-    fields = dotted.split("+")
-    for f, v in zip(fields, value if len(fields) > 1 else [value]):
-        section, _, name = f.partition(".")
-        d.setdefault(section, {})[name] = v
-
-
-def _canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
-
-
 def apply_grid(exp: Experiment, grid: str | None) -> Experiment:
     """The experiment as the grid runs it, named <name>@<grid> (its results
     folder); grid None: the file's own sweep, unchanged."""
@@ -335,7 +335,8 @@ def apply_grid(exp: Experiment, grid: str | None) -> Experiment:
         raise ExperimentError(f"grid: {exp.name} has no grid {grid!r} (its grids: {have}); "
                               "add it under grids: or leave --grid out for the full sweep")
     g = exp.grids[grid]
-    merged = {sec: {**getattr(exp, sec), **getattr(g, sec)} for sec in ("path", "server", "client", "topology")}
+    merged = {sec: {**getattr(exp, sec), **getattr(g, sec)} for sec in ("path", "server", "client", "topology",
+                                                                        "population")}
     return exp.model_copy(update={
         "name": f"{exp.name.split('@')[0]}@{grid}", "grids": {},
         "repetitions": g.repetitions if g.repetitions is not None else exp.repetitions,
@@ -396,49 +397,70 @@ def expand(exp: Experiment) -> list[RunSpec]:
                 "client": copy.deepcopy(exp.client)}
         if exp.topology:
             base["topology"] = copy.deepcopy(exp.topology)
+        if exp.population:
+            base["population"] = copy.deepcopy(exp.population)
         for k, v in point.items():
             _set(base, k, v)
-        where = _where(exp, point)
-        if "topology" in base and (problems := TopologyCfg.problems(base["topology"])):
-            errors.extend(_relocate("\n".join(problems), point, where))
-            continue
+        where = sweep_where(exp.sweep, point)
+        pop = base.pop("population", None)
         try:
-            cfg = RunConfig(**base)
-        except ValidationError as exc:
-            errors.extend(_relocate(describe_errors(exc), point, where))
-            continue
-        try:
-            cfg.client = _region_host(cfg, base["client"])
-        except ValueError as exc:
+            users = user_configs(pop, base) if pop else [(base, None)]
+        except PopulationError as exc:
             errors.extend(_relocate(str(exc), point, where))
             continue
-        try:
-            resolved = cfg.path.resolve()
-            if cfg.topology is not None:
-                resolved = cfg.topology.apply(resolved)  # a cellular last mile's traces and buffer
-        except ValidationError as exc:  # the path's values, checked as a PathSpec
-            errors.extend(_relocate(describe_errors(exc, prefix="path"), point, where))
-            continue
-        except TopologyError as exc:  # a path field the topology sets
-            errors.append(str(exc))
-            continue
-        except ValueError as exc:  # region lookups
-            msg = str(exc)
-            errors.append(msg if msg.startswith("path.") else f"path.region: {msg}")
-            continue
-        conf = cfg.model_dump()
-        if conf["topology"] is None:  # the default (wan): left out, so runs without a topology keep their ids
-            del conf["topology"]
-        conf["path"] = {**{k: v for k, v in conf["path"].items() if v is not None}, "resolved": resolved.model_dump()}
-        for rep in range(exp.repetitions):
-            run_id = hashlib.sha256(_canonical({"config": conf, "repetition": rep, "seed": exp.seed})
-                                    .encode()).hexdigest()[:12]
-            seed_key = {"rep": rep} if exp.paired else {"config": conf, "rep": rep}
-            seed = int(hashlib.sha256(_canonical({"seed": exp.seed, **seed_key}).encode()).hexdigest()[:15], 16)
-            runs.append(RunSpec(exp.name, run_id, point, rep, seed, conf, resolved))
+        for user_base, user in users:
+            made = _configure(user_base, point, where, errors)
+            if made is None:
+                continue
+            conf, resolved = made
+            if user is not None:  # the user's draw, recorded; its index in the point, for pairing
+                conf["population"] = user
+            run_point = {**point, "population.user": user["user"]} if user else point
+            for rep in range(exp.repetitions):
+                run_id = hashlib.sha256(_canonical({"config": conf, "repetition": rep, "seed": exp.seed})
+                                        .encode()).hexdigest()[:12]
+                seed_key = ({"user": {k: user[k] for k in ("market", "seed", "user")}, "rep": rep} if user
+                            else {"rep": rep} if exp.paired else {"config": conf, "rep": rep})
+                seed = int(hashlib.sha256(_canonical({"seed": exp.seed, **seed_key}).encode()).hexdigest()[:15], 16)
+                runs.append(RunSpec(exp.name, run_id, run_point, rep, seed, conf, resolved))
     if errors:
         raise ExperimentError("\n".join(dict.fromkeys(errors)))
     return runs
+
+
+def _configure(base: dict, point: dict[str, Any], where: str, errors: list[str]) -> tuple[dict, PathSpec] | None:
+    """A configuration checked as a run: (its dump, path resolved; the path), or None, errors appended."""
+    if "topology" in base and (problems := TopologyCfg.problems(base["topology"])):
+        errors.extend(_relocate("\n".join(problems), point, where))
+        return None
+    try:
+        cfg = RunConfig(**base)
+        cfg.client = _region_host(cfg, base["client"])
+    except ValidationError as exc:
+        errors.extend(_relocate(describe_errors(exc), point, where))
+        return None
+    except ValueError as exc:  # client.host: region without a region's host
+        errors.extend(_relocate(str(exc), point, where))
+        return None
+    try:
+        resolved = cfg.path.resolve()
+        if cfg.topology is not None:
+            resolved = cfg.topology.apply(resolved)  # a cellular last mile's traces and buffer
+    except ValidationError as exc:  # the path's values, checked as a PathSpec
+        errors.extend(_relocate(describe_errors(exc, prefix="path"), point, where))
+        return None
+    except TopologyError as exc:  # a path field the topology sets
+        errors.append(str(exc))
+        return None
+    except ValueError as exc:  # region lookups
+        msg = str(exc)
+        errors.append(msg if msg.startswith("path.") else f"path.region: {msg}")
+        return None
+    conf = cfg.model_dump()
+    if conf["topology"] is None:  # the default (wan): left out, so runs without a topology keep their ids
+        del conf["topology"]
+    conf["path"] = {**{k: v for k, v in conf["path"].items() if v is not None}, "resolved": resolved.model_dump()}
+    return conf, resolved
 
 
 def _region_host(cfg: RunConfig, client: dict[str, Any]) -> ClientCfg:
@@ -459,20 +481,6 @@ def _region_host(cfg: RunConfig, client: dict[str, Any]) -> ClientCfg:
         return ClientCfg(**{**client, "host": profile.host})
     except ValidationError as exc:
         raise ValueError(describe_errors(exc, prefix="client")) from None
-
-
-def _where(exp: Experiment, point: dict[str, Any]) -> str:
-    return ", ".join(f"sweep.{k}[{exp.sweep[k].index(v)}]" for k, v in point.items())
-
-
-def _relocate(msg: str, point: dict[str, Any], where: str) -> list[str]:
-    """Name the sweep value that caused an error, where one did."""
-    out = []
-    for line in msg.splitlines():
-        field = line.split(":", 1)[0]
-        swept = [k for k in point if any(field.startswith(f) for f in k.split("+"))]
-        out.append(f"{line} [from {where}]" if swept else line)
-    return out
 
 
 def run_order(exp: Experiment, runs: list[RunSpec]) -> list[RunSpec]:

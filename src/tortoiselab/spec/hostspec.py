@@ -18,6 +18,8 @@ profiles do.
 
 from __future__ import annotations
 
+import functools
+
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -141,8 +143,22 @@ class HostsFile(BaseModel):
 
 def load_hosts(path: Path | None = None) -> dict[str, NamedHost]:
     """The named hosts of topologies/hosts.yaml (or `path`); HostError
-    naming the file and the field."""
+    naming the file and the field. Read once per version of the file (an
+    experiment's expansion names a host for every run of a population)."""
     path = HOSTS_FILE if path is None else Path(path)
+    try:
+        st = path.stat()
+    except OSError:
+        return _read_hosts(path)  # read_yaml says what is wrong
+    return dict(_cached_hosts(str(path), st.st_mtime_ns, st.st_size))
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_hosts(path: str, mtime_ns: int, size: int) -> dict[str, NamedHost]:
+    return _read_hosts(Path(path))
+
+
+def _read_hosts(path: Path) -> dict[str, NamedHost]:
     try:
         raw = read_yaml(path, "hosts file")
         return HostsFile.model_validate(raw).hosts
