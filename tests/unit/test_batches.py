@@ -145,3 +145,24 @@ def test_a_lab_is_pinned_to_one_cpu_and_labs_side_by_side_to_different_ones(tmp_
     (tmp_path / "file").write_text("")
     with cpus_mod.cpu_slot(tmp_path / "file" / "cpus") as d:  # an unusable folder: unpinned, as before
         assert d is None
+
+
+@pytest.mark.parametrize("clock,asked,boots", [("virtual", None, 5), ("real", None, 1), ("virtual", 3, 2)])
+def test_a_boot_per_run_on_the_virtual_clock_unless_asked(tmp_path, monkeypatch, clock, asked, boots):
+    """The runner's default: on the virtual clock every run in a lab boot of
+    its own (a later load of a boot is microseconds apart from its run
+    alone: docs/determinism.md, "Batches"); on the real clock batches of up
+    to DEFAULT_BATCH; --batch N is honoured on either."""
+    f = tmp_path / "e.yaml"
+    f.write_text(EXP)
+    lab = FakeLab([])
+    monkeypatch.setattr(backends, "run_task", lab)
+    monkeypatch.setattr(backends, "choose", lambda backend, clk, ccs: backends.BackendInfo("uml", clock, "/k/linux"))
+    monkeypatch.setattr(runner, "check_kernel_paths", lambda info: None)
+    monkeypatch.setattr(runner, "lab_assets", lambda exp_dir: (tmp_path, tmp_path))
+    monkeypatch.setattr(runner, "check_manifest_urls", lambda runs, site: None)
+    res = runner.run_experiment(f, tmp_path / "results", backend="uml", clock=clock,
+                                **({} if asked is None else {"batch": asked}))
+    assert res["done_now"] == 5 and len(lab.boots) == boots
+    assert sorted(len(b) for b in lab.boots) == sorted({5: [1] * 5, 1: [5], 2: [2, 3]}[boots])
+    assert runner.default_batch("virtual") == 1 and runner.default_batch("real") == runner.DEFAULT_BATCH

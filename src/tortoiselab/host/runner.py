@@ -84,6 +84,19 @@ MIN_FREE_BYTES = 1 << 20
 # runs per lab boot at most (--batch): a boot costs several loads' worth of
 # time; a larger batch saves little more and puts more runs behind one boot
 DEFAULT_BATCH = 8
+# on the virtual clock a boot per run unless --batch asks for more: a later
+# load of a boot meets kernel and Open vSwitch state that no reset between
+# loads restores (one-time initialisations, periodic work at other phases of
+# the load, the switch daemons' own state), and its packets come out
+# microseconds apart from the same run alone (docs/determinism.md, "Batches")
+VIRTUAL_DEFAULT_BATCH = 1
+
+
+def default_batch(clock: str) -> int:
+    """Runs per lab boot when --batch is not given: one on the virtual
+    clock, where a run's packets must not depend on its place in a boot;
+    DEFAULT_BATCH on the real clock, which has no microsecond contract."""
+    return VIRTUAL_DEFAULT_BATCH if clock == "virtual" else DEFAULT_BATCH
 
 
 def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path, pki: Path,
@@ -394,11 +407,12 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
                    clock: str = "auto", limit: int | None = None,
                    on_progress: Callable[[dict, int, int], None] | None = None, grid: str | None = None,
                    shard: tuple[int, int] | None = None, runs_file: Path | None = None,
-                   batch: int = DEFAULT_BATCH) -> dict:
+                   batch: int | None = None) -> dict:
     """Every pending run (of slice shard=(i, N) only, if given; of the runs
     listed in runs_file only, if given), each under its claim, so that
     shards running side by side never do a run twice; up to `batch` runs
-    share a lab boot (host/pageload.plan_batches)."""
+    share a lab boot (host/pageload.plan_batches; None: default_batch of
+    the clock)."""
     if shard is not None:
         parse_shard(f"{shard[0]}/{shard[1]}")
     exp = load(exp_file, grid=grid)  # a grid runs into results/<name>@<grid>
@@ -419,6 +433,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
     check_guest_paths(exp_dir)
     info = backends.choose(backend, clock, ccs)
     check_kernel_paths(info)
+    batch = default_batch(info.clock) if batch is None else batch
     if info.backend == "native" and jobs > 1:
         raise RunnerError("jobs: runs on the native backend share the host's kernel; use --jobs 1 (or uml)")
     with experiment_lock(exp_dir, shared=sliced):
