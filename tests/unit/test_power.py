@@ -72,7 +72,7 @@ def test_a_p90_claim_is_tested_with_the_bootstrap_not_wilcoxon():
 # --- power --------------------------------------------------------------------------
 
 
-def _normal_pilot(sigma: float, n: int = 4000, seed: int = 1, statistic: str = "ratio") -> S.Measurement:
+def _normal_pilot(sigma: float, n: int = 2000, seed: int = 1, statistic: str = "ratio") -> S.Measurement:
     rng = np.random.default_rng(seed)
     c = np.full(n, 1000.0)
     return S.Measurement(0.0, control=tuple(c), arm=tuple(c * np.exp(rng.normal(0, sigma, n))), statistic=statistic)

@@ -1,6 +1,8 @@
 """Which arm is better, and how sure we are: quantiles with bootstrap
 confidence intervals, percent differences of p90 and of the median between
-two arms, rank tests and effect sizes, Holm's correction.
+two arms, rank tests and effect sizes, Holm's correction; the exact
+sign-flip test for few pairs and the paired bootstrap test of a quantile
+difference come from analysis.pairtests.
 
 Pure functions of arrays and DataFrames (numpy, scipy.stats, pandas); every
 random draw comes from a seeded generator, so the same data and seed give the
@@ -29,6 +31,8 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 from scipy import stats as st
+
+from tortoiselab.analysis.pairtests import quantile_diff_pvalues, quantile_diff_test, sign_flip_test
 
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_CONFIDENCE = 0.95
@@ -272,65 +276,6 @@ def wilcoxon_signed_rank(control, arm) -> dict:
     return {"test": "wilcoxon", "statistic": float(r.statistic), "p_value": float(r.pvalue)}
 
 
-def sign_flip_test(d) -> dict:
-    """Exact two-sided sign-flip permutation test of paired differences d
-    (e.g. per-pair log ratios): under "no change" every pair's sign is a
-    fair coin, so the p-value is the share of the 2^n sign patterns whose
-    |sum| is at least the observed one. With n pairs the smallest p is
-    2/2^n (the data and its mirror image), so it can never be 0; all
-    differences 0 gives p = 1. For the few pairs where a Wilcoxon test is
-    not used (n up to 20: 2^20 patterns)."""
-    x = np.asarray(d, dtype=float).ravel()
-    x = x[np.isfinite(x)]
-    n = x.size
-    if n == 0:
-        return {"test": "sign-flip", "statistic": math.nan, "p_value": math.nan, "min_p": math.nan}
-    if n > 20:
-        raise ValueError(f"sign_flip_test: {n} pairs; the exact test enumerates 2^n patterns (n <= 20)")
-    signs = 1 - 2 * ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1)
-    obs = abs(x.sum())
-    null = np.abs(signs @ x)
-    p = float(np.mean(null >= obs - 1e-12 * max(1.0, obs)))
-    return {"test": "sign-flip", "statistic": float(x.sum()), "p_value": p, "min_p": min(1.0, 2.0 / 2 ** n)}
-
-
-def quantile_diff_pvalues(control: np.ndarray, arm: np.ndarray, q: float = 0.9, n_resamples: int = 2000,
-                          seed: int | np.random.Generator | None = 0) -> np.ndarray:
-    """Paired bootstrap test of a quantile difference, for many samples at
-    once: control and arm of shape (samples, n), pairs resampled together
-    within each sample. p = twice the share of resamples on the smaller side
-    of 0 (two-sided: 2 * min(P(diff <= 0), P(diff >= 0)), at most 1), floored at 2/2^n: n pairs cannot say more than the exact
-    sign-flip test of their signs can (and a bootstrap never gives 0)."""
-    c, a = np.atleast_2d(np.asarray(control, float)), np.atleast_2d(np.asarray(arm, float))
-    s, n = c.shape
-    rng = _rng(seed)
-    below, above = np.zeros(s), np.zeros(s)
-    rows = max(1, _CHUNK_ELEMENTS // max(n * s, 1))
-    for start in range(0, n_resamples, rows):
-        k = min(rows, n_resamples - start)
-        idx = rng.integers(0, n, size=(k, n))
-        diff = np.quantile(a[:, idx], q, axis=2) - np.quantile(c[:, idx], q, axis=2)  # (samples, k)
-        below += (diff <= 0).sum(axis=1)
-        above += (diff >= 0).sum(axis=1)
-    p = np.minimum(1.0, 2 * np.minimum(below, above) / n_resamples)
-    return np.maximum(p, min(1.0, 2.0 / 2 ** n))
-
-
-def quantile_diff_test(control, arm, q: float = 0.9, n_resamples: int = 4000,
-                       seed: int | np.random.Generator | None = 0) -> dict:
-    """Two-sided paired bootstrap test of quantile(arm) - quantile(control)
-    (quantile_diff_pvalues for one sample): a test made for a quantile,
-    where a rank test would test the location of the whole distribution."""
-    c, a = np.asarray(control, dtype=float).ravel(), np.asarray(arm, dtype=float).ravel()
-    keep = np.isfinite(c) & np.isfinite(a)
-    c, a = c[keep], a[keep]
-    if c.size < 2:
-        return {"test": "bootstrap", "statistic": math.nan, "p_value": math.nan, "min_p": math.nan}
-    p = float(quantile_diff_pvalues(c[None, :], a[None, :], q, n_resamples, seed)[0])
-    return {"test": "bootstrap", "statistic": float(np.quantile(a, q) - np.quantile(c, q)), "p_value": p,
-            "min_p": min(1.0, 2.0 / 2 ** c.size)}
-
-
 def cliffs_delta(control, arm) -> float:
     """Cliff's delta = P(arm > control) - P(arm < control) over all
     cross-pairs; in [-1, 1], 0 when neither arm tends to be larger."""
@@ -400,6 +345,22 @@ def min_p_value(n_control: int, n_arm: int, paired: bool) -> float:
     return min(1.0, 2.0 / math.comb(n_control + n_arm, n_control))
 
 
+def unpaired_quantile_p(control, arm, q: float = 0.9, n_resamples: int = DEFAULT_RESAMPLES,
+                        seed: int | np.random.Generator | None = 0) -> float:
+    """Two-sided bootstrap test of quantile(arm) - quantile(control) for
+    independent samples (each resampled on its own): 2 * the share of
+    resamples on the smaller side of 0, at least the exact Mann-Whitney
+    test's smallest p at these sizes (min_p_value)."""
+    c, a = _clean(control), _clean(arm)
+    if c.size < 2 or a.size < 2:
+        return math.nan
+    rng = _rng(seed)
+    diff = (_boot_rows(a.size, n_resamples, rng, lambda idx: _quantile_rows(a[idx], q))
+            - _boot_rows(c.size, n_resamples, rng, lambda idx: _quantile_rows(c[idx], q)))
+    p = min(1.0, 2 * min(np.mean(diff <= 0), np.mean(diff >= 0)))
+    return float(max(p, min_p_value(c.size, a.size, paired=False)))
+
+
 # --- the comparison table ----------------------------------------------------
 
 COMPARE_COLUMNS = [
@@ -407,7 +368,7 @@ COMPARE_COLUMNS = [
     "p50_control", "p50_arm", "p90_control", "p90_arm",
     "median_diff_pct", "median_diff_low", "median_diff_high", "p90_diff_pct", "p90_diff_low", "p90_diff_high",
     "test", "statistic", "p_value", "p_holm", "significant", "effect", "effect_size", "effect_magnitude",
-    "min_p", "note",
+    "min_p", "p90_test", "p90_p_value", "p90_p_holm", "note",
 ]
 
 
@@ -424,8 +385,12 @@ def compare(df: pd.DataFrame, metric: str, arm_col: str, control, paired_key: st
     bootstrapping pairs. Column `paired` says which; `n_pairs` and `dropped`
     say how many pairs were found and how many rows had no partner.
 
-    p_holm is Holm-adjusted over the rows of this table; `significant` is
-    p_holm < alpha; out.attrs["multiple_comparisons"] says so in words. `note`
+    The p90 difference has a test of its own, made for a quantile (p90_p_value:
+    a bootstrap of the p90 difference, pairs resampled together when paired,
+    quantile_diff_test / unpaired_quantile_p; p_value's rank test is for the
+    median's and the whole distribution's shift). p_holm and p90_p_holm are
+    Holm-adjusted over the rows of this table; `significant` is p_holm <
+    alpha; out.attrs["multiple_comparisons"] says so in words. `note`
     explains what limits a row (pairing, few runs)."""
     if metric not in df.columns or arm_col not in df.columns:
         raise KeyError(f"compare: columns {metric!r} and {arm_col!r} must be in the table")
@@ -465,6 +430,11 @@ def compare(df: pd.DataFrame, metric: str, arm_col: str, control, paired_key: st
                              confidence=confidence, seed=rng)
             row.update({f"{name}_diff_pct": e.value, f"{name}_diff_low": e.low, f"{name}_diff_high": e.high})
         row.update(test)
+        if paired_key is not None:
+            row["p90_test"], row["p90_p_value"] = "paired bootstrap", quantile_diff_test(c, a, 0.9, n_resamples,
+                                                                                         rng)["p_value"]
+        else:
+            row["p90_test"], row["p90_p_value"] = "bootstrap", unpaired_quantile_p(c, a, 0.9, n_resamples, rng)
         nc, na = len(c), len(a)
         row["min_p"] = min_p_value(nc, na, paired_key is not None)
         if math.isfinite(row["min_p"]) and row["min_p"] >= alpha:
@@ -476,6 +446,7 @@ def compare(df: pd.DataFrame, metric: str, arm_col: str, control, paired_key: st
     out = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
     if len(out):
         out["p_holm"] = holm(out["p_value"].to_numpy(dtype=float))
+        out["p90_p_holm"] = holm(out["p90_p_value"].to_numpy(dtype=float))
         out["significant"] = out["p_holm"] < alpha
     out.attrs["multiple_comparisons"] = holm_note(len(out), alpha)
     return out

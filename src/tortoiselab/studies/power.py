@@ -2,9 +2,9 @@
 given the spread the runs measured, and how many pairs it takes to see it
 with 80 % power. By simulation, since no closed form fits a Wilcoxon test
 on resampled data or a bootstrap test of a p90: the per-pair log ratios
-of the measurement (log arm - log control) are centred so the pilot's
-statistic is "no change" (on their median; for a p90, on the log of its
-p90 ratio), resampled with replacement to n pairs, shifted by the claimed effect
+of the measurement (log arm - log control) are centred so the pilot is
+"no change" for its test (on their Hodges-Lehmann pseudo-median; for a
+p90, on the log of its p90 ratio), resampled with replacement to n pairs, shifted by the claimed effect
 (log(1 + effect / 100)), and the same test the measurement ran is run on
 each simulated sample (studies.measure.paired_test: Wilcoxon signed-rank
 with 6 or more pairs, the exact sign-flip test below; the paired bootstrap
@@ -96,14 +96,17 @@ def ratio_pvalues(x: np.ndarray) -> np.ndarray:
 
 
 def _centre(m: Measurement, lr: np.ndarray) -> float:
-    """The log ratio that makes the measurement's statistic "no change":
-    the median log ratio (statistic "ratio"), or log(p90(arm) / p90(control))
-    (statistic "p90": a quantile scales with its sample, so the arm divided
-    by it has the control's p90)."""
+    """The log ratio that makes the pilot "no change" for its test: the
+    Hodges-Lehmann pseudo-median of the log ratios (the median of their
+    pairwise means: what the Wilcoxon signed-rank test tests; the median
+    would leave a skewed pilot off its null), or log(p90(arm) / p90(control))
+    for statistic "p90" (a quantile scales with its sample, so the arm
+    divided by it has the control's p90)."""
     if m.statistic == "p90":
         c, a = np.asarray(m.control, float), np.asarray(m.arm, float)
         return float(np.log(np.quantile(a, 0.9) / np.quantile(c, 0.9)))
-    return float(np.median(lr))
+    i, j = np.triu_indices(lr.size)
+    return float(np.median((lr[i] + lr[j]) / 2))
 
 
 def _samples(m: Measurement, lr: np.ndarray, n: int, shift: float, sims: int, rng: np.random.Generator):
