@@ -77,5 +77,5 @@ def test_compare_tests_the_p90_difference_with_a_quantile_test():
     df = pd.DataFrame({"arm": ["a"] * 30 + ["b"] * 30, "plt_ms": np.r_[c, 0.7 * c], "seed": list(range(30)) * 2})
     for key in ("seed", None):
         row = stats.compare(df, "plt_ms", "arm", "a", paired_key=key).iloc[0]
-        assert row["p90_test"] in ("paired bootstrap", "bootstrap") and row["p90_p_value"] < 0.01
+        assert row["p90_test"] in ("paired permutation", "permutation") and row["p90_p_value"] < 0.01
         assert row["p90_p_holm"] == pytest.approx(row["p90_p_value"])

@@ -1,7 +1,7 @@
 """Which arm is better, and how sure we are: quantiles with bootstrap
 confidence intervals, percent differences of p90 and of the median between
 two arms, rank tests and effect sizes, Holm's correction; the exact
-sign-flip test for few pairs and the paired bootstrap test of a quantile
+sign-flip test for few pairs and the paired permutation test of a quantile
 difference come from analysis.pairtests.
 
 Pure functions of arrays and DataFrames (numpy, scipy.stats, pandas); every
@@ -347,18 +347,19 @@ def min_p_value(n_control: int, n_arm: int, paired: bool) -> float:
 
 def unpaired_quantile_p(control, arm, q: float = 0.9, n_resamples: int = DEFAULT_RESAMPLES,
                         seed: int | np.random.Generator | None = 0) -> float:
-    """Two-sided bootstrap test of quantile(arm) - quantile(control) for
-    independent samples (each resampled on its own): 2 * the share of
-    resamples on the smaller side of 0, at least the exact Mann-Whitney
-    test's smallest p at these sizes (min_p_value)."""
+    """Two-sided permutation test of quantile(arm) - quantile(control) for
+    independent samples: the arm labels shuffled n_resamples times, p =
+    (k + 1) / (n_resamples + 1) with k the shuffles whose |difference| is
+    at least the observed one."""
     c, a = _clean(control), _clean(arm)
     if c.size < 2 or a.size < 2:
         return math.nan
     rng = _rng(seed)
-    diff = (_boot_rows(a.size, n_resamples, rng, lambda idx: _quantile_rows(a[idx], q))
-            - _boot_rows(c.size, n_resamples, rng, lambda idx: _quantile_rows(c[idx], q)))
-    p = min(1.0, 2 * min(np.mean(diff <= 0), np.mean(diff >= 0)))
-    return float(max(p, min_p_value(c.size, a.size, paired=False)))
+    both = np.concatenate([c, a])
+    perm = rng.permuted(np.broadcast_to(both, (n_resamples, both.size)), axis=1)
+    diff = np.quantile(perm[:, c.size:], q, axis=1) - np.quantile(perm[:, :c.size], q, axis=1)
+    obs = abs(np.quantile(a, q) - np.quantile(c, q))
+    return float((np.sum(np.abs(diff) >= obs * (1 - 1e-12)) + 1) / (n_resamples + 1))
 
 
 # --- the comparison table ----------------------------------------------------
@@ -386,8 +387,9 @@ def compare(df: pd.DataFrame, metric: str, arm_col: str, control, paired_key: st
     say how many pairs were found and how many rows had no partner.
 
     The p90 difference has a test of its own, made for a quantile (p90_p_value:
-    a bootstrap of the p90 difference, pairs resampled together when paired,
-    quantile_diff_test / unpaired_quantile_p; p_value's rank test is for the
+    a permutation test of the p90 difference, arm and control swapped within
+    pairs when paired, labels shuffled when not: quantile_diff_test /
+    unpaired_quantile_p; p_value's rank test is for the
     median's and the whole distribution's shift). p_holm and p90_p_holm are
     Holm-adjusted over the rows of this table; `significant` is p_holm <
     alpha; out.attrs["multiple_comparisons"] says so in words. `note`
@@ -431,10 +433,10 @@ def compare(df: pd.DataFrame, metric: str, arm_col: str, control, paired_key: st
             row.update({f"{name}_diff_pct": e.value, f"{name}_diff_low": e.low, f"{name}_diff_high": e.high})
         row.update(test)
         if paired_key is not None:
-            row["p90_test"], row["p90_p_value"] = "paired bootstrap", quantile_diff_test(c, a, 0.9, n_resamples,
+            row["p90_test"], row["p90_p_value"] = "paired permutation", quantile_diff_test(c, a, 0.9, n_resamples,
                                                                                          rng)["p_value"]
         else:
-            row["p90_test"], row["p90_p_value"] = "bootstrap", unpaired_quantile_p(c, a, 0.9, n_resamples, rng)
+            row["p90_test"], row["p90_p_value"] = "permutation", unpaired_quantile_p(c, a, 0.9, n_resamples, rng)
         nc, na = len(c), len(a)
         row["min_p"] = min_p_value(nc, na, paired_key is not None)
         if math.isfinite(row["min_p"]) and row["min_p"] >= alpha:

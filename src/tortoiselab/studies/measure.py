@@ -1,7 +1,7 @@
 """How a claim's number is measured and judged: runs filtered to the ones
 that count, arms paired on the same condition and seed, the arm's change
 against the control with a bootstrap CI and a paired test (Wilcoxon for a
-median change, a paired bootstrap test for a p90 difference, an exact
+median change, a paired permutation test for a p90 difference, an exact
 sign-flip test below 6 pairs), and the four judges that turn a number into
 a verdict of model.VERDICTS: significance by the Holm-adjusted p, and a
 result that is not significant is "inconclusive" unless the test had the
@@ -95,7 +95,7 @@ def change(df: pd.DataFrame, metric: str, arm_col: str, control, arm, statistic:
            seed: int = 0, **where) -> Measurement:
     """The arm against the control, in %: statistic "p90" = paired p90
     difference (the seed's statistic, for one condition; tested with a
-    paired bootstrap of the p90 difference, stats.quantile_diff_test),
+    paired permutation test of the p90 difference, stats.quantile_diff_test),
     "ratio" = median of per-pair changes 100*(arm/control - 1) (pooled over
     conditions, where p90s of different scales must not be mixed; tested
     with paired_test); 95 % bootstrap CI over pairs. The pairs ride along
@@ -110,7 +110,9 @@ def change(df: pd.DataFrame, metric: str, arm_col: str, control, arm, statistic:
         t = stats.quantile_diff_test(c, a, 0.9, n_resamples=4000, seed=seed)
         pv = None if not math.isfinite(t["p_value"]) else t["p_value"]
         test = ("all pairs equal" if np.array_equal(c, a) else "one pair: no test" if pv is None else
-                f"paired bootstrap test of the p90 difference (p floored at 2/2^{len(c)} = {t['min_p']:.3g})")
+                "paired permutation test of the p90 difference (" + (
+                    f"exact; smallest possible p = 2/2^{len(c)} = {t['min_p']:.3g})" if t.get("exact") else
+                    "4000 random swaps)"))
     else:
         e = stats.bootstrap_ci(100 * (a / c - 1), "median", n_resamples=4000, seed=seed)
         label = "median per-pair change"

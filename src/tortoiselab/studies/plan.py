@@ -26,7 +26,7 @@ from tortoiselab.studies.data import current_run_ids, experiment_name, load_runs
 from tortoiselab.studies.model import ALPHA, POWER_TARGET, Claim, Measurement, NoData
 from tortoiselab.studies.registry import STUDIES, claim_grid, experiment_files, measure_claim, tie_of
 
-P90_SIMS = 400  # simulated samples per n for a p90 claim (each runs a bootstrap of pw.INNER resamples)
+P90_SIMS = 200  # simulated samples per n for a p90 claim (each runs a permutation test of its own)
 
 
 @dataclass
