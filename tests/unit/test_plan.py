@@ -45,6 +45,8 @@ def test_the_powered_grid_takes_the_largest_need_capped_with_a_note(tmp_path):
     reps, note = P.repetitions_needed(rows, 30)
     assert reps == 30 and "b would need up to 40" in note
     assert P.repetitions_needed([P.ClaimPlan("c")], 30)[0] is None
+    far = P.repetitions_needed(rows + [P.ClaimPlan("d", effect="-2 %")], 100)
+    assert far[0] == 40 and "out of reach" in far[1] and "d" in far[1]
     f = tmp_path / "e.yaml"
     f.write_text(yaml.safe_dump({"name": "e", "sweep": {"x": [1, 2, 3]},
                                  "grids": {"reduced": {"repetitions": 6, "sweep": {"x": [1, 2]},

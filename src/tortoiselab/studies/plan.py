@@ -148,13 +148,16 @@ def repetitions_needed(rows: list[ClaimPlan], cap: int) -> tuple[int | None, str
     """The largest repetitions any claim needs at Holm's level, capped (with
     a note of what the cap leaves underpowered)."""
     need = [r.reps_holm for r in rows if r.reps_holm is not None]
+    out_of_reach = [r.claim_id for r in rows if r.effect and r.reps_holm is None]
+    far = f"out of reach within {pw.N_MAX} pairs: {', '.join(out_of_reach)}" if out_of_reach else ""
     if not need:
-        return None, "no claim of this experiment has a test to plan from"
+        return None, far or "no claim of this experiment has a test to plan from"
     top = max(need)
     if top <= cap:
-        return top, ""
+        return top, far
     short = ", ".join(r.claim_id for r in rows if r.reps_holm is not None and r.reps_holm > cap)
-    return cap, f"capped at {cap} repetitions (--max-repetitions): {short} would need up to {top}"
+    return cap, "; ".join(x for x in (f"capped at {cap} repetitions (--max-repetitions): {short} would need up to "
+                                      f"{top}", far) if x)
 
 
 def powered_grid(info: dict, reps: int, note: str = "") -> str:
