@@ -4,12 +4,14 @@ from a pilot measurement, the cap on the powered grid with its note, the
 test column of stats.compare that the study notebooks read."""
 
 import math
+import subprocess
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
+from tests.conftest import TORTOISE
 from tortoiselab import studies as S
 from tortoiselab.analysis import stats
 from tortoiselab.studies import plan as P
@@ -81,3 +83,18 @@ def test_compare_tests_the_p90_difference_with_a_quantile_test():
         row = stats.compare(df, "plt_ms", "arm", "a", paired_key=key).iloc[0]
         assert row["p90_test"] in ("paired permutation", "permutation") and row["p90_p_value"] < 0.01
         assert row["p90_p_holm"] == pytest.approx(row["p90_p_value"])
+
+
+@pytest.mark.parametrize("args, field", [
+    (["no-such-experiment"], "experiments/tortoise.yaml or tortoise"),
+    (["tortoise", "--jobs", "0"], "--jobs"),
+])
+def test_tortoise_plan_refuses_bad_input_with_the_field(tmp_path, args, field):
+    p = subprocess.run([*TORTOISE, "plan", *args, "--pilot", str(tmp_path)], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 2 and field in p.stderr, p.stderr
+
+
+def test_tortoise_plan_without_a_pilot_says_how_to_make_one(tmp_path):
+    with pytest.raises(ValueError, match="tortoise run .*tortoise.yaml --grid reduced"):
+        P.plan("tortoise", "reduced", tmp_path)
