@@ -287,6 +287,21 @@ def _report_reproduction(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan(a: argparse.Namespace) -> int:
+    """Runs needed per claim for 80 % power, from a pilot's results."""
+    from tortoiselab.studies import plan as P  # here: the CLI starts fast (the studies load scipy)
+
+    if a.jobs < 1 or a.nodes < 1 or a.max_repetitions < 1:
+        raise ValueError("--jobs, --nodes and --max-repetitions: give a whole number >= 1")
+    rows, info = P.plan(a.experiment, None if a.grid == "full" else a.grid, a.pilot)
+    print(P.format_plan(rows, info, a.jobs, a.nodes, a.max_repetitions))
+    if a.yaml:
+        reps, note = P.repetitions_needed(rows, a.max_repetitions)
+        if reps is not None:
+            print(f"\n# add under grids: in {info['file'].name}\n" + P.powered_grid(info, reps, note))
+    return 0
+
+
 def cmd_regions(a: argparse.Namespace) -> int:
     print(format_regions_table(load_regions()))
     return 0
@@ -421,6 +436,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grid", default="reduced", help="with --reproduction: the grid whose results to read "
                                                      "(ci, reduced, or full for the files' own sweeps)")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("plan", help="runs each claim of an experiment needs for 80 % power, from a pilot's spread")
+    p.add_argument("experiment", help="experiment file or name (experiments/tortoise.yaml or tortoise)")
+    p.add_argument("--grid", default="reduced", help="the pilot's grid (its results are the pilot; full: the file's "
+                                                     "own sweep)")
+    p.add_argument("--pilot", default="results", help="the results root that holds the pilot's runs")
+    p.add_argument("--jobs", type=int, default=1, help="runs side by side on this machine (for the cost)")
+    p.add_argument("--nodes", type=int, default=10, help="machines of a cluster (for the cost)")
+    p.add_argument("--max-repetitions", type=int, default=200, help="cap of the powered grid's repetitions")
+    p.add_argument("--yaml", action="store_true", help="also print the `powered` grid block for the experiment file")
+    p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("grade", help="is a course lab's results folder complete? what is missing, how to fix it")
     p.add_argument("lab", help="the lab handout: labs/01-tortoise.md, labs/01-tortoise or labs/01")

@@ -19,34 +19,48 @@ from tortoiselab.spec.experiment import ExperimentError, expand, load
 # --- verdict rules ----------------------------------------------------------------
 
 
-def m(value, low=math.nan, high=math.nan, p=None, n=10):
-    return S.Measurement(value, low, high, p, n)
+def m(value, low=math.nan, high=math.nan, p=None, n=10, power=None, **kw):
+    return S.Measurement(value, low, high, p, n, power=power, **kw)
 
 
 @pytest.mark.parametrize("meas, want", [
-    (m(-6, -8, -4, 0.001), "agree"),          # significant, CI overlaps [-7, -5]
-    (m(-6, -12, 1, 0.2), "partly"),           # overlaps, not significant
-    (m(-20, -25, -15, 0.001), "partly"),      # significant, larger than claimed
-    (m(-1, -2, -0.5, 0.001), "partly"),       # significant, smaller than claimed
-    (m(-30, -50, -12, 0.1), "partly"),        # the claimed direction, larger, not significant
-    (m(0.5, -1, 2, 0.6), "disagree"),         # nothing, CI excludes the claim
-    (m(5, 3, 7, 0.001), "disagree"),          # significant the other way
+    (m(-6, -8, -4, 0.001), "agree"),                    # significant, CI overlaps [-7, -5]
+    (m(-6, -12, 1, 0.2, power=0.3), "inconclusive"),    # overlaps, not significant, underpowered
+    (m(-6, -12, 1, 0.2, power=0.9), "disagree"),        # not significant although powered for -5 %
+    (m(-6, -12, 1, 0.2), "inconclusive"),               # not significant, power unknown
+    (m(-20, -25, -15, 0.001), "partly"),                # significant, larger than claimed
+    (m(-1, -2, -0.5, 0.001), "partly"),                 # significant, smaller than claimed
+    (m(-30, -50, -12, 0.1, power=0.5), "inconclusive"),  # the claimed direction, not significant
+    (m(0.5, -1, 2, 0.6, power=0.95), "disagree"),       # nothing, with the power to see the claim
+    (m(5, 3, 7, 0.001), "disagree"),                    # significant the other way
+    (m(-6, -8, -4, 0.001, p_holm=0.2, power=0.4), "inconclusive"),  # significant raw, not after Holm
 ])
 def test_improvement_rule(meas, want):
     judge, rule = S.improvement(-7, -5)
     assert judge(meas)[0] == want
     assert "[-7, -5]" in rule
+    assert judge.effect.pct == -5 and "nearer 0" in judge.effect.source  # the power is for the nearer bound
+
+
+def test_a_range_from_no_change_claims_its_midpoint():
+    judge, _ = S.improvement(-2, 0)
+    assert judge.effect.pct == -1 and "midpoint" in judge.effect.source
 
 
 def test_direction_equivalence_and_exact_rules():
     higher, _ = S.direction("higher")
+    assert higher.effect.pct == 5
     assert higher(m(3, 1, 5, 0.01))[0] == "agree"
-    assert higher(m(3, -1, 5, 0.3))[0] == "partly"
+    assert higher(m(3, -1, 5, 0.3, power=0.2))[0] == "inconclusive"
+    assert higher(m(3, -1, 5, 0.3, power=0.9))[0] == "disagree"
     assert higher(m(-3, -5, -1, 0.01))[0] == "disagree"
+    assert S.direction("lower", effect=10)[0].effect.pct == -10
     eq, _ = S.equivalent(5)
     assert eq(m(1, -2, 3))[0] == "agree"
-    assert eq(m(1, -9, 11))[0] == "partly"
+    assert eq(m(1, -9, 11))[0] == "inconclusive"
+    assert eq(m(1, -9, 11, power=0.9))[0] == "partly"
     assert eq(m(8, 6, 10))[0] == "disagree"
+    assert eq(m(8, 2, 10, power=0.9))[0] == "disagree"
     ex, _ = S.exact(10, 0, "packets")
     assert ex(m(10, 10, 10))[0] == "agree"
     assert ex(m(10.5, 10, 11))[0] == "disagree"
@@ -75,10 +89,14 @@ def test_change_of_a_uniformly_faster_arm():
     assert p90.value == pytest.approx(-10)
 
 
-def test_few_pairs_fall_back_to_a_t_test_and_no_pairs_is_no_data():
+def test_few_pairs_fall_back_to_an_exact_sign_flip_test_and_no_pairs_is_no_data():
     df = _runs([100, 200, 300], [90, 185, 270])
     r = S.change(df, "plt_ms", "server.cc", "htcp", "hybla")
-    assert "t-test" in r.detail and r.n == 3 and r.p_value < 0.05
+    # 3 pairs, all faster: the smallest p a test of 3 pairs can give, 2/2^3, never 0
+    assert "sign-flip" in r.detail and r.n == 3 and r.p_value == pytest.approx(0.25)
+    assert r.n_control == r.n_arm == 3 and r.statistic == "ratio" and len(r.control) == 3
+    same_factor = S.paired_test(np.array([100.0, 200, 300, 400, 500]), 0.9 * np.array([100.0, 200, 300, 400, 500]))
+    assert same_factor[0] == pytest.approx(2 / 2 ** 5) and "2/2^5" in same_factor[1]
     with pytest.raises(S.NoData):
         S.change(df, "plt_ms", "server.cc", "htcp", "yeah")
     assert S.paired_test([1.0], [2.0])[0] is None

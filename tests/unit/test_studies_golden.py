@@ -43,13 +43,25 @@ def test_the_canned_runs_are_the_ci_grid(experiment_file):
     assert have == S.current_run_ids(experiment_file, GRID), f"{folder}: not the runs of {experiment_file}'s ci grid"
 
 
+# verdicts the honest rules (issue 24) changed on these one-repetition runs, and why: one pair has no test,
+# so a result that needs one is "inconclusive" where it used to be partly / disagree by its estimate alone
+CHANGED = {"tortoise.india-desktop-cdt": "inconclusive", "coalescing.gain-us": "inconclusive",
+           "cubic_plus.loss-throughput": "inconclusive"}
+
+
+def _want(claim_id: str) -> str:
+    return CHANGED.get(claim_id, BEFORE["verdicts"][claim_id]["verdict"])
+
+
 @pytest.mark.parametrize("study_id", list(S.STUDIES))
 def test_every_claim_has_its_verdict_of_before(study_id, results):
     verdicts = S.evaluate(study_id, results, GRID)
     assert [v.claim_id for v in verdicts] == [c.id for c in S.STUDIES[study_id].claims]
     for v in verdicts:
         want = BEFORE["verdicts"][v.claim_id]
-        assert v.verdict == want["verdict"], (v.claim_id, v.why)
+        assert v.verdict == _want(v.claim_id), (v.claim_id, v.why)
+        if v.claim_id in CHANGED:
+            assert v.why == "no test applies (n = 1)" and want["verdict"] != CHANGED[v.claim_id]
         if want["value"] is None:
             assert v.value is None, v.claim_id
         else:
@@ -70,10 +82,10 @@ def test_every_physics_check_has_its_outcome_of_before(results):
 
 def test_the_reproduction_markdown_builds_from_them(results):
     text = S.reproduction_markdown(results, GRID)
-    flat = list(BEFORE["verdicts"].values())
-    counts = {k: sum(1 for v in flat if v["verdict"] == k) for k in S.VERDICTS}
-    assert (f"**{len(flat)} claims: {counts['agree']} agree, {counts['partly']} partly, "
-            f"{counts['disagree']} disagree, {counts['no data']} without data.**") in text
+    flat = [_want(c) for c in BEFORE["verdicts"]]
+    counts = {k: flat.count(k) for k in S.VERDICTS}
+    assert f"**{len(flat)} claims: " + ", ".join(f"{counts[k]} {k}" for k in S.VERDICTS) + ".**" in text
+    assert "Holm per study" in text and "| n per arm | p raw / Holm | power |" in text
     for study in S.STUDIES.values():
         assert f"## {study.title}" in text
         for c in study.claims:

@@ -1,6 +1,8 @@
 """Which arm is better, and how sure we are: quantiles with bootstrap
 confidence intervals, percent differences of p90 and of the median between
-two arms, rank tests and effect sizes, Holm's correction.
+two arms, rank tests and effect sizes, Holm's correction; the exact
+sign-flip test for few pairs and the paired permutation test of a quantile
+difference come from analysis.pairtests.
 
 Pure functions of arrays and DataFrames (numpy, scipy.stats, pandas); every
 random draw comes from a seeded generator, so the same data and seed give the
@@ -29,6 +31,8 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 from scipy import stats as st
+
+from tortoiselab.analysis.pairtests import quantile_diff_pvalues, quantile_diff_test, sign_flip_test
 
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_CONFIDENCE = 0.95
@@ -341,6 +345,23 @@ def min_p_value(n_control: int, n_arm: int, paired: bool) -> float:
     return min(1.0, 2.0 / math.comb(n_control + n_arm, n_control))
 
 
+def unpaired_quantile_p(control, arm, q: float = 0.9, n_resamples: int = DEFAULT_RESAMPLES,
+                        seed: int | np.random.Generator | None = 0) -> float:
+    """Two-sided permutation test of quantile(arm) - quantile(control) for
+    independent samples: the arm labels shuffled n_resamples times, p =
+    (k + 1) / (n_resamples + 1) with k the shuffles whose |difference| is
+    at least the observed one."""
+    c, a = _clean(control), _clean(arm)
+    if c.size < 2 or a.size < 2:
+        return math.nan
+    rng = _rng(seed)
+    both = np.concatenate([c, a])
+    perm = rng.permuted(np.broadcast_to(both, (n_resamples, both.size)), axis=1)
+    diff = np.quantile(perm[:, c.size:], q, axis=1) - np.quantile(perm[:, :c.size], q, axis=1)
+    obs = abs(np.quantile(a, q) - np.quantile(c, q))
+    return float((np.sum(np.abs(diff) >= obs * (1 - 1e-12)) + 1) / (n_resamples + 1))
+
+
 # --- the comparison table ----------------------------------------------------
 
 COMPARE_COLUMNS = [
@@ -348,7 +369,7 @@ COMPARE_COLUMNS = [
     "p50_control", "p50_arm", "p90_control", "p90_arm",
     "median_diff_pct", "median_diff_low", "median_diff_high", "p90_diff_pct", "p90_diff_low", "p90_diff_high",
     "test", "statistic", "p_value", "p_holm", "significant", "effect", "effect_size", "effect_magnitude",
-    "min_p", "note",
+    "min_p", "p90_test", "p90_p_value", "p90_p_holm", "note",
 ]
 
 
@@ -365,8 +386,13 @@ def compare(df: pd.DataFrame, metric: str, arm_col: str, control, paired_key: st
     bootstrapping pairs. Column `paired` says which; `n_pairs` and `dropped`
     say how many pairs were found and how many rows had no partner.
 
-    p_holm is Holm-adjusted over the rows of this table; `significant` is
-    p_holm < alpha; out.attrs["multiple_comparisons"] says so in words. `note`
+    The p90 difference has a test of its own, made for a quantile (p90_p_value:
+    a permutation test of the p90 difference, arm and control swapped within
+    pairs when paired, labels shuffled when not: quantile_diff_test /
+    unpaired_quantile_p; p_value's rank test is for the
+    median's and the whole distribution's shift). p_holm and p90_p_holm are
+    Holm-adjusted over the rows of this table; `significant` is p_holm <
+    alpha; out.attrs["multiple_comparisons"] says so in words. `note`
     explains what limits a row (pairing, few runs)."""
     if metric not in df.columns or arm_col not in df.columns:
         raise KeyError(f"compare: columns {metric!r} and {arm_col!r} must be in the table")
@@ -406,6 +432,11 @@ def compare(df: pd.DataFrame, metric: str, arm_col: str, control, paired_key: st
                              confidence=confidence, seed=rng)
             row.update({f"{name}_diff_pct": e.value, f"{name}_diff_low": e.low, f"{name}_diff_high": e.high})
         row.update(test)
+        if paired_key is not None:
+            row["p90_test"], row["p90_p_value"] = "paired permutation", quantile_diff_test(c, a, 0.9, n_resamples,
+                                                                                         rng)["p_value"]
+        else:
+            row["p90_test"], row["p90_p_value"] = "permutation", unpaired_quantile_p(c, a, 0.9, n_resamples, rng)
         nc, na = len(c), len(a)
         row["min_p"] = min_p_value(nc, na, paired_key is not None)
         if math.isfinite(row["min_p"]) and row["min_p"] >= alpha:
@@ -417,6 +448,7 @@ def compare(df: pd.DataFrame, metric: str, arm_col: str, control, paired_key: st
     out = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
     if len(out):
         out["p_holm"] = holm(out["p_value"].to_numpy(dtype=float))
+        out["p90_p_holm"] = holm(out["p90_p_value"].to_numpy(dtype=float))
         out["significant"] = out["p_holm"] < alpha
     out.attrs["multiple_comparisons"] = holm_note(len(out), alpha)
     return out

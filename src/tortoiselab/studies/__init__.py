@@ -1,6 +1,7 @@
 """The seed studies as data: what each one claims, which experiment measures
 it, how our number is computed from the results, and the rule that turns the
-number into a verdict (agree / partly / disagree). The labs, the study
+number into a verdict (agree / partly / disagree / inconclusive / not
+testable here), with Holm per study and the power of each claim's test. The labs, the study
 notebooks, `tortoise grade`'s lab checks and `tortoise report
 --reproduction` build on it (labs/README.md, notebooks/README.md, README.md
 "Analysis, report, the VM"); notebooks use it as
@@ -13,27 +14,42 @@ notebooks, `tortoise grade`'s lab checks and `tortoise report
         experiments: experiment files, repo-relative, e.g.
         ("experiments/tortoise.yaml", "experiments/tortoise-screen.yaml");
         notebook and lab: repo-relative files (notebooks/…, labs/….md)
-    Claim(id, study, seed_file, text, experiment, metric, rule, measure, judge, loader=None, grid=None)
+    Claim(id, study, seed_file, text, experiment, metric, rule, measure, judge, loader=None, grid=None,
+          setup="single path")
         text: the seed's claim in its words (seed_file names the source);
         experiment: the name of the experiment whose results it reads;
         measure(runs: pd.DataFrame) -> Measurement (runs = load_runs(folder),
         only those of client.loader `loader` when it names one);
         judge(m: Measurement) -> (verdict, why); rule: the judge in words;
         grid: a grid the claim always reads (the coalescing study's
-        Chromium claims: "browser"), else the grid evaluate is given.
-    Measurement(value, low, high, p_value, n, unit, detail)
+        Chromium claims: "browser"), else the grid evaluate is given;
+        setup: one of SETUPS ("single path", "population", "browser"; a
+        claim on grid "browser" is "browser" unless set).
+    Measurement(value, low, high, p_value, n, unit, detail, n_control=0,
+                n_arm=0, control=(), arm=(), statistic="", tie="",
+                p_holm=None, power=None, power_raw=None, family=1)
         our number with its 95 % CI (low, high; NaN when it has none) and the
-        p-value of the test named in detail (None when no test applies).
+        p-value of the test named in detail (None when no test applies);
+        change() fills n per arm, the paired values and statistic ("ratio",
+        "p90": what power simulates from) and tie (all pairs identical, why);
+        evaluate fills p_holm (Holm over the study's `family` tests) and
+        power (for the judge's claimed effect at ALPHA / family; power_raw
+        at ALPHA). m.significant(): p (Holm where adjusted) < ALPHA. A
+        measurement built from another keeps them: dataclasses.replace.
     Verdict(study, claim_id, seed_file, claim, experiment, metric, value, low,
-            high, p_value, n, unit, measured, verdict, why, rule, detail)
-        verdict in VERDICTS = ("agree", "partly", "disagree", "no data");
-        measured: the number in words ("-4.1 % [-6.0, -2.2], p = 0.002").
+            high, p_value, n, unit, measured, verdict, why, rule, detail,
+            p_holm, power, power_raw, family, effect, n_control, n_arm, setup)
+        verdict in VERDICTS = ("agree", "partly", "disagree", "inconclusive",
+        "not testable here", "no data"); measured: the number in words
+        ("-4.1 % [-6.0, -2.2], p = 0.002"); effect: the claimed effect the
+        power is for, in words.
     NoData: raised by a measurement whose runs are not there.
 
     evaluate(study_id, results="results", grid="reduced") -> list[Verdict]
         every claim of the study (on its own grid if it names one); a claim
         whose experiment has no results gives verdict "no data" (never an
-        exception).
+        exception); Holm over the study's p-values, then each judged;
+        a tie by construction is "not testable here" before any judge.
     verdict_frame(verdicts) -> pd.DataFrame   one row per claim
     physics_checks(exp_dir, run_ids=None) -> list[PhysicsCheck]
         PhysicsCheck(name, ok, expected, measured, n, detail, failures):
@@ -63,12 +79,19 @@ notebooks, `tortoise grade`'s lab checks and `tortoise report
         first_conn(run_dir), transfer(conn), handshake_flight_bytes(conn),
         handshake_grew_window(conn, iw), second_load_window(run_dir),
         hybla_rho(rtt_ms)
-    measuring and judging: pairs, paired_test, change, and the judges
-        improvement, direction, equivalent, exact (each -> (judge, rule)).
+    measuring and judging: pairs, paired_test (Wilcoxon with 6+ pairs, the
+        exact sign-flip test below: smallest p 2/2^n), change (a p90: the
+        paired permutation test of the p90 difference), and the judges
+        improvement, direction, equivalent, exact (each -> (judge, rule);
+        judge.effect: the claimed effect, power.Effect).
+    power (module): power(m, effect, n=None) by simulation with the
+        claim's own test, required_n(m, effect), normal_n (the closed form).
+    plan (module): `tortoise plan`: plan, format_plan, powered_grid.
 
 The modules: model (data model), data (folders and runs), connections
-(captures), measure (statistics and judges), claims/<study> (one per study),
-registry (STUDIES, evaluate), physics, reproduction, run. They import each
+(captures), power (power by simulation), measure (statistics and judges),
+claims/<study> (one per study), registry (STUDIES, evaluate), physics,
+reproduction, run, plan. They import each
 other, never this package, so that it only gathers them. A new claim goes in
 claims/<study>.py (docs/architecture.md, "Where to add things").
 """
@@ -77,14 +100,15 @@ from tortoiselab.studies.connections import (first_conn, handshake_flight_bytes,
                                              second_load_window, transfer)
 from tortoiselab.studies.data import current_run_ids, experiment_name, load_runs, study_folder
 from tortoiselab.studies.measure import change, direction, equivalent, exact, improvement, paired_test, pairs
-from tortoiselab.studies.model import ALPHA, SEEDS, VERDICTS, Claim, Measurement, NoData, Study, Verdict
+from tortoiselab.studies.model import (ALPHA, POWER_TARGET, SEEDS, SETUPS, VERDICTS, Claim, Measurement, NoData,
+                                       Study, Verdict)
 from tortoiselab.studies.physics import PhysicsCheck, physics_checks
 from tortoiselab.studies.registry import STUDIES, evaluate, verdict_frame
 from tortoiselab.studies.reproduction import WHY_WE_DIFFER, reproduction_markdown
 from tortoiselab.studies.run import ensure_results
 
 __all__ = [
-    "ALPHA", "SEEDS", "STUDIES", "VERDICTS", "WHY_WE_DIFFER",
+    "ALPHA", "POWER_TARGET", "SEEDS", "SETUPS", "STUDIES", "VERDICTS", "WHY_WE_DIFFER",
     "Claim", "Measurement", "NoData", "PhysicsCheck", "Study", "Verdict",
     "change", "current_run_ids", "direction", "ensure_results", "equivalent", "evaluate", "exact",
     "experiment_name", "first_conn", "handshake_flight_bytes", "handshake_grew_window", "hybla_rho",

@@ -1,9 +1,13 @@
 """How a claim's number is measured and judged: runs filtered to the ones
 that count, arms paired on the same condition and seed, the arm's change
-against the control with a bootstrap CI and a paired test, and the four
-judges that turn a number into agree / partly / disagree. The rules in
-words are printed under each study in REPRODUCTION.md (README.md,
-"Analysis, report, the VM"; the labs' questions: labs/README.md)."""
+against the control with a bootstrap CI and a paired test (Wilcoxon for a
+median change, a paired permutation test for a p90 difference, an exact
+sign-flip test below 6 pairs), and the four judges that turn a number into
+a verdict of model.VERDICTS: significance by the Holm-adjusted p, and a
+result that is not significant is "inconclusive" unless the test had the
+power (studies.power) to see the claimed effect. The rules in words are
+printed under each study in REPRODUCTION.md (README.md, "Analysis, report,
+the VM"; the labs' questions: labs/README.md)."""
 
 from __future__ import annotations
 
@@ -16,7 +20,8 @@ import pandas as pd
 from scipy import stats as st
 
 from tortoiselab.analysis import stats
-from tortoiselab.studies.model import ALPHA, Judge, Measurement, NoData, fmt
+from tortoiselab.studies.model import ALPHA, POWER_TARGET, Judge, Measurement, NoData, fmt
+from tortoiselab.studies.power import Effect
 
 # --- the runs that count, paired ------------------------------------------------------
 
@@ -61,8 +66,9 @@ def pairs(df: pd.DataFrame, metric: str, arm_col: str, control, arm, **where) ->
 
 def paired_test(c: np.ndarray, a: np.ndarray) -> tuple[float | None, str]:
     """Wilcoxon signed-rank on log ratios with 6 or more pairs (the seed's
-    test); with fewer, where Wilcoxon cannot reach p < 0.05 whatever the data
-    (smallest p = 2/2^n), a paired t-test on the log ratios, said so."""
+    test); with fewer, where Wilcoxon cannot reach p < 0.05 whatever the data,
+    the exact sign-flip permutation test on the log ratios, whose smallest p
+    is 2/2^n (said so): a few pairs can never give p = 0."""
     c, a = np.asarray(c, float), np.asarray(a, float)
     if len(c) < 2:
         return None, "one pair: no test"
@@ -71,18 +77,29 @@ def paired_test(c: np.ndarray, a: np.ndarray) -> tuple[float | None, str]:
         return 1.0, "all pairs equal"
     if len(c) >= 6:
         return stats.wilcoxon_signed_rank(np.log(c), np.log(a))["p_value"], "Wilcoxon signed-rank"
-    if np.std(lr) == 0:
-        return 0.0, f"paired t-test on log ratios (n = {len(c)} < 6; all pairs changed by the same factor)"
-    return float(st.ttest_1samp(lr, 0.0).pvalue), f"paired t-test on log ratios (n = {len(c)} < 6 for Wilcoxon)"
+    r = stats.sign_flip_test(lr)
+    return r["p_value"], (f"exact sign-flip test on log ratios (n = {len(c)} < 6 for Wilcoxon; smallest "
+                          f"possible p = 2/2^{len(c)} = {r['min_p']:.3g})")
+
+
+def tie_reason(c: np.ndarray, a: np.ndarray) -> str:
+    """Non-empty when every pair is identical (arm = control in each): the
+    arms cannot differ on these runs, whatever the claim."""
+    if len(c) and np.array_equal(np.asarray(c, float), np.asarray(a, float)):
+        return (f"every one of the {len(c)} pairs gave the arm exactly the control's value: a tie by "
+                "construction (e.g. a loss-free load that runs the same slow start in both arms), not a finding")
+    return ""
 
 
 def change(df: pd.DataFrame, metric: str, arm_col: str, control, arm, statistic: str = "ratio",
            seed: int = 0, **where) -> Measurement:
     """The arm against the control, in %: statistic "p90" = paired p90
-    difference (the seed's statistic, for one condition), "ratio" = median of
-    per-pair changes 100*(arm/control - 1) (pooled over conditions, where
-    p90s of different scales must not be mixed); 95 % bootstrap CI over pairs,
-    p from paired_test."""
+    difference (the seed's statistic, for one condition; tested with a
+    paired permutation test of the p90 difference, stats.quantile_diff_test),
+    "ratio" = median of per-pair changes 100*(arm/control - 1) (pooled over
+    conditions, where p90s of different scales must not be mixed; tested
+    with paired_test); 95 % bootstrap CI over pairs. The pairs ride along
+    (control, arm, statistic) for power, and tie says when all are equal."""
     p = pairs(df, metric, arm_col, control, arm, **where)
     if p.empty:
         raise NoData(f"no paired runs of {arm} and {control} for {metric}")
@@ -90,16 +107,24 @@ def change(df: pd.DataFrame, metric: str, arm_col: str, control, arm, statistic:
     if statistic == "p90":
         e = stats.percent_diff(c, a, 0.9, paired=True, n_resamples=4000, seed=seed)
         label = "paired p90 difference"
+        t = stats.quantile_diff_test(c, a, 0.9, n_resamples=4000, seed=seed)
+        pv = None if not math.isfinite(t["p_value"]) else t["p_value"]
+        test = ("all pairs equal" if np.array_equal(c, a) else "one pair: no test" if pv is None else
+                "paired permutation test of the p90 difference (" + (
+                    f"exact; smallest possible p = 2/2^{len(c)} = {t['min_p']:.3g})" if t.get("exact") else
+                    "4000 random swaps)"))
     else:
         e = stats.bootstrap_ci(100 * (a / c - 1), "median", n_resamples=4000, seed=seed)
         label = "median per-pair change"
-    pv, test = paired_test(c, a)
+        pv, test = paired_test(c, a)
     lo, hi = (e.low, e.high) if len(p) > 1 else (math.nan, math.nan)
     names = (f"{arm_col} {arm} vs {control}" if isinstance(arm, (bool, np.bool_, int, float))
              else f"{arm} vs {control}")
     return Measurement(e.value, lo, hi, pv, len(p), "%",
                        f"{label} of {metric}, {names}; {test}; "
-                       f"control p90 {np.quantile(c, 0.9):.0f}, arm p90 {np.quantile(a, 0.9):.0f}")
+                       f"control p90 {np.quantile(c, 0.9):.0f}, arm p90 {np.quantile(a, 0.9):.0f}",
+                       n_control=len(p), n_arm=len(p), control=tuple(c.tolist()), arm=tuple(a.tolist()),
+                       statistic="p90" if statistic == "p90" else "ratio", tie=tie_reason(c, a))
 
 
 def span(values: Iterable[float], unit: str, detail: str) -> Measurement:
@@ -114,6 +139,11 @@ def span(values: Iterable[float], unit: str, detail: str) -> Measurement:
 
 
 # --- judges: each returns (judge, its rule in words) -----------------------------------
+# Every judge carries the effect it claims (judge.effect, a power.Effect), for the power that
+# evaluate computes before judging; significance is read from m.p (Holm-adjusted when evaluate
+# adjusted it). A claim whose pairs are all tied never reaches its judge (registry.verdict_of).
+
+DIRECTION_EFFECT = 5.0  # % : a direction claim's smallest effect of interest, unless it names one
 
 
 def _interval(m: Measurement) -> tuple[float, float]:
@@ -121,66 +151,111 @@ def _interval(m: Measurement) -> tuple[float, float]:
     return (m.low, m.high) if math.isfinite(m.low) else (m.value, m.value)
 
 
+def p_text(m: Measurement) -> str:
+    """"p = 0.031" or "p = 0.031, Holm 0.19"."""
+    if m.p_value is None:
+        return "no test"
+    s = f"p = {m.p_value:.2g}"
+    return s + (f", Holm {m.p_holm:.2g}" if m.p_holm is not None and m.p_holm != m.p_value else "")
+
+
+def not_significant(m: Measurement, effect: Effect | None) -> tuple[str, str]:
+    """A result that is not significant: "inconclusive" unless the test had
+    POWER_TARGET power to see the claimed effect at this n (at the level it
+    is judged by, ALPHA / family), then "disagree"."""
+    if m.p_value is None:
+        return "inconclusive", f"no test applies (n = {m.n})"
+    head = f"not significant ({p_text(m)}, n = {m.n})"
+    target = effect.text() if effect else "the claimed effect"
+    if m.family > 1:
+        target += f" at Holm's alpha / {m.family}"
+    if m.power is None:
+        return "inconclusive", f"{head}; the power to see {target} is unknown (no pairs to simulate from)"
+    if m.power < POWER_TARGET:
+        return "inconclusive", f"{head}, with power {m.power:.2f} < {POWER_TARGET:g} to see {target}: underpowered"
+    return "disagree", f"{head}, although the test had power {m.power:.2f} to see {target}"
+
+
+def _nearer_bound(lo: float, hi: float) -> Effect:
+    """The claimed range's bound nearer to 0, or its midpoint when that bound is 0."""
+    near = lo if abs(lo) <= abs(hi) else hi
+    if near == 0:
+        return Effect("shift", (lo + hi) / 2, source="the claimed range's midpoint")
+    return Effect("shift", near, source="the claimed range's bound nearer 0")
+
+
 def improvement(lo: float, hi: float, better: str = "lower") -> tuple[Judge, str]:
     """The seed claims a change in [lo, hi] % (lo <= hi; negative = faster for
-    times). agree: significant (p < 0.05) in the claimed direction and the CI
-    overlaps the claimed range; partly: only one of the two; disagree:
-    neither, or significant the other way."""
+    times). agree: significant in the claimed direction and the CI overlaps
+    the claimed range; partly: significant in the claimed direction, of
+    another size; disagree: significant the other way, or not significant
+    although powered for the claimed effect; inconclusive: not significant
+    and underpowered."""
     sign = -1 if better == "lower" else 1
-    rule = (f"agree if p < {ALPHA} in the claimed direction and the 95 % CI overlaps the claimed "
-            f"[{lo:g}, {hi:g}] %; partly if only one holds, or if the estimate is in the claimed direction; "
-            "disagree otherwise")
+    effect = _nearer_bound(lo, hi)
+    rule = (f"agree if p (Holm) < {ALPHA} in the claimed direction and the 95 % CI overlaps the claimed "
+            f"[{lo:g}, {hi:g}] %; partly if significant in the claimed direction but of another size; disagree if "
+            f"significant the other way, or not significant although the test had power >= {POWER_TARGET:g} for "
+            f"{effect.text()}; inconclusive if not significant with less power")
 
     def judge(m: Measurement) -> tuple[str, str]:
         low, high = _interval(m)
         overlap = low <= hi and high >= lo
         right_way = sign * m.value > 0
-        sig = m.p_value is not None and m.p_value < ALPHA
-        few = " (too few runs)" if m.n < 6 else ""
-        if sig and not right_way:
-            return "disagree", f"significant change the other way ({fmt(m.value, '%')})"
-        if sig and overlap:
-            return "agree", f"significant, and the CI overlaps the claimed {lo:g}..{hi:g} %"
-        if overlap:
-            return "partly", "the CI overlaps the claimed range but the change is not significant" + few
-        size = 'smaller' if abs(m.value) < min(abs(lo), abs(hi)) else 'larger'
-        if sig:
+        if m.significant() and not right_way:
+            return "disagree", f"significant change the other way ({fmt(m.value, '%')}, {p_text(m)})"
+        if m.significant() and overlap:
+            return "agree", f"significant ({p_text(m)}), and the CI overlaps the claimed {lo:g}..{hi:g} %"
+        if m.significant():
+            size = 'smaller' if abs(m.value) < min(abs(lo), abs(hi)) else 'larger'
             return "partly", f"significant in the claimed direction, but {fmt(m.value, '%')} is {size} than claimed"
-        if right_way:
-            return "partly", (f"in the claimed direction but {size} than claimed ({fmt(m.value, '%')}) and "
-                              "not significant" + few)
-        return "disagree", "no change in the claimed direction, and the CI excludes the claimed range"
+        return not_significant(m, effect)
+    judge.effect = effect
     return judge, rule
 
 
-def direction(better: str = "lower", what: str = "the arm") -> tuple[Judge, str]:
-    """A claim of direction only (better / worse, no size)."""
+def direction(better: str = "lower", what: str = "the arm", effect: float | None = None) -> tuple[Judge, str]:
+    """A claim of direction only (better / worse, no size); its power is for
+    `effect` % in the claimed direction (DIRECTION_EFFECT unless given)."""
     sign = -1 if better == "lower" else 1
-    rule = f"agree if p < {ALPHA} and {what} is {better}; partly if {better} but not significant; disagree otherwise"
+    size = DIRECTION_EFFECT if effect is None else abs(effect)
+    eff = Effect("shift", sign * size, source="the smallest effect of interest for a direction claim")
+    rule = (f"agree if p (Holm) < {ALPHA} and {what} is {better}; disagree if significant the other way, or not "
+            f"significant although the test had power >= {POWER_TARGET:g} for a {size:g} % change; "
+            "inconclusive if not significant with less power")
 
     def judge(m: Measurement) -> tuple[str, str]:
-        sig = m.p_value is not None and m.p_value < ALPHA
-        if sign * m.value > 0:
-            return ("agree", "significant, in the claimed direction") if sig else \
-                ("partly", "in the claimed direction, not significant" + (" (too few runs)" if m.n < 6 else ""))
-        if sig:
-            return "disagree", "significant, the other way"
-        return "disagree", "not in the claimed direction"
+        if m.significant():
+            if sign * m.value > 0:
+                return "agree", f"significant ({p_text(m)}), in the claimed direction"
+            return "disagree", f"significant ({p_text(m)}), the other way"
+        return not_significant(m, eff)
+    judge.effect = eff
     return judge, rule
 
 
 def equivalent(margin: float) -> tuple[Judge, str]:
-    """A claim of "about the same": within +-margin %."""
-    rule = (f"agree if the 95 % CI lies within +-{margin:g} %; partly if the estimate does but the CI does not; "
-            "disagree otherwise")
+    """A claim of "about the same": within +-margin %. Power: that of the CI
+    landing within the margin when there is no change."""
+    eff = Effect("equivalence", 0.0, margin, "no change")
+    rule = (f"agree if the 95 % CI lies within +-{margin:g} %; disagree if it lies wholly outside, or if the estimate "
+            f"does although the test had power >= {POWER_TARGET:g} to show equivalence; partly if the estimate is "
+            "within but the CI reaches beyond with that power; inconclusive if the CI reaches beyond with less power")
 
     def judge(m: Measurement) -> tuple[str, str]:
         low, high = _interval(m)
         if -margin <= low and high <= margin:
             return "agree", f"the whole CI is within +-{margin:g} %"
+        if low > margin or high < -margin:
+            return "disagree", f"the whole CI is beyond +-{margin:g} % ({fmt(m.value, '%')})"
+        if m.power is None or m.power < POWER_TARGET:
+            pw = "unknown (no pairs to simulate from)" if m.power is None else f"{m.power:.2f}"
+            return "inconclusive", (f"{fmt(m.value, '%')}, the CI reaches beyond +-{margin:g} %; power to show "
+                                    f"equivalence with n = {m.n}: {pw}")
         if abs(m.value) <= margin:
-            return "partly", f"estimate within +-{margin:g} %, the CI reaches beyond"
-        return "disagree", f"{fmt(m.value, '%')} is outside +-{margin:g} %"
+            return "partly", f"estimate within +-{margin:g} %, the CI reaches beyond (power {m.power:.2f})"
+        return "disagree", f"{fmt(m.value, '%')} is outside +-{margin:g} % (power {m.power:.2f})"
+    judge.effect = eff
     return judge, rule
 
 

@@ -6,13 +6,20 @@ the labs that use it: labs/README.md)."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 import pandas as pd
 
-VERDICTS = ("agree", "partly", "disagree", "no data")
+# agree / partly / disagree: the evidence says so; inconclusive: not significant, and the test had
+# less than POWER_TARGET power to see the claimed effect (n and power shown); not testable here: the
+# arms are identical by construction (every pair tied), so the lab cannot tell them apart
+VERDICTS = ("agree", "partly", "disagree", "inconclusive", "not testable here", "no data")
 ALPHA = 0.05
+POWER_TARGET = 0.8
+# where a claim's runs come from: one emulated path per condition, simulated users drawn from a
+# market's population, or a real browser (the coalescing study's grid "browser")
+SETUPS = ("single path", "population", "browser")
 # the seed studies' texts by number (the project's briefing; not part of this repository)
 SEEDS = {"000": "000_b39140e4a526c7fb.txt", "004": "004_af7825aa4075c162.txt", "001": "001_9b56024ed5a96aa8.txt",
          "002": "002_156489580aaffd1b.txt", "003": "003_65993476e458b2ec.txt"}
@@ -38,7 +45,19 @@ def fmt(x: float | None, unit: str) -> str:
 class Measurement:
     """Our number: value with its 95 % CI (NaN when it has none), the p-value
     of the test named in `detail` (None when no test applies), n = pairs or
-    runs behind it."""
+    runs behind it.
+
+    For power and ties (studies.power, registry.evaluate): n_control and
+    n_arm, the runs of each arm behind the test (0: n); control and arm,
+    the paired values the test ran on, and statistic ("ratio": median
+    per-pair change, Wilcoxon; "p90": paired p90 difference, bootstrap), so
+    the power for a claimed effect can be simulated; tie, non-empty when
+    every pair is identical (the reason, in words). Filled in by evaluate:
+    p_holm (Holm-adjusted over the study's family of `family` tests), power
+    (for the judge's claimed effect at the level significance is judged by,
+    ALPHA / family: Holm's first step, a lower bound of the claim's power
+    under Holm) and power_raw (at ALPHA). A measurement built from another
+    keeps them with dataclasses.replace(m, detail=...)."""
 
     value: float
     low: float = math.nan
@@ -47,6 +66,25 @@ class Measurement:
     n: int = 0
     unit: str = "%"
     detail: str = ""
+    n_control: int = 0
+    n_arm: int = 0
+    control: tuple[float, ...] = field(default=(), repr=False, compare=False)
+    arm: tuple[float, ...] = field(default=(), repr=False, compare=False)
+    statistic: str = ""
+    tie: str = ""
+    p_holm: float | None = None
+    power: float | None = None
+    power_raw: float | None = None
+    family: int = 1
+
+    @property
+    def p(self) -> float | None:
+        """The p-value significance is judged by: Holm-adjusted where the
+        study's family adjusted it, else the raw one."""
+        return self.p_holm if self.p_holm is not None else self.p_value
+
+    def significant(self) -> bool:
+        return self.p is not None and math.isfinite(self.p) and self.p < ALPHA
 
     def text(self) -> str:
         """The number in words: "-4.1 % [-6.0, -2.2], p = 0.002 (n = 12)"."""
@@ -65,7 +103,11 @@ class Claim:
     judge in words). loader: measure only the runs of this client.loader
     (None: every run; loaders are never pooled where a claim names one);
     grid: read this grid of the experiment whatever grid the report reads
-    (None: the report's; e.g. "browser", whose runs no other grid has)."""
+    (None: the report's; e.g. "browser", whose runs no other grid has);
+    setup: which set-up the runs come from, one of SETUPS ("single path":
+    one emulated path per condition, "population": simulated users of a
+    market, "browser": Chromium; a claim on grid "browser" is "browser"
+    unless set)."""
 
     id: str
     study: str
@@ -78,15 +120,25 @@ class Claim:
     judge: Judge
     loader: str | None = None
     grid: str | None = None
+    setup: str = "single path"
+
+    def __post_init__(self):
+        if self.setup not in SETUPS:
+            raise ValueError(f"claim {self.id}: setup {self.setup!r}: write one of {', '.join(SETUPS)}")
+        if self.grid == "browser" and self.setup == "single path":
+            object.__setattr__(self, "setup", "browser")
 
 
 def claim(study: str, cid: str, seed: str, text: str, experiment: str, metric: str,
           measure: Callable[[pd.DataFrame], Measurement], judge_rule: tuple[Judge, str],
-          loader: str | None = None, grid: str | None = None) -> Claim:
+          loader: str | None = None, grid: str | None = None, setup: str | None = None) -> Claim:
     """A Claim with id "<study>.<cid>", from a (judge, rule) pair as the
-    judges of tortoiselab.studies.measure return them."""
+    judges of tortoiselab.studies.measure return them; setup None: "browser"
+    on grid "browser", else "single path"."""
     judge, rule = judge_rule
-    return Claim(f"{study}.{cid}", study, seed, text, experiment, metric, rule, measure, judge, loader, grid)
+    if setup is None:
+        setup = "browser" if grid == "browser" else "single path"
+    return Claim(f"{study}.{cid}", study, seed, text, experiment, metric, rule, measure, judge, loader, grid, setup)
 
 
 @dataclass(frozen=True)
@@ -108,7 +160,10 @@ class Study:
 class Verdict:
     """A claim judged on the results: the measurement flattened (value, low,
     high, p_value: None when there is none), measured = the number in
-    words, verdict in VERDICTS and why."""
+    words, verdict in VERDICTS and why; p_holm (Holm over the study's
+    family of `family` tests), power (for effect, the claimed effect in
+    words, at ALPHA / family) and power_raw (at ALPHA), n per arm and the
+    claim's setup."""
 
     study: str
     claim_id: str
@@ -127,6 +182,14 @@ class Verdict:
     why: str
     rule: str
     detail: str = ""
+    p_holm: float | None = None
+    power: float | None = None
+    power_raw: float | None = None
+    family: int = 1
+    effect: str = ""
+    n_control: int = 0
+    n_arm: int = 0
+    setup: str = "single path"
 
     def as_dict(self) -> dict:
         return asdict(self)

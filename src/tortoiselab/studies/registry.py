@@ -1,18 +1,26 @@
 """The studies, and every claim of one judged on its results: STUDIES,
 evaluate and verdict_frame, as the notebooks, `tortoise report
 --reproduction` and the labs use them (labs/README.md lists the studies
-with their labs and notebooks)."""
+with their labs and notebooks). One multiple-comparison policy: Holm per
+study over its claims' p-values (ties by construction and claims without a
+test left out), the adjusted p judged against ALPHA; the power of each
+claim's test for its claimed effect (studies.power) decides whether a
+result that is not significant is "inconclusive" or "disagree"."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from tortoiselab.studies.claims import coalescing, cubic_plus, initcwnd, reno, tortoise
 from tortoiselab.studies.data import current_run_ids, experiment_name, load_runs, of_loader, study_folder
-from tortoiselab.studies.model import SEEDS, Claim, Measurement, NoData, Study, Verdict
+from tortoiselab.analysis import stats
+from tortoiselab.studies import power as pw
+from tortoiselab.studies.model import ALPHA, SEEDS, Claim, Measurement, NoData, Study, Verdict
 
 STUDIES: dict[str, Study] = {
     "tortoise": Study("tortoise", "The TCP Tortoise: congestion control for emerging markets (LinkedIn 2017)",
@@ -49,25 +57,81 @@ def _clean(x) -> float | None:
     return None if x is None or not math.isfinite(float(x)) else float(x)
 
 
-def verdict_of(c: Claim, df: pd.DataFrame, folder: Path) -> Verdict:
-    """One claim on its experiment's runs (df, read from folder; only those
-    of the claim's loader count); missing runs give verdict "no data",
-    never an exception."""
-    try:
-        if df.empty:
-            raise NoData(f"no runs in {folder}")
-        df = of_loader(df, c.loader)
-        if df.empty:
-            raise NoData(f"no runs of client.loader {c.loader} in {folder}")
-        m = c.measure(df)
-        if m.value is None or not math.isfinite(float(m.value)):
-            raise NoData("the measurement gave no value")
+def measure_claim(c: Claim, df: pd.DataFrame, folder: Path) -> Measurement:
+    """The claim's measurement on its experiment's runs (only those of its
+    loader count); NoData when they are not there."""
+    if df.empty:
+        raise NoData(f"no runs in {folder}")
+    df = of_loader(df, c.loader)
+    if df.empty:
+        raise NoData(f"no runs of client.loader {c.loader} in {folder}")
+    m = c.measure(df)
+    if m.value is None or not math.isfinite(float(m.value)):
+        raise NoData("the measurement gave no value")
+    return m
+
+
+def tie_of(m: Measurement) -> str:
+    """Why the measurement is a tie by construction ("" if it is not): every
+    pair identical (m.tie), or a change whose value and whole CI are exactly
+    0 % with a test behind it, where at least half the pairs are tied (or
+    the pairs were not passed on): the median pair is tied in every resample."""
+    if m.tie:
+        return m.tie
+    if m.unit != "%" or m.p_value is None or not (m.value == 0 and m.low == 0 and m.high == 0):
+        return ""
+    if m.control:
+        tied = int(np.sum(np.asarray(m.control) == np.asarray(m.arm)))
+        if 2 * tied < len(m.control):
+            return ""
+        return (f"{tied} of {len(m.control)} pairs gave the arm exactly the control's value, and the change and "
+                "its whole CI are 0.00 %: a tie by construction, not a finding")
+    return ("the change and its whole CI are exactly 0.00 % (the median pair tied in every resample): a tie by "
+            "construction, not a finding")
+
+
+def judge_claim(c: Claim, m: Measurement | None, why_none: str = "") -> Verdict:
+    """The Verdict of a measured claim: "not testable here" for a tie by
+    construction, else the claim's judge on m with its power (p_holm as the
+    study's family gave it); m None: "no data" (why_none)."""
+    effect = pw.effect_of(c.judge)
+    if m is None:
+        m, verdict, why = Measurement(math.nan, detail=why_none), "no data", why_none
+    elif tie_of(m):
+        verdict, why = "not testable here", tie_of(m)
+    else:
+        if effect is not None and m.power is None:
+            raw = pw.power(m, effect)
+            judged = pw.power(m, effect, alpha=ALPHA / m.family) if m.family > 1 and raw else raw
+            m = dataclasses.replace(m, power=judged, power_raw=raw)
         verdict, why = c.judge(m)
-    except NoData as exc:
-        m, verdict, why = Measurement(math.nan, detail=str(exc)), "no data", str(exc)
     return Verdict(c.study, c.id, c.seed_file, c.text, c.experiment, c.metric,
                    _clean(m.value), _clean(m.low), _clean(m.high), _clean(m.p_value), m.n, m.unit,
-                   m.text(), verdict, why, c.rule, m.detail)
+                   m.text(), verdict, why, c.rule, m.detail, p_holm=_clean(m.p_holm), power=_clean(m.power),
+                   power_raw=_clean(m.power_raw), family=m.family, effect=effect.text() if effect and m.power is not None else "",
+                   n_control=m.n_control, n_arm=m.n_arm, setup=c.setup)
+
+
+def verdict_of(c: Claim, df: pd.DataFrame, folder: Path) -> Verdict:
+    """One claim on its experiment's runs (df, read from folder; only those
+    of the claim's loader count), on its own (no family: its raw p);
+    missing runs give verdict "no data", never an exception."""
+    try:
+        return judge_claim(c, measure_claim(c, df, folder))
+    except NoData as exc:
+        return judge_claim(c, None, str(exc))
+
+
+def holm_family(ms: list[Measurement | None]) -> list[Measurement | None]:
+    """The study's measurements with p_holm: Holm over those with a finite
+    p that are not ties by construction (the others keep p_holm None)."""
+    idx = [i for i, m in enumerate(ms) if m is not None and m.p_value is not None
+           and math.isfinite(m.p_value) and not tie_of(m)]
+    adj = stats.holm([ms[i].p_value for i in idx])
+    out = list(ms)
+    for i, p in zip(idx, adj):
+        out[i] = dataclasses.replace(ms[i], p_holm=float(p), family=len(idx))
+    return out
 
 
 def claim_grid(c: Claim, grid: str | None) -> str | None:
@@ -79,18 +143,25 @@ def claim_grid(c: Claim, grid: str | None) -> str | None:
 def evaluate(study_id: str, results: str | Path = "results", grid: str | None = "reduced") -> list[Verdict]:
     """Every claim of the study against the results of its experiments on
     `grid` (None: the full sweep, results/<name>; a claim that names a grid
-    of its own reads that one), in the study's order."""
+    of its own reads that one), in the study's order: all measured first,
+    then Holm over the study's p-values (holm_family), then each judged."""
     s = study(study_id)
     files = experiment_files(s)
     frames: dict[tuple[str, str | None], pd.DataFrame] = {}
-    out = []
+    ms: list[Measurement | None] = []
+    why: list[str] = []
     for c in s.claims:
         g = claim_grid(c, grid)
         folder = study_folder(c.experiment, g, results)
         if (c.experiment, g) not in frames:
             frames[c.experiment, g] = load_runs(folder, current_run_ids(files[c.experiment], g))
-        out.append(verdict_of(c, frames[c.experiment, g], folder))
-    return out
+        try:
+            ms.append(measure_claim(c, frames[c.experiment, g], folder))
+            why.append("")
+        except NoData as exc:
+            ms.append(None)
+            why.append(str(exc))
+    return [judge_claim(c, m, w) for c, m, w in zip(s.claims, holm_family(ms), why)]
 
 
 def verdict_frame(verdicts: list[Verdict]) -> pd.DataFrame:

@@ -49,11 +49,30 @@ WHY_WE_DIFFER = {
 
 HOW_TO_READ = (
     "How to read a row: *our number* is the change of the arm against the control in % (negative = faster "
-    "for times, positive = more throughput) with its 95 % bootstrap CI in brackets and the p-value of a "
-    "paired test (Wilcoxon signed-rank on log ratios with 6 or more pairs, as in the seed; a paired t-test "
-    "on log ratios below that, where Wilcoxon cannot reach 0.05), n = pairs of runs. Loss-free runs on the "
-    "virtual clock are exact, so their interval is the runs' range and there is no test. The verdict rule "
-    "of each claim is listed under its study.")
+    "for times, positive = more throughput) with its 95 % bootstrap CI in brackets and the raw p-value of a "
+    "paired test: Wilcoxon signed-rank on log ratios for a median change with 6 or more pairs (as in the seed), "
+    "the exact sign-flip test on log ratios below that (its smallest p is 2/2^n: 5 pairs can never reach "
+    "0.05), and for a p90 a test made for the quantile: a paired permutation test of the p90 difference "
+    "(arm and control swapped within pairs; exact over the 2^n swaps up to 12 pairs, smallest p 2/2^n; its "
+    "size is right at any n, where a percentile bootstrap of a p90 of 6 pairs rejects a true no-change "
+    "about 3.6 times too often). *n per arm* = runs of control + arm that were paired. Loss-free runs on the "
+    "virtual clock are exact, so their interval is the runs' range and there is no test. *power* = the "
+    "probability that the claim's test, at the level its verdict is judged by (Holm's alpha / m, m = the "
+    "study's tests), sees the claimed effect (the claimed range's bound nearer 0; a direction claim's 5 %; for "
+    "\"about the same\", a CI within the margin) given the spread the pairs measured, by simulation: the pairs' "
+    "log ratios resampled to n, shifted to the claimed effect, the same test run (src/tortoiselab/studies/"
+    "power.py); in brackets the power at 0.05 before the correction. The verdicts: *agree* / *partly* / "
+    "*disagree* as the rule under each study says; *inconclusive* = not significant, and the test had less "
+    "than 0.8 power for the claimed effect (too few runs to tell); *disagree* for a result that is not "
+    "significant only where it had that power; *not testable here* = every pair of runs identical (a tie by "
+    "construction, e.g. a loss-free load that runs the same slow start in both arms): the lab cannot tell the "
+    "arms apart, which is no finding; *no data* = the runs are not there. *set-up*: single path (one emulated "
+    "path per condition, seeded repetitions), population (simulated users of a market), browser (Chromium).")
+
+MULTIPLE_COMPARISONS = (
+    "Multiple comparisons: one policy for the whole report (and the study notebooks, which call the same "
+    "code): Holm per study over its claims' p-values (the claims with a test; ties by construction left out), "
+    "significance judged by the Holm-adjusted p < 0.05. Both p-values are shown: raw, then Holm.")
 
 THE_LAB = (
     "The lab: a UML guest boot per batch of up to 8 runs (real Linux TCP, netem, Apache h2, tcpdump; "
@@ -91,7 +110,7 @@ def _grid_flag(grid: str | None) -> str:
 
 
 def _header(results: Path, grid: str | None, flat: list[Verdict]) -> list[str]:
-    counts = {k: sum(1 for v in flat if v.verdict == k) for k in VERDICTS}
+    counts = verdict_counts(flat)
     return [
         "# Reproduction of the seed studies",
         "",
@@ -102,22 +121,68 @@ def _header(results: Path, grid: str | None, flat: list[Verdict]) -> list[str]:
         "`measure.py`); nothing is typed in. Seed files are the studies' texts, named by file at each claim "
         "(the project's briefing; they are not part of this repository).",
         "",
-        f"**{len(flat)} claims: {counts['agree']} agree, {counts['partly']} partly, {counts['disagree']} disagree, "
-        f"{counts['no data']} without data.**",
+        f"**{len(flat)} claims: " + ", ".join(f"{counts[k]} {k}" for k in VERDICTS) + ".**",
+        "",
+        MULTIPLE_COMPARISONS,
         "",
         HOW_TO_READ,
         "",
     ]
 
 
-def _study_section(s: Study, vs: list[Verdict]) -> list[str]:
+def verdict_counts(flat: list[Verdict]) -> dict[str, int]:
+    """Claims per verdict, every verdict of VERDICTS counted (0 if none)."""
+    return {k: sum(1 for v in flat if v.verdict == k) for k in VERDICTS}
+
+
+def _n_per_arm(v: Verdict) -> str:
+    return f"{v.n_control} + {v.n_arm}" if v.n_control or v.n_arm else f"{v.n} (runs)"
+
+
+def _p_cell(v: Verdict) -> str:
+    if v.p_value is None:
+        return "-"
+    holm = f"{v.p_holm:.2g}" if v.p_holm is not None else "-"
+    return f"{v.p_value:.2g} / {holm}"
+
+
+def _power_cell(v: Verdict) -> str:
+    if v.power is None:
+        return "-"
+    raw = f" ({v.power_raw:.2f} at 0.05)" if v.power_raw is not None and v.family > 1 else ""
+    return f"{v.power:.2f}{raw} for {v.effect}"
+
+
+def _study_runs(s: Study, results: Path, grid: str | None) -> list[str]:
+    """The study's commands with its run counts and wall time (stored runs)."""
+    files = experiment_files(s)
+    reads = list(dict.fromkeys([(f, grid) for f in s.experiments]
+                               + [(files[c.experiment], claim_grid(c, grid)) for c in s.claims if c.grid]))
+    out = []
+    for f, fg in reads:
+        d = study_folder(f, fg, results)
+        total = len(current_run_ids(f, fg))
+        t = _run_times(d) if d.is_dir() else None
+        runs = f"{t['runs']} runs ({t['failed']} failed) of {total}" if t and t["runs"] else f"0 runs of {total}"
+        wall = f", {t['run_wall_s'] / 60:.1f} min of run walls" if t and t["runs"] else ""
+        out.append(f"`tortoise run {f}{_grid_flag(fg)}`: {runs}{wall}")
+    return out
+
+
+def _study_section(s: Study, vs: list[Verdict], results: Path, grid: str | None) -> list[str]:
+    counts = verdict_counts(vs)
+    family = max((v.family for v in vs if v.p_holm is not None), default=0)
     lines = [f"## {s.title}", "",
              f"Seed: {', '.join(f'`{x}`' for x in s.seed_files)}; experiments: "
              f"{', '.join(f'`{e}`' for e in s.experiments)}; notebook `{s.notebook}`.", "",
-             "| claim (seed) | measured | our number | verdict | why |", "| --- | --- | --- | --- | --- |"]
+             "Runs: " + "; ".join(_study_runs(s, results, grid)) + ".", "",
+             f"{len(vs)} claims: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+             + (f"; Holm over {family} tests." if family else "."), "",
+             "| claim (seed) | set-up | measured | our number | n per arm | p raw / Holm | power | verdict | why |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for v in vs:
-        lines.append(f"| {_md(v.claim)} (`{v.seed_file}`) | {_md(v.metric)} | {_md(v.measured)} | "
-                     f"**{v.verdict}** | {_md(v.why)} |")
+        lines.append(f"| {_md(v.claim)} (`{v.seed_file}`) | {v.setup} | {_md(v.metric)} | {_md(v.measured)} | "
+                     f"{_n_per_arm(v)} | {_p_cell(v)} | {_md(_power_cell(v))} | **{v.verdict}** | {_md(v.why)} |")
     lines += ["", "Details and rules:", ""]
     for v in vs:
         lines.append(f"- `{v.claim_id}`: {_md(v.detail)}. Rule: {_md(v.rule)}.")
@@ -183,7 +248,7 @@ def reproduction_markdown(results: str | Path = "results", grid: str | None = "r
     all_v = {sid: evaluate(sid, results, grid) for sid in STUDIES}
     lines = _header(results, grid, [v for vs in all_v.values() for v in vs])
     for sid, vs in all_v.items():
-        lines += _study_section(STUDIES[sid], vs)
+        lines += _study_section(STUDIES[sid], vs, results, grid)
     if with_checks:
         lines += _checks_section(results, grid)
     lines += _times_section(results, grid)

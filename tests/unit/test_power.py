@@ -1,0 +1,183 @@
+"""The verdicts' statistics without the lab: the exact sign-flip test for
+few pairs, the paired permutation test of a p90 difference, Holm's
+correction, the power of a claim's test by simulation (against the closed
+form for a normal shift), ties by construction, and the set-up of a claim."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+
+from tortoiselab import studies as S
+from tortoiselab.analysis import stats
+from tortoiselab.studies import power as pw
+from tortoiselab.studies.model import claim
+from tortoiselab.studies.registry import holm_family, judge_claim, tie_of
+
+finite = hs.floats(-5, 5, allow_nan=False, allow_infinity=False)
+
+
+# --- the tests -----------------------------------------------------------------------
+
+
+@given(hs.lists(finite, min_size=1, max_size=10))
+@settings(max_examples=200, deadline=None)
+def test_a_sign_flip_p_is_never_below_two_over_two_to_the_n(d):
+    r = stats.sign_flip_test(d)
+    assert 2 / 2 ** len(d) - 1e-12 <= r["p_value"] <= 1
+    assert r["p_value"] == pytest.approx(stats.sign_flip_test([-x for x in d])["p_value"])  # two-sided
+
+
+def test_sign_flip_against_its_enumeration_by_hand():
+    # 3 pairs +1, +2, -0.5: |sum| 2.5; the 8 patterns' |sums| 2.5 3.5 1.5 0.5 (each twice): 2 of 8 reach 2.5... and 3.5
+    assert stats.sign_flip_test([1, 2, -0.5])["p_value"] == pytest.approx(4 / 8)
+    assert stats.sign_flip_test([0, 0, 0])["p_value"] == 1
+    with pytest.raises(ValueError, match="n <= 20"):
+        stats.sign_flip_test(np.ones(21))
+
+
+@given(hs.lists(hs.floats(0, 1), min_size=0, max_size=12))
+@settings(max_examples=200, deadline=None)
+def test_holm_keeps_the_order_of_the_p_values_and_never_lowers_one(p):
+    adj = stats.holm(p)
+    assert np.all(adj >= np.asarray(p) - 1e-12) and np.all(adj <= 1)
+    order = np.argsort(p, kind="stable")
+    assert np.all(np.diff(adj[order]) >= -1e-12)  # monotone in the raw p
+
+
+def test_the_p90_test_is_floored_two_sided_and_sees_a_shift():
+    rng = np.random.default_rng(3)
+    c = rng.lognormal(7, 0.3, 40)
+    faster = stats.quantile_diff_test(c, 0.8 * c)
+    assert faster["p_value"] < 0.01 and faster["statistic"] < 0 and not faster["exact"]
+    assert stats.quantile_diff_test(c, c)["p_value"] == 1
+    # 4 pairs, every arm 20 % faster: only swaps of the top pair move the p90 enough; never below 2/2^4
+    few = stats.quantile_diff_test(c[:4], 0.8 * c[:4])
+    assert few["exact"] and few["min_p"] == pytest.approx(2 / 16) and few["p_value"] >= 2 / 16
+    noise = stats.quantile_diff_test(c, c * rng.lognormal(0, 0.3, 40))
+    assert noise["p_value"] > 0.05
+
+
+def test_the_p90_permutation_test_keeps_its_size_where_a_bootstrap_would_not():
+    """Pairs whose two runs are exchangeable (no change): the permutation
+    test rejects at most alpha of them at 6 and at 40 pairs."""
+    rng = np.random.default_rng(1)
+    for n in (6, 40):
+        u = rng.normal(7, 0.2, (300, n))
+        c, a = np.exp(u + rng.normal(0, 0.07, (300, n))), np.exp(u + rng.normal(0, 0.07, (300, n)))
+        assert np.mean(stats.quantile_diff_pvalues(c, a, 0.9, 500, rng) < 0.05) <= 0.05 + 0.03
+
+
+def test_a_p90_claim_is_tested_with_a_quantile_test_not_wilcoxon():
+    c = np.linspace(900, 1100, 12)
+    df = pd.DataFrame([{"ok": True, "server.cc": cc, "cond": f'{{"server.cc": "{cc}"}}', "repetition": i,
+                        "plt_ms": v} for i, x in enumerate(c) for cc, v in (("htcp", x), ("hybla", 0.9 * x))])
+    r = S.change(df, "plt_ms", "server.cc", "htcp", "hybla", "p90")
+    assert "permutation test of the p90 difference" in r.detail and "Wilcoxon" not in r.detail
+    assert r.statistic == "p90" and 2 / 2 ** 12 <= r.p_value < 0.05
+
+
+# --- power --------------------------------------------------------------------------
+
+
+def _normal_pilot(sigma: float, n: int = 2000, seed: int = 1, statistic: str = "ratio") -> S.Measurement:
+    rng = np.random.default_rng(seed)
+    c = np.full(n, 1000.0)
+    return S.Measurement(0.0, control=tuple(c), arm=tuple(c * np.exp(rng.normal(0, sigma, n))), statistic=statistic)
+
+
+def test_required_n_matches_the_closed_form_for_a_normal_shift():
+    """A normal shift of the log ratios by delta with known sigma: the
+    z-test needs n = ((z_0.975 + z_0.8) sigma / delta)^2; the project's test
+    (Wilcoxon signed-rank) about pi/3 times that (its asymptotic relative
+    efficiency against the t-test under normality is 3/pi). The simulated
+    n is within 10 % of it."""
+    sigma, delta = 0.1, 0.05
+    want = pw.normal_n(sigma, delta) * math.pi / 3
+    assert pw.normal_n(sigma, delta) == pytest.approx(31.4, abs=0.05)
+    got = pw.required_n(_normal_pilot(sigma), pw.Effect("shift", 100 * math.expm1(delta)))
+    assert abs(got - want) <= 0.1 * want, (got, want)
+
+
+def test_power_grows_with_n_and_below_six_pairs_is_nil():
+    m = _normal_pilot(0.1, 500)
+    e = pw.Effect("shift", -5)
+    p6, p20, p60 = (pw.power(m, e, n) for n in (6, 20, 60))
+    assert p6 < p20 < p60 and p60 > 0.9
+    assert pw.power(m, e, 5) == 0  # the sign-flip test of 5 pairs cannot reach 0.05
+    assert pw.power(S.Measurement(1.0), e) is None  # no pairs to simulate from
+
+
+def test_equivalence_power_needs_a_narrow_ci():
+    m = _normal_pilot(0.05, 500)
+    e = pw.Effect("equivalence", margin=5)
+    assert pw.power(m, e, 4) < 0.5 < pw.power(m, e, 60)
+
+
+def test_required_n_says_none_when_out_of_reach():
+    assert pw.required_n(_normal_pilot(2.0, 200), pw.Effect("shift", -1), n_max=40, sims=200) is None
+
+
+# --- ties, Holm's family, the set-up ---------------------------------------------------------
+
+
+def _claim(judge_rule=None, **kw):
+    return claim("tortoise", "x", "seed", "text", "tortoise", "plt_ms", lambda df: None,
+                 judge_rule or S.improvement(-7, -5), **kw)
+
+
+def test_a_tie_by_construction_is_not_testable_here_never_a_finding():
+    c = np.array([100.0, 200, 300, 400, 500, 600])
+    m = S.Measurement(0.0, 0.0, 0.0, 1.0, 6, control=tuple(c), arm=tuple(c), statistic="ratio",
+                      tie="every one of the 6 pairs ...")
+    for judge_rule in (S.improvement(-7, -5), S.equivalent(5), S.direction("lower")):
+        v = judge_claim(_claim(judge_rule), m)
+        assert v.verdict == "not testable here" and "6 pairs" in v.why
+    # a measurement rebuilt without its pairs: exactly 0 % with a zero-width CI and a test
+    assert "tie by construction" in tie_of(S.Measurement(0.0, 0.0, 0.0, 0.62, 12))
+    assert tie_of(S.Measurement(0.0, 0.0, 0.0, None, 12)) == ""  # no test: a count, not a tie
+    assert tie_of(S.Measurement(0.0, -1.0, 2.0, 0.6, 12)) == ""
+
+
+def test_holm_per_study_adjusts_the_family_and_the_judges_read_it():
+    ms = [S.Measurement(-6, -8, -4, 0.01, 12), S.Measurement(-6, -8, -4, 0.02, 12), None,
+          S.Measurement(0.0, 0.0, 0.0, 1.0, 12, tie="tied"), S.Measurement(-6, -8, -4, 0.04, 12)]
+    out = holm_family(ms)
+    assert [m.p_holm if m else None for m in out] == [pytest.approx(0.03), pytest.approx(0.04), None, None,
+                                                      pytest.approx(0.04)]
+    assert out[0].family == 3 and out[3].p_holm is None
+    judge, _ = S.improvement(-7, -5)
+    assert judge(out[0])[0] == "agree"
+    late = holm_family([S.Measurement(-6, -8, -4, 0.03, 12), S.Measurement(-6, -8, -4, 0.04, 12)])
+    assert judge(late[0])[0] == "inconclusive"  # 0.03 raw, 0.06 after Holm
+
+
+def test_judge_claim_gives_power_n_per_arm_and_setup():
+    rng = np.random.default_rng(2)
+    c = rng.uniform(900, 1100, 12)
+    a = c * 0.94 * rng.lognormal(0, 0.01, 12)
+    m = S.Measurement(-6.0, -7.0, -5.0, 0.0005, 12, n_control=12, n_arm=12, control=tuple(c), arm=tuple(a),
+                      statistic="ratio")
+    v = judge_claim(_claim(), m)
+    assert v.verdict == "agree" and v.n_control == v.n_arm == 12 and v.power > 0.8
+    assert "-5 %" in v.effect and v.setup == "single path"
+    assert _claim(grid="browser").setup == "browser"
+    assert _claim(setup="population").setup == "population"
+    with pytest.raises(ValueError, match="setup 'users'"):
+        _claim(setup="users")
+    assert judge_claim(_claim(), None, "no runs").verdict == "no data"
+
+
+def test_a_p90_claims_pairs_reach_the_power_they_promise():
+    """required_n for a p90 (simulated with the permutation test, 200
+    samples per n) against the power at that n and below it."""
+    rng = np.random.default_rng(6)
+    c = rng.lognormal(7, 0.2, 60)
+    m = S.Measurement(0.0, control=tuple(c), arm=tuple(c * rng.lognormal(0, 0.1, 60)), statistic="p90")
+    e = pw.Effect("shift", -8)
+    n = pw.required_n(m, e, sims=200)
+    assert 12 <= n <= 200
+    assert pw.power(m, e, n, sims=400) >= 0.72 and pw.power(m, e, int(n * 0.6), sims=400) < 0.8
