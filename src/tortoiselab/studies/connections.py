@@ -113,6 +113,7 @@ def reuse_in_connections(counts) -> tuple[float, int]:
     """Reused connections / all connections the loads needed to other
     origins, pooled over loads ((reused, new) pairs): (ratio, connections);
     NaN without any connection."""
-    reused = sum(int(r) for r, _ in counts)
-    total = reused + sum(int(n) for _, n in counts)
+    pairs = [(int(r), int(n)) for r, n in counts]  # any iterable, read once
+    reused = sum(r for r, _ in pairs)
+    total = reused + sum(n for _, n in pairs)
     return (reused / total if total else float("nan")), total
