@@ -40,7 +40,11 @@ def rich_mask(df: pd.DataFrame) -> pd.Series:
     none = pd.Series(False, index=df.index)
     bursty = df["path.region"].fillna("").astype(str).str.endswith("-bursty") if "path.region" in df else none
     trace = df["path.trace_down"].notna() if "path.trace_down" in df else none
-    cross = df["topology"].fillna("").astype(str).str.contains("bulk_flows|web_loads") if "topology" in df else none
+    cross = none
+    if "topology" in df:  # e.g. "dumbbell,bulk_flows=1,clients=2,web_loads_per_s=0.5,...": a parameter may be 0
+        topo = df["topology"].fillna("").astype(str)
+        for param in ("bulk_flows", "web_loads_per_s"):
+            cross = cross | (pd.to_numeric(topo.str.extract(rf"{param}=([0-9.]+)")[0], errors="coerce").fillna(0) > 0)
     return bursty | trace | cross
 
 
