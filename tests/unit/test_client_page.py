@@ -123,3 +123,23 @@ def test_cache_choice_count_rounds_half_up(ratio, n, k):
 def test_cache_choice_rejects_bad_ratio():
     with pytest.raises(ValueError, match="cache_hit_ratio"):
         choose_cached(URLS, 1.5, seed=1)
+
+
+def test_page_level_cache_serves_a_share_of_views_wholly_from_cache():
+    """cache_unit page (seed 001's mechanism): a view has every asset cached
+    or none, drawn from the seed alone; over many seeds the share of cached
+    views is the ratio."""
+    from tortoiselab.client.page import cached_assets, view_from_cache
+    for seed in range(50):
+        got = cached_assets(URLS, 0.6, seed, "page")
+        assert got in ([], URLS)
+        assert got == cached_assets(URLS, 0.6, seed, "page")  # same seed, same view
+        assert (got == URLS) == view_from_cache(0.6, seed)
+    share = sum(view_from_cache(0.8, s) for s in range(2000)) / 2000
+    assert 0.77 <= share <= 0.83
+    assert not any(view_from_cache(0.0, s) for s in range(200)) and all(view_from_cache(1.0, s) for s in range(200))
+    assert cached_assets(URLS, 0.25, 1, "asset") == choose_cached(URLS, 0.25, 1)  # the default model is unchanged
+    with pytest.raises(ValueError, match="cache unit"):
+        cached_assets(URLS, 0.5, 1, "object")
+    with pytest.raises(ValueError, match="cache_hit_ratio"):
+        view_from_cache(-0.1, 1)

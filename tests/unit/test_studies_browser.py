@@ -1,7 +1,7 @@
 """The coalescing study's browser arm without the lab: loaders kept apart
 (the loader's claims read only the loader's runs, whatever Chromium runs sit
 beside them), Chromium's gain per market (one IP vs two, paired by seed) and
-its reuse ratio in requests and connections, on small synthetic run tables."""
+its reuse ratio in connections (and requests), on small synthetic run tables."""
 
 import json
 from types import SimpleNamespace
@@ -26,6 +26,8 @@ def _row(loader, region, rep, plt, *, coalescing=True, resolution="same-ip", cac
     return {"ok": True, "client.loader": loader, "client.coalescing": coalescing, "client.resolution": resolution,
             "path.region": region, "client.cache_hit_ratio": cache, "repetition": rep, "plt_ms": plt,
             "reuse_ratio": reuse, "conn_reuse_ratio": conn_reuse, "tcp_conns": tcp, "connect_ms": connect,
+            # the feed's one other origin: one connection, reused or opened
+            "conns_reused": int(conn_reuse == 1.0), "conns_new": int(conn_reuse != 1.0),
             "cond": json.dumps(point, sort_keys=True)}
 
 
@@ -41,13 +43,16 @@ def _loader_runs(n=8, seed=1):
 
 
 def _chromium_runs(gain=(0.8, 0.9, 0.95), n=4, seed=2, reuse=(1.0, 1.0, 1.0)):
-    """Chromium, one IP (same-ip) faster than two IPs by the market's factor."""
+    """Chromium, one IP (same-ip) faster than two IPs by the market's factor;
+    with one IP, round(reuse * n) of the market's views reuse the www
+    connection for static and the others open their own."""
     rng = np.random.default_rng(seed)
     rows = []
     for region, g, r in zip(MARKETS, gain, reuse):
         for rep, two in enumerate(rng.uniform(1200, 1600, n)):
             rows.append(_row("chromium", region, rep, two, resolution="two-ip", reuse=0.0, conn_reuse=0.0, tcp=7))
-            rows.append(_row("chromium", region, rep, g * two, reuse=r, conn_reuse=r))
+            hit = 1.0 if rep < round(r * n) else 0.0
+            rows.append(_row("chromium", region, rep, g * two, reuse=hit, conn_reuse=hit))
     return rows
 
 
@@ -97,23 +102,24 @@ def test_chromiums_gain_per_market_pairs_one_ip_with_two_by_repetition():
     assert v.verdict == "no data" and "client.loader chromium" in v.why
 
 
-def test_chromiums_reuse_ratio_in_requests_and_connections():
+def test_chromiums_reuse_ratio_is_counted_in_connections():
     df = _frame(_loader_runs() + _chromium_runs())
     c = CLAIMS["coalescing.reuse-ratio-chromium"]
     v = verdict_of(c, df, "f")
-    assert v.value == pytest.approx(100) and v.n == 12 and v.verdict == "disagree"
-    assert "india-desktop-2017 requests 100 %, connections 100 %" in v.detail
+    assert v.value == pytest.approx(100) and v.n == 12 and v.verdict == "disagree"  # n: connections
+    assert "india-desktop-2017 connections 100 % of 4" in v.detail
     assert "india-desktop-2017 1 / 7" in v.detail  # TCP connections in the capture, one IP / two IPs
-    seedlike = verdict_of(c, _frame(_chromium_runs(reuse=(0.9, 0.75, 0.5))), "f")
+    seedlike = verdict_of(c, _frame(_chromium_runs(reuse=(0.9, 0.75, 0.5), n=20)), "f")
     assert seedlike.verdict == "agree" and seedlike.value == pytest.approx(90)
     differ = verdict_of(c, _frame(_chromium_runs(reuse=(1.0, 0.5, 1.0))), "f")
     assert differ.verdict == "partly"
 
 
 def test_the_loaders_reuse_judge_is_unchanged_by_the_browser_rows():
-    v = verdict_of(CLAIMS["coalescing.reuse-ratio"], _frame(_loader_runs() + _chromium_runs(reuse=(0.9, 0.75, 0.5))),
-                   "f")
+    v = verdict_of(CLAIMS["coalescing.reuse-ratio"],
+                   _frame(_loader_runs() + _chromium_runs(reuse=(0.9, 0.75, 0.5), n=20)), "f")
     assert v.verdict == "disagree" and v.value == pytest.approx(100)
+    assert v.n == 24  # the coalescing-on views' connections to static, 8 per market
 
 
 def _rec(conns, capture=1):

@@ -204,3 +204,19 @@ def test_article_page_is_160kb_of_html_alone(sites):
     text = (base / "a" / "www" / "article.html").read_text()
     assert text.startswith("<!DOCTYPE html>") and text.endswith("</html>\n")
     assert "<img" not in text and "src=" not in text
+
+
+def test_app_page_is_the_apps_data_and_images_only(sites):
+    """app.html: what LinkedIn's mobile app loads (seed 000): its feed data
+    on www and the feed's avatars and thumbnails on static, no CSS or JS."""
+    base, m, *_ = sites
+    app, feed = m["pages"]["app.html"], m["pages"]["feed.html"]
+    assert app["document_bytes"] == pages.APP_DOC_BYTES == 30_000
+    assert (base / "a" / "www" / "app.html").stat().st_size == pages.APP_DOC_BYTES
+    assert set(app["by_kind"]) == set(pages.APP_IMAGE_KINDS) == {"avatar", "thumb"}
+    assert app["n_requests"] == 1 + 12 + 8 and app["origins"] == feed["origins"] and app["app_of"] == "feed.html"
+    r = refs(base / "a" / "www" / "app.html")
+    assert {k for k, _ in r} == {"img"}
+    assert sorted(src for _, src in r) == sorted(o["url"] for o in app["objects"])  # each image once
+    feed_urls = {o["url"] for o in feed["objects"]}
+    assert {o["url"] for o in app["objects"]} <= feed_urls  # the same files as the feed's, no new ones

@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-coalescing", action="store_true", help="never reuse a connection for another host")
     p.add_argument("--cache-hit-ratio", type=float, default=0.0, metavar="X",
                    help="fraction of the assets treated as cached, 0..1 (default 0)")
+    p.add_argument("--cache-unit", default="asset", metavar="asset|page",
+                   help="what --cache-hit-ratio counts: asset = that share of the page's assets is cached; "
+                        "page = that share of page views is served wholly from cache (default asset)")
     p.add_argument("--seed", type=int, default=1, metavar="N", help="seed of the cache-hit choice (default 1)")
     p.add_argument("--timeout", type=float, default=30.0, metavar="S", help="bound on the whole load (default 30)")
     p.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
@@ -110,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         opts = LoadOptions(
             url=a.url, resolve=parse_resolve_args(a.resolve), dns_server=a.dns_server, ca_file=a.ca,
             protocol=a.protocol, coalescing=not a.no_coalescing, cache_hit_ratio=a.cache_hit_ratio,
+            cache_unit=a.cache_unit,
             seed=a.seed, timeout_s=a.timeout, tls_version=a.tls, connect_timeout_s=a.connect_timeout,
             request_timeout_s=a.request_timeout, max_h1_connections=a.max_h1_connections,
             repeat_after_s=a.repeat_after)

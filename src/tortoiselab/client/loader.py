@@ -36,7 +36,7 @@ from .connections import USER_AGENT, H1Connection, H2Connection, open_stream, tl
 from .errors import LoadError, Retry, fmt_s, quiet_future
 from .har import build_har
 from .options import LoadOptions
-from .page import Origin, choose_cached, decode_html, discover_assets, origin_of, request_target
+from .page import Origin, cached_assets, decode_html, discover_assets, origin_of, request_target
 from .resolver import Resolver
 from .summary import summarize
 from .timeline import Clock, ConnRecord, RequestRecord
@@ -116,7 +116,8 @@ class PageLoad:
             return
         assets = discover_assets(decode_html(body, base.header("content-type")), url)
         self.assets_found = len(assets)
-        self.cached = choose_cached([a.url for a in assets], self.opts.cache_hit_ratio, self.opts.seed)
+        self.cached = cached_assets([a.url for a in assets], self.opts.cache_hit_ratio, self.opts.seed,
+                                    self.opts.cache_unit)
         skip = set(self.cached)
         await asyncio.gather(*(self.fetch(a.url, a.kind) for a in assets if a.url not in skip))
 

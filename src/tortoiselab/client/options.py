@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 PROTOCOLS = ("h2", "h1")
 TLS_VERSIONS = ("1.2", "1.3", "any")
+CACHE_UNITS = ("asset", "page")  # as client/page.py draws them
 
 # field name -> CLI flag, for messages
 FLAGS = {
@@ -24,6 +25,7 @@ FLAGS = {
     "protocol": "--protocol",
     "coalescing": "--no-coalescing",
     "cache_hit_ratio": "--cache-hit-ratio",
+    "cache_unit": "--cache-unit",
     "seed": "--seed",
     "timeout_s": "--timeout",
     "tls_version": "--tls",
@@ -84,6 +86,9 @@ class LoadOptions:
     protocol: str = "h2"
     coalescing: bool = True
     cache_hit_ratio: float = 0.0
+    # what cache_hit_ratio counts: "asset" (that share of each view's assets)
+    # or "page" (that share of page views, each served wholly from cache)
+    cache_unit: str = "asset"
     seed: int = 1
     timeout_s: float = 30.0
     tls_version: str = "any"
@@ -116,6 +121,8 @@ class LoadOptions:
         if not isinstance(self.coalescing, bool):
             raise OptionError("coalescing", f"must be true or false, got {self.coalescing!r}")
         self.cache_hit_ratio = _finite("cache_hit_ratio", self.cache_hit_ratio, 0.0, 1.0)
+        if self.cache_unit not in CACHE_UNITS:
+            raise OptionError("cache_unit", f"{self.cache_unit!r} is not one of {', '.join(CACHE_UNITS)}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise OptionError("seed", f"must be an integer, got {self.seed!r}")
         self.timeout_s = _finite("timeout_s", self.timeout_s, 0.0, 86400.0, lo_open=True)

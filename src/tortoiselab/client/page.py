@@ -117,6 +117,32 @@ def choose_cached(urls: list[str], ratio: float, seed: int) -> list[str]:
     return [urls[i] for i in picked]
 
 
+CACHE_UNITS = ("asset", "page")
+
+
+def view_from_cache(ratio: float, seed: int) -> bool:
+    """Is this page view served wholly from the browser's cache (every
+    asset a hit)? True with probability `ratio`, drawn from the load's seed
+    alone (random.Random("page-cache:<seed>")), so the arms of a paired
+    experiment, which share the seed, see the same view."""
+    if not 0.0 <= ratio <= 1.0:
+        raise ValueError(f"cache_hit_ratio must be in [0, 1], got {ratio}")
+    return random.Random(f"page-cache:{seed}").random() < ratio
+
+
+def cached_assets(urls: list[str], ratio: float, seed: int, unit: str = "asset") -> list[str]:
+    """The assets a load does not request, by cache model: unit "asset",
+    each load has round(ratio * n) of its assets cached (choose_cached);
+    unit "page", a share `ratio` of page views has every asset cached and
+    the rest none (view_from_cache): the seed 001 mechanism, where a view
+    served from cache needs no connection to the asset host at all."""
+    if unit == "asset":
+        return choose_cached(urls, ratio, seed)
+    if unit == "page":
+        return list(urls) if view_from_cache(ratio, seed) else []
+    raise ValueError(f"cache unit must be one of {', '.join(CACHE_UNITS)}, got {unit!r}")
+
+
 def charset_of(content_type: str | None) -> str:
     for part in (content_type or "").split(";")[1:]:
         k, _, v = part.strip().partition("=")

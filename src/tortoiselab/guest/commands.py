@@ -285,9 +285,10 @@ def dnsmasq(listen: str, names: dict[str, str], pidfile: str | Path, logfile: st
 def page_loader(python: str, url: str, *, ca: str, protocol: str, cache_hit_ratio: float, seed: int,
                 timeout_s: float, har: str | Path, summary: str | Path, dns_server: str | None = None,
                 resolve: dict[str, str] | None = None, coalescing: bool = True, tls: str | None = None,
-                repeat_after_s: float | None = None) -> list[str]:
+                repeat_after_s: float | None = None, cache_unit: str = "asset") -> list[str]:
     """Our loader (tortoiselab.client): names through the lab's DNS server
-    (dns_server) or fixed (resolve: name -> address)."""
+    (dns_server) or fixed (resolve: name -> address); --cache-unit only when
+    it is not the loader's default (asset), so earlier runs' argv stay."""
     argv = [python, "-m", "tortoiselab.client", url, "--ca", ca, "--protocol", protocol,
             "--cache-hit-ratio", str(cache_hit_ratio), "--seed", str(seed), "--timeout", str(timeout_s),
             "--har", str(har), "--summary", str(summary)]
@@ -297,6 +298,8 @@ def page_loader(python: str, url: str, *, ca: str, protocol: str, cache_hit_rati
         argv += [x for n, ip in sorted((resolve or {}).items()) for x in ("--resolve", f"{n}:{ip}")]
     if not coalescing:
         argv.append("--no-coalescing")
+    if cache_unit != "asset":
+        argv += ["--cache-unit", cache_unit]
     if tls:
         argv += ["--tls", tls]
     if repeat_after_s:

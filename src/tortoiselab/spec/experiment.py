@@ -65,7 +65,7 @@ from tortoiselab.spec.topologies import TopologyCfg
 from tortoiselab.spec.topology import TopologyError
 from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
 
-PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html", "base.html", "article.html")
+PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html", "base.html", "article.html", "app.html")
 KNOWN_CC = (*STOCK_ALGORITHMS, *OUR_MODULES)
 
 
@@ -147,6 +147,8 @@ class _HostCfg(BaseModel):
         for k in ("host", *SETTINGS):
             if k in d and d[k] is None:
                 del d[k]
+        if d.get("cache_unit") == "asset":  # the client's default cache model, left out as before it existed
+            del d["cache_unit"]
         return d
 
     def host_spec(self) -> HostSpec:
@@ -195,6 +197,9 @@ class ClientCfg(_HostCfg):
     url: str | None = Field(None, description="a path on www instead of a page, e.g. objects/1000000.bin")
     coalescing: bool = True
     cache_hit_ratio: float = Field(0.0, ge=0, lt=1)
+    cache_unit: Literal["asset", "page"] = Field(
+        "asset", description="what cache_hit_ratio counts: asset = that share of each view's assets is cached; "
+                             "page = that share of page views is served wholly from cache (seed 001)")
     resolution: Literal["same-ip", "two-ip"] = "same-ip"
     loader: Literal["loader", "h2load", "nghttp", "chromium"] = "loader"
     protocol: Literal["h2", "h1"] | None = None

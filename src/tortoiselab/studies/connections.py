@@ -88,3 +88,32 @@ def hybla_rho(rtt_ms: float) -> int:
     """Linux tcp_hybla: rho = max(srtt / rtt0, 1), integer, set as the
     connection's cwnd in hybla_init (net/ipv4/tcp_hybla.c)."""
     return max(1, int(rtt_ms // HYBLA_RTT0_MS))
+
+
+def second_origin_connections(conns: list[dict]) -> tuple[int, int]:
+    """A load's connections to the page's other origins, counted as seed 001
+    counts them ("92% of connections are reused"): (reused, new). For each
+    origin other than the page's (the first connection's) that the load
+    sent requests to, one connection was needed: it was *reused* when the
+    origin's requests all rode a connection opened for another origin
+    (coalescing), *new* for each connection opened for the origin itself.
+    A view that asked the other origins nothing (every asset cached) needs
+    no connection and counts (0, 0). conns: the loader summary's
+    connections (origin, origins served)."""
+    if not conns:
+        return 0, 0
+    page = conns[0].get("origin")
+    served = {o for c in conns for o in (c.get("origins") or [c.get("origin")])} - {page}
+    opened = [c.get("origin") for c in conns[1:] if c.get("origin") != page]
+    reused = len(served - set(opened))
+    return reused, len(opened)
+
+
+def reuse_in_connections(counts) -> tuple[float, int]:
+    """Reused connections / all connections the loads needed to other
+    origins, pooled over loads ((reused, new) pairs): (ratio, connections);
+    NaN without any connection."""
+    pairs = [(int(r), int(n)) for r, n in counts]  # any iterable, read once
+    reused = sum(r for r, _ in pairs)
+    total = reused + sum(n for _, n in pairs)
+    return (reused / total if total else float("nan")), total

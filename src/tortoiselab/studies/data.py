@@ -15,6 +15,7 @@ import yaml
 from tortoiselab.host import store
 from tortoiselab.host.store import RunRecord
 from tortoiselab.project import REPO_DIR as REPO
+from tortoiselab.studies.connections import second_origin_connections
 from tortoiselab.spec.experiment import ClientCfg, expand, load
 
 
@@ -118,6 +119,8 @@ STUDY_COLUMNS = {
     "content_download2_ms": lambda r: _repeat(r, "content_download_ms"),
     "repeat_new_conns": lambda r: _repeat(r, "connections_opened"),
     "conn_reuse_ratio": _conn_reuse,
+    "conns_reused": lambda r: second_origin_connections(r.summary.get("connections") or [])[0],
+    "conns_new": lambda r: second_origin_connections(r.summary.get("connections") or [])[1],
     "tcp_conns": lambda r: len(r.connections),
 }
 
@@ -139,12 +142,14 @@ def load_runs(exp_dir: str | Path, run_ids: set[str] | None = None) -> pd.DataFr
     point as JSON, for pairing), connect_ms (TCP + TLS of the first
     connection), dns_ms, the second load's plt2_ms / ttfb2_ms /
     content_download2_ms / repeat_new_conns, conn_reuse_ratio (reuse
-    counted in origins' connections, _conn_reuse) and tcp_conns (TCP
+    counted in origins' connections, _conn_reuse), conns_reused / conns_new
+    (the load's connections to other origins, reused or opened:
+    connections.second_origin_connections) and tcp_conns (TCP
     connections in the server capture), then run_dir. run_ids: only these
     runs (those of the experiment file's current grid)."""
     df = store.load_runs(Path(exp_dir), run_ids, extra=STUDY_COLUMNS)
     for col in ("connect_ms", "dns_ms", "plt2_ms", "ttfb2_ms", "content_download2_ms", "beta", "conn_reuse_ratio",
-                "tcp_conns"):
+                "tcp_conns", "conns_reused", "conns_new"):
         df[col] = pd.to_numeric(df[col], errors="coerce")
     return df
 

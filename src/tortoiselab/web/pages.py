@@ -8,6 +8,7 @@ manifest:
         img/<class>/flag-NNN.(png|jpg)                  their objects (relative URLs)
         feed.html                                       the multi-origin feed page
         base.html                                       the feed's document, references inert
+        app.html                                        the mobile app's feed: API data + images
         objects/<bytes>.bin                             single objects for bulk transfers
     out_dir/static/    served for static.<domain>
         css/ js/ img/{icons,avatars,thumbs,photos}/     the feed's assets (absolute URLs)
@@ -111,6 +112,15 @@ FEED_ASSETS: tuple[AssetClass, ...] = (
     AssetClass("photo", 4, 40_000, 90_000, "img/photos", ".jpg"),
 )
 FEED_HEAD_SCRIPTS = 4  # the first 4 scripts in <head> (defer), the rest before </body>
+
+# The mobile app's feed (seed 000: "page load time ... on LinkedIn's mobile
+# app"): a native app loads no style sheets or scripts, only the feed's data
+# from an API and the images the data names. An assumption (the seed gives no
+# composition): a 30 KB data response on www (a compressed JSON feed of about
+# a dozen updates) and the feed's 12 avatars and 8 thumbnails from static,
+# the photos left out (a phone shows thumbnails first). See webroot/README.md.
+APP_DOC_BYTES = 30_000
+APP_IMAGE_KINDS = ("avatar", "thumb")
 
 
 # --- seeded randomness ------------------------------------------------------
@@ -326,6 +336,26 @@ def _feed_html(site: _Site, a: dict[str, list[dict]], inert: bool = False) -> by
     return out
 
 
+def _app_html(site: _Site, a: dict[str, list[dict]]) -> bytes:
+    """The mobile app's feed view, APP_DOC_BYTES long: the API's feed data
+    (JSON-like records) and one <img src> per image it names, so that a
+    loader that reads HTML fetches what the app fetches: the data, then the
+    images (absolute URLs on static, as the app's media come from a CDN
+    hostname). No style sheet, no script."""
+    rng = _rng(site.seed, "html:app")
+    imgs = [o for kind in APP_IMAGE_KINDS for o in a[kind]]
+    head = ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<title>Feed (app) | Tortoise Lab</title>\n</head>\n<body class=\"app-feed\">\n"
+            + "".join(f"<img src=\"{o['url']}\" alt=\"\">\n" for o in imgs)
+            + "<code id=\"feed-data\" style=\"display:none\">\n")
+    tail = "</code>\n</body>\n</html>\n"
+
+    def record(r: random.Random) -> str:
+        return (f"{{\"entityUrn\":\"urn:li:fs_update:{r.randint(10**15, 10**16 - 1)}\","
+                f"\"text\":\"{_words(r, r.randint(5, 30))}\",\"trackingId\":\"{_hex(r, 24)}\"}},\n")
+    return _fill(rng, APP_DOC_BYTES - len(tail), head, record, "<!--", "-->") + tail.encode("ascii")
+
+
 def _article_html(site: _Site) -> bytes:
     """A news article of exactly ARTICLE_HTML_BYTES: paragraphs of text and
     no subresources, so a load is one response in slow start (seed 003)."""
@@ -388,6 +418,11 @@ def generate_site(out_dir: Path, seed: int = 1, domain: str = "lab.test", *,
     base = _feed_html(site, assets, inert=True)
     pages["base.html"] = _page_entry("base.html", site.put(WWW, "base.html", base, "html"), [],
                                      base_of="feed.html")
+
+    # app.html: the mobile app's feed, the API's data and its images only
+    app_objects = [o for kind in APP_IMAGE_KINDS for o in assets[kind]]
+    pages["app.html"] = _page_entry("app.html", site.put(WWW, "app.html", _app_html(site, assets), "html"),
+                                    app_objects, app_of="feed.html")
 
     pages["article.html"] = _page_entry("article.html", site.put(WWW, "article.html", _article_html(site),
                                                                    "html"), [])

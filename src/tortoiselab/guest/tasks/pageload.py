@@ -301,7 +301,8 @@ def _our_loader(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None
                          cache_hit_ratio=c.cache_hit_ratio, seed=c.seed, timeout_s=c.timeout_s,
                          har=d / "page.har", summary=d / "summary.json",
                          dns_server=DNS_IP if c.dns else None, resolve=None if c.dns else names,
-                         coalescing=c.coalescing, tls=c.tls_client, repeat_after_s=c.repeat_after_idle_s)
+                         coalescing=c.coalescing, tls=c.tls_client, repeat_after_s=c.repeat_after_idle_s,
+                         cache_unit=c.cache_unit)
     timeout = c.timeout_s + (c.repeat_after_idle_s or 0) + LOADER_GRACE_S
     if fork is None:
         ex.run(argv, host=lab.client, check=False, timeout=timeout)

@@ -1,0 +1,68 @@
+"""The Tortoise study's claims without the lab: clean and rich conditions
+told apart, and "in each of these geographies" judged per geography, on
+small synthetic run tables (studies/claims/tortoise.py)."""
+
+import json
+
+import pandas as pd
+
+from tortoiselab.studies.claims import tortoise as T
+from tortoiselab.studies.registry import verdict_of
+
+CLAIMS = {c.id: c for c in T.CLAIMS}
+
+
+def test_rich_conditions_are_cross_traffic_bursty_loss_or_a_trace():
+    df = pd.DataFrame({
+        "path.region": ["india-desktop-2017", "india-desktop-2017", "india-mobile-2017-bursty", "india-mobile-2017",
+                        "us-desktop-2017"],
+        "path.trace_down": [None, None, None, '{"name": "lte.down"}', None],
+        "topology": ["dumbbell,bulk_flows=0,clients=1,web_loads_per_s=0", "dumbbell,bulk_flows=1,clients=2",
+                     "dumbbell", "wan", "dumbbell,clients=2,web_loads_per_s=0.5"]})
+    assert list(T.with_sets(df)["profile_set"]) == ["clean", "rich", "rich", "rich", "rich"]
+    assert list(T.with_sets(df[["path.region"]])["profile_set"]) == ["clean", "clean", "rich", "clean", "clean"]
+
+
+def _runs(gains: dict[tuple[str, str], float], n=8, topology="wan"):
+    """Base-HTML content download times: htcp 100 + rep, each arm by its gain."""
+    rows = []
+    for (region, arm), g in gains.items():
+        for rep in range(n):
+            for cc, v in (("htcp", 100.0 + rep), (arm, (100.0 + rep) * g)):
+                point = {"path.region": region, "client.page": "base.html", "server.cc": cc}
+                rows.append({"ok": True, "server.cc": cc, "path.region": region, "client.page": "base.html",
+                             "topology": topology, "repetition": rep, "content_download_ms": v,
+                             "cond": json.dumps(point, sort_keys=True)})
+    return pd.DataFrame(rows).drop_duplicates(["cond", "repetition"])
+
+
+def test_all_three_must_improve_in_each_geography():
+    every = {(r, a): 0.9 for r in T.GEOGRAPHIES for a in T.THREE}
+    v = verdict_of(CLAIMS["tortoise.all-three-improve"], _runs(every), "f")
+    assert v.verdict == "agree" and v.value < 0, v.why
+    # pooled over the two geographies scalable would still improve; in China it does not
+    one_fails = {**every, ("china-desktop-2017", "scalable"): 1.05}
+    v = verdict_of(CLAIMS["tortoise.all-three-improve"], _runs(one_fails), "f")
+    assert v.verdict == "disagree" and "scalable in china" in v.detail
+    # the clean claim reads no rich runs and the rich one no clean runs
+    assert verdict_of(CLAIMS["tortoise.all-three-improve-rich"], _runs(every), "f").verdict == "no data"
+    rich = _runs(every, topology="dumbbell,bulk_flows=1,clients=2")
+    assert verdict_of(CLAIMS["tortoise.all-three-improve-rich"], rich, "f").verdict == "agree"
+    assert verdict_of(CLAIMS["tortoise.all-three-improve"], rich, "f").verdict == "no data"
+
+
+def test_hybla_best_in_each_geography():
+    gains = {(r, a): g for r in T.GEOGRAPHIES for a, g in (("hybla", 0.8), ("scalable", 0.9), ("yeah", 0.95))}
+    v = verdict_of(CLAIMS["tortoise.hybla-best"], _runs(gains), "f")
+    assert v.verdict == "agree" and "hybla first in 2 of 2" in v.detail
+    gains[("india-desktop-2017", "yeah")] = 0.7
+    v = verdict_of(CLAIMS["tortoise.hybla-best"], _runs(gains), "f")
+    assert v.verdict == "partly" and "hybla first in 1 of 2" in v.detail
+
+
+def test_every_claim_is_judged_on_both_sets_and_mobile_claims_read_the_app():
+    ids = set(CLAIMS)
+    assert all((i + "-rich") in ids for i in ids if not i.endswith("-rich"))
+    for cid in ("tortoise.india-mobile-plt", "tortoise.china-mobile-plt"):
+        assert "app.html" in CLAIMS[cid].metric and "app.html" in CLAIMS[cid + "-rich"].metric
+        assert "-bursty" in CLAIMS[cid + "-rich"].metric and "rich" in CLAIMS[cid + "-rich"].metric
