@@ -77,3 +77,25 @@ def test_reproduction_report_lists_every_claim(study_results, tmp_path):
             assert f"`{c.id}`" in text and c.seed_file in text
     assert "## The physicist's checks" in text and "## Commands and run times" in text
     assert "--grid ci --jobs 2" in text and " claims: " in text
+
+
+def test_measured_plt_is_at_or_above_the_floor_on_loss_free_grids(study_results, tmp_path):
+    """The napkin floor is a lower bound of what Linux does: on every
+    loss-free page load of floor.yaml (the four Stony Brook pages) and of
+    initcwnd.yaml's ci grid (the article's IW 3 / TLS 1.2 / large-chain case
+    among them), on the virtual clock, measured PLT / floor >= 1."""
+    p = subprocess.run([*TORTOISE, "run", str(REPO / "experiments" / "floor.yaml"), "--backend", "uml",
+                        "--clock", "virtual", "--jobs", "2", "--results", str(tmp_path)],
+                       capture_output=True, text=True, timeout=1800)
+    assert p.returncode == 0, p.stderr[-2000:]
+    folders = [tmp_path / "floor", S.study_folder("initcwnd", "ci", study_results("initcwnd"))]
+    rows = 0
+    for d in folders:
+        df = S.load_runs(d)
+        df = df[df["ok"].astype(bool) & (df["path.loss_pct"].fillna(0) == 0)]
+        assert df["floor_ms"].notna().all(), d
+        for _, r in df.iterrows():
+            print(f"{d.name} {r['run_id']}: PLT {r['plt_ms']:.1f} ms, floor {r['floor_ms']:.1f} ms")
+            assert r["plt_ms"] / r["floor_ms"] >= 1, r["run_id"]
+            rows += 1
+    assert rows >= 6
