@@ -225,3 +225,30 @@ def test_run_floor_says_why_it_does_not_apply():
     assert "HTTP/1.1" in N.run_floor(_config(protocol="h1"), MANIFEST, PKI)["why"]
     assert "manifest" in N.run_floor(_config(page="feed.html"), MANIFEST, PKI)["why"]
     assert N.run_floor(_config(page="feed.html"), MANIFEST, PKI)["floor_ms"] is None
+
+
+def test_tied_alpha_makes_the_backoff_buy_nothing_in_the_reno_friendly_region():
+    """RFC 9438 §4.3 ties alpha = 3(1 - beta)/(1 + beta): the AIMD window
+    sqrt(alpha (1 + beta) / (2 (1 - beta) p)) is then sqrt(3 / 2p) for every
+    beta, so CUBIC+'s beta' = 0.95 against 0.7 predicts x1.00 where the flow
+    is in that region (20-100 ms at 2-10 % loss; +9 % at 200 ms, 2 %); the
+    untied reading (alpha = 1 for both) gives the notebook's old x2.6."""
+    assert N.reno_friendly_alpha(0.7) == pytest.approx(0.9 / 1.7)
+    assert N.aimd_window(0.02, 0.95) == pytest.approx(N.aimd_window(0.02, 0.7)) == pytest.approx((1.5 / 0.02) ** 0.5)
+    for loss in (0.02, 0.06, 0.1):
+        for rtt in (0.02, 0.1):
+            w = N.cubic_loss_window(loss, rtt, 0.95)
+            assert w["region"] == "Reno-friendly", (loss, rtt, w)
+            assert N.backoff_gain(loss, rtt, 0.7, 0.95) == pytest.approx(1.0)
+    # at 200 ms and 2 % beta' = 0.95 just reaches its cubic region: +9 %
+    assert N.cubic_loss_window(0.02, 0.2, 0.95)["region"] == "cubic"
+    assert 1.08 < N.backoff_gain(0.02, 0.2, 0.7, 0.95) < 1.10
+    assert N.backoff_gain(0.02, 0.1, 0.7, 0.95, alpha=1) == pytest.approx((1.95 / 0.05 / (1.7 / 0.3)) ** 0.5)
+    assert 2.6 < N.backoff_gain(0.02, 0.1, 0.7, 0.95, alpha=1) < 2.65
+    # Reno: 1.22 / sqrt(p) at alpha 1, beta 0.5 (Mathis et al.)
+    assert N.aimd_window(0.02, 0.5, alpha=1) == pytest.approx(1.5 ** 0.5 / 0.02 ** 0.5)
+    # at very low loss and a long RTT the cubic region wins, and there beta' matters
+    far = N.cubic_loss_window(1e-5, 0.2, 0.95)
+    assert far["region"] == "cubic" and N.backoff_gain(1e-5, 0.2, 0.7, 0.95) > 1.3
+    with pytest.raises(ValueError, match="loss"):
+        N.aimd_window(2, 0.7)

@@ -373,3 +373,60 @@ def _page_parts(manifest: dict, client: dict) -> tuple[dict | None, list[dict]]:
         return None, []
     p = (manifest.get("pages") or {}).get(client.get("page", "feed.html"))
     return (p["document"], list(p["objects"])) if p else (None, [])
+
+
+# --- loss-limited throughput (seed 002: CUBIC+ and Reno's beta) ----------------
+
+
+def reno_friendly_alpha(beta: float) -> float:
+    """CUBIC's additive increase in its Reno-friendly region, RFC 9438 §4.3
+    (with the multiplicative decrease beta of §4.6):
+    alpha = 3(1 - beta)/(1 + beta), chosen so that AIMD(alpha, beta) has
+    Reno's average window; our tcp_cubic_plus ties it to beta' the same way
+    (kernel/modules/README.md)."""
+    if not 0 < beta < 1:
+        raise ValueError(f"beta: {beta}; 0 < beta < 1")
+    return 3 * (1 - beta) / (1 + beta)
+
+
+def aimd_window(loss: float, beta: float, alpha: float | None = None) -> float:
+    """Mean window (segments) of an AIMD(alpha, beta) flow that loses one
+    packet in 1/loss (deterministic loss; Mathis, Semke, Mahdavi and Ott
+    1997; Floyd, Handley and Padhye 2000): sqrt(alpha (1 + beta) /
+    (2 (1 - beta) loss)). alpha None: RFC 9438's tied alpha, with which the
+    window is sqrt(3 / (2 loss)) whatever beta is."""
+    if not 0 < loss < 1:
+        raise ValueError(f"loss: {loss}; a fraction, 0 < loss < 1")
+    a = reno_friendly_alpha(beta) if alpha is None else alpha
+    return math.sqrt(a * (1 + beta) / (2 * (1 - beta) * loss))
+
+
+def cubic_window(loss: float, rtt_s: float, beta: float, c: float = 0.4) -> float:
+    """Mean window (segments) of CUBIC's cubic region under the same loss
+    model: (C (3 + beta) / (4 (1 - beta)))^(1/4) (RTT / loss)^(3/4), C = 0.4
+    (Ha, Rhee and Xu 2008; RFC 8312 §5.1)."""
+    if not 0 < loss < 1 or rtt_s <= 0:
+        raise ValueError("0 < loss < 1 and rtt_s > 0, please")
+    return (c * (3 + beta) / (4 * (1 - beta))) ** 0.25 * (rtt_s / loss) ** 0.75
+
+
+def cubic_loss_window(loss: float, rtt_s: float, beta: float, alpha: float | None = None) -> dict:
+    """CUBIC's mean window under random loss: the larger of its
+    Reno-friendly estimate (aimd_window, alpha tied to beta unless given)
+    and its cubic region (cubic_window), as RFC 9438 §4.2-4.3 take the
+    larger of the two; with the region that wins."""
+    reno, cub = aimd_window(loss, beta, alpha), cubic_window(loss, rtt_s, beta)
+    return {"window": max(reno, cub), "region": "Reno-friendly" if reno >= cub else "cubic",
+            "reno_friendly": reno, "cubic": cub}
+
+
+def backoff_gain(loss: float, rtt_s: float, beta0: float = 0.7, beta1: float = 0.95,
+                 alpha: float | None = None) -> float:
+    """Throughput ratio of back-off beta1 over beta0 at the same loss and
+    RTT (the window ratio; both flows loss-limited, below the bottleneck).
+    With RFC 9438's tied alpha (alpha None) and the flow in the
+    Reno-friendly region the ratio is 1: a gentler back-off comes with a
+    slower increase, and the mean window does not move; only alpha = 1 for
+    both (the untied AIMD reading) gives sqrt((1 + b1)(1 - b0) / ((1 - b1)(1 + b0)))."""
+    return (cubic_loss_window(loss, rtt_s, beta1, alpha)["window"]
+            / cubic_loss_window(loss, rtt_s, beta0, alpha)["window"])

@@ -37,10 +37,11 @@ def _reno_low_loss(df: pd.DataFrame) -> Measurement:
                        f"shown: beta {w:g} vs 0.5; " + "; ".join(f"beta {b:g}: {ms[b].text()}" for b in ms))
 
 
-def _penalty(df: pd.DataFrame, loss) -> np.ndarray:
-    """Per pair: the hardest cut's PLT over the gentlest's, in %."""
+def _penalty(df: pd.DataFrame, loss) -> tuple[np.ndarray, float]:
+    """Per pair: the hardest cut's PLT over the gentlest's, in %; and the
+    median difference in ms."""
     p = pairs(df, "plt_ms", "beta", GENTLE, HARD, path__loss_pct=loss)
-    return (100 * (p["arm"] / p["control"] - 1)).to_numpy(float)
+    return (100 * (p["arm"] / p["control"] - 1)).to_numpy(float), float((p["arm"] - p["control"]).median())
 
 
 def _penalty_grows(df: pd.DataFrame) -> Measurement:
@@ -48,13 +49,14 @@ def _penalty_grows(df: pd.DataFrame) -> Measurement:
     longer": the hardest cut's (beta 0.5) PLT penalty over the gentlest
     (beta 0.9), at high loss minus at 2 %, in percentage points;
     Mann-Whitney between the per-pair penalties."""
-    low, high = _penalty(df, 2), _penalty(df, HIGH_LOSS)
+    (low, low_ms), (high, high_ms) = _penalty(df, 2), _penalty(df, HIGH_LOSS)
     if not len(low) or not len(high):
         raise NoData("needs beta 0.5 and 0.9 runs at 2 % and at 6-10 % loss")
     pv = stats.mann_whitney(low, high)["p_value"] if min(len(low), len(high)) > 1 else None
     return Measurement(float(np.median(high) - np.median(low)), math.nan, math.nan, pv, min(len(low), len(high)),
                        "pp", f"beta 0.5's PLT over beta 0.9's: median {np.median(low):+.1f} % at 2 % loss, "
-                             f"{np.median(high):+.1f} % at 6-10 % (Mann-Whitney)")
+                             f"{np.median(high):+.1f} % at 6-10 % (Mann-Whitney); in ms {low_ms:+.0f} and "
+                             f"{high_ms:+.0f}")
 
 
 def _gentler_faster(df: pd.DataFrame) -> Measurement:
