@@ -45,6 +45,7 @@ class _Checks:
     ss_rounds: int = 0
     hy_rows: list[str] = field(default_factory=list)
     hy_not_telling: int = 0
+    ss_late_acked: int = 0
     skipped: dict[str, int] = field(default_factory=lambda: {"loss": 0, "retrans": 0,
                                                              "handshake grew the window": 0, "no capture": 0})
 
@@ -69,9 +70,10 @@ def physics_checks(exp_dir: str | Path, run_ids: set[str] | None = None, max_run
        fit the initial window, the response's flights carry IW, 2 IW, 4 IW ...
        packets, so k rounds carry IW*MSS*(2^k - 1) bytes of full-size
        packets; a flight may stop short only at the client's receive window
-       or at the end of the response (flights.slow_start_verdicts). Known
-       misses are listed, not hidden: e.g. 10, 18, 18 packets (not 20 in the
-       second round) on some feed and h2load loads at 20-54 ms.
+       or at the end of the response (flights.slow_start_verdicts), and the
+       second may fall short by 2 per first-flight segment the capture shows
+       ACKed only after it (a delayed ACK: 10, 18, 18 on the feed and h2load
+       loads at 20-54 ms, _late_acks_explain). Other misses are listed.
     2. handshakes: the TCP handshake is 1 round trip, TLS 1.3 adds 1 and TLS
        1.2 adds 2, plus one per extra round the server's first handshake
        flight needs in slow start from its initial window (IW, or rho for
@@ -156,11 +158,37 @@ def _check_slow_start(checks: _Checks, r: pd.Series, c: dict, iw: int) -> None:
     verdicts = flights.slow_start_verdicts(tf, iw)
     checks.ss.n += 1
     checks.ss_rounds += len(verdicts)
+    if _late_acks_explain(r["run_dir"], c, tf, verdicts):
+        checks.ss_late_acked += 1
+        verdicts[1] = {**verdicts[1], "ok": True, "reason": "delayed ACK"}
     bad = [v for v in verdicts if not v["ok"]]
     if bad:
         checks.ss.failures.append(f"{r['run_id']} ({r['arm']}, IW {iw}): flights {[v['segments'] for v in verdicts]}, "
                                   f"predicted {[v['predicted'] for v in verdicts]}, "
                                   f"first miss round {bad[0]['round']}: {bad[0]['reason']}")
+
+
+def _late_acks_explain(run_dir: str, conn: dict, tf: list[dict], verdicts: list[dict]) -> bool:
+    """A second flight short of 2 x the first by no more than 2 x the
+    first flight's segments whose ACK came only after the second flight:
+    the client ACKs every second segment (RFC 5681 §4.2), so an odd
+    segment left at the end of a flight (the first flight's small session
+    tickets and SETTINGS shift the pairing) waits for the delayed-ACK timer
+    and the two segments its ACK releases fall into the next flight.
+    Measured in the server capture (its ACK times), not assumed: the
+    coalescing and cubic_plus runs' 10, 18, 18 and 10, 18, 11 have one
+    such segment."""
+    if len(verdicts) < 2 or verdicts[1]["reason"] != "short" or len(tf) < 2:
+        return False
+    cs = [x for x in flights.analyze_pcap(Path(run_dir) / "server.pcap") if x.get("client") == conn.get("client")]
+    series = (cs[0].get("series") or {}) if cs else {}
+    pk = list(zip(series.get("t_ms", []), series.get("seq", []), series.get("len", []), series.get("kind", [])))
+    r2_start, r3_start = tf[1]["t_ms"], tf[2]["t_ms"] if len(tf) > 2 else math.inf
+    first = [q + n for t, q, n, k in pk if k == "data" and n and tf[0]["t_ms"] <= t < r2_start]
+    acked = max((q for t, q, n, k in pk if k == "ack" and t < r3_start), default=0)
+    late = sum(1 for end in first if end > acked)
+    short = verdicts[1]["predicted"] - verdicts[1]["segments"]
+    return 0 < short <= 2 * late
 
 
 def _finish(checks: _Checks) -> list[PhysicsCheck]:
@@ -170,6 +198,10 @@ def _finish(checks: _Checks) -> list[PhysicsCheck]:
         chk.ok = None if chk.n == 0 else not chk.failures
     ss.measured = f"{ss.n - len(ss.failures)} of {ss.n} runs ({checks.ss_rounds} rounds) match"
     ss.detail = "skipped: " + (", ".join(f"{k} {v}" for k, v in checks.skipped.items() if v) or "none")
+    if checks.ss_late_acked:
+        ss.detail += (f"; {checks.ss_late_acked} runs' second flight short of 2 x the first by 2 per first-flight "
+                      "segment ACKed only after it (a delayed ACK of an odd last segment, RFC 5681 §4.2; seen in "
+                      "the capture)")
     hs.measured = f"{hs.n - len(hs.failures)} of {hs.n} runs on loss-free paths match"
     hy.measured = f"{hy.n - len(hy.failures)} of {hy.n} hybla runs match"
     nt = (f"not telling (handshake flight <= rho packets, sent whole): {checks.hy_not_telling} runs"
