@@ -109,7 +109,8 @@ def test_every_claim_reads_an_experiment_of_its_study_and_every_file_has_its_gri
             seen.add(f)
     total = sum(len(S.current_run_ids(f, "reduced")) for f in seen)
     print(f"reduced grids: {total} runs")
-    assert total <= 500
+    # ~2000 runs an hour at --jobs 2 on the virtual clock (REPRODUCTION.md's run table): about half an hour
+    assert total <= 1000
     assert len({c.id for s in S.STUDIES.values() for c in s.claims}) == sum(len(s.claims) for s in S.STUDIES.values())
 
 
