@@ -77,3 +77,26 @@ def test_reproduction_report_lists_every_claim(study_results, tmp_path):
             assert f"`{c.id}`" in text and c.seed_file in text
     assert "## The physicist's checks" in text and "## Commands and run times" in text
     assert "--grid ci --jobs 2" in text and " claims: " in text
+
+
+def test_measured_plt_is_at_or_above_the_floor_on_loss_free_grids(tmp_path):
+    """The napkin floor is a lower bound of what Linux does: on every
+    loss-free page load of floor.yaml (the four Stony Brook pages) and of
+    initcwnd.yaml's reduced grid (IW 3/10/30, TLS 1.2/1.3, both chains, the
+    article's case and hybla at 100-200 ms), on the virtual clock, measured
+    PLT / floor >= 1 (about 20 runs, under a minute on 2 cores)."""
+    for exp, grid in (("floor", None), ("initcwnd", "reduced")):
+        p = subprocess.run([*TORTOISE, "run", str(REPO / "experiments" / f"{exp}.yaml"), "--backend", "uml",
+                            "--clock", "virtual", "--jobs", "2", "--results", str(tmp_path),
+                            *(["--grid", grid] if grid else [])], capture_output=True, text=True, timeout=1800)
+        assert p.returncode == 0, p.stderr[-2000:]
+    rows = 0
+    for d in (tmp_path / "floor", tmp_path / "initcwnd@reduced"):
+        df = S.load_runs(d)
+        df = df[df["ok"].astype(bool) & (df["path.loss_pct"].fillna(0) == 0)]
+        assert df["floor_ms"].notna().all(), d
+        for _, r in df.iterrows():
+            print(f"{d.name} {r['run_id']} {r['server.cc']}: PLT {r['plt_ms']:.1f} ms, floor {r['floor_ms']:.1f} ms")
+            assert r["plt_ms"] / r["floor_ms"] >= 1, r["run_id"]
+            rows += 1
+    assert rows >= 18

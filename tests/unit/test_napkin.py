@@ -24,22 +24,50 @@ def test_slow_start_rounds():
 def test_napkin_article_worked_example():
     """Napkin Problem 15: information.dk, 160 KB of HTML, initcwnd 3, a
     6908-byte certificate over TLS 1.2: 1 TCP + 3 TLS + 6 HTTP = 10 round
-    trips, "with our roundtrip time at 130ms ... the 1.3s total time"."""
+    trips, "with our roundtrip time at 130ms ... the 1.3s total time". The
+    article's count is napkin_rtts; Linux's floor is lower: the handshake
+    flight (5 segments, more than IW/2) grew the window to 3 + 5 + 2 = 10
+    before the response, which then doubles: 10, 20, 40, 80 -> 4 rounds."""
     f = N.floor_ms(130, 15, 160_000, 3, tls="1.2", cert_flight_bytes=6908)
     assert (f["tcp_rtts"], f["tls_rtts"], f["slow_start_rounds"]) == (1, 3, 6)
-    assert f["rtts"] == f["napkin_rtts"] == 10
-    assert f["round_trips_ms"] == 1300
-    # plus the bytes at 15 Mbit/s: the whole 160 KB as the issue's formula
-    # has it (~85 ms), or the last round's 18 segments the floor charges
+    assert f["napkin_rtts"] == 10
+    assert f["response_window"] == 10 and f["data_rounds"] == 4 and f["rtts"] == 8
+    assert f["round_trips_ms"] == 8 * 130
+    # the issue's formula adds all 160 KB at 15 Mbit/s (~85 ms); the floor
+    # charges the last round's 40 segments (10 + 20 + 40 = 70 before it, of 111)
     assert f["s_over_c_ms"] == pytest.approx(160_000 * 8 / 15e3, abs=1e-3)
     assert f["napkin_ms"] == pytest.approx(1300 + 85.333, abs=0.01)
-    assert f["total_ms"] == pytest.approx(1300 + 18 * 1514 * 8 / 15e3, abs=0.01)
-    assert 1300 < f["total_ms"] < 1.1 * 1300
-    # the article's window table: 3, 6, 12, 24, 48 then the rest (its server
-    # was also capped by a 64 KB receive window, which the model leaves out)
+    last = 111 - 70
+    assert f["total_ms"] == pytest.approx(1040 + last * 1514 * 8 / 15e3, abs=0.01)
     # ... and with the 2635-byte certificate of sirupsen.com the third TLS trip goes
     assert N.tls_round_trips("1.2", 3, 2635) == 2
     assert N.tls_round_trips("1.2", 10, 6908) == 2
+
+
+def test_the_articles_server_grew_x1_7_into_a_64_kb_window():
+    """The article's own windows (6, 10, 17, 29, 48 capped at 64 KB, 9):
+    x1.7 per round and the receive window give its 6 HTTP rounds and 10
+    round trips; Linux's doubling from the grown window gives 8."""
+    a = N.article_server()
+    assert (a["rtts"], a["http_rounds"], a["round_trips_ms"]) == (10, 6, 1300)
+    assert 1300 < a["total_ms"] < 1.1 * 1300
+    assert a["rtts"] > N.floor_ms(130, 15, 160_000, 3, tls="1.2", cert_flight_bytes=6908)["rtts"]
+    # the cap: without it the x1.7 growth needs 5 rounds, with it 6
+    free = N.data_time_ms(130, 15, 160_000, 6, 1460, growth=1.7)
+    assert free["rounds"] == 5
+    with pytest.raises(ValueError, match="rwnd_bytes"):
+        N.data_time_ms(130, 15, 160_000, 6, rwnd_bytes=100)
+
+
+def test_handshake_window_follows_linuxs_cwnd_limited_test():
+    # a flight above IW/2 keeps the sender window-limited: + every segment ACKed
+    assert N.handshake_window(3, "1.2", 6908) == 3 + 5 + 2
+    assert N.handshake_window(10, "1.3", 7743) == 10 + 6
+    assert N.handshake_window(4, "1.3", 7743, growth=16) == 4 + 6 * 15   # hybla, rho 4
+    # a flight of IW/2 or less never passes it: the window stays at IW
+    assert N.handshake_window(10, "1.3", 1409) == 10
+    assert N.handshake_window(30, "1.3", 7743) == 30
+    assert N.handshake_window(10, None, 7743) == 10
 
 
 def test_napkin_article_naive_model():
@@ -197,3 +225,30 @@ def test_run_floor_says_why_it_does_not_apply():
     assert "HTTP/1.1" in N.run_floor(_config(protocol="h1"), MANIFEST, PKI)["why"]
     assert "manifest" in N.run_floor(_config(page="feed.html"), MANIFEST, PKI)["why"]
     assert N.run_floor(_config(page="feed.html"), MANIFEST, PKI)["floor_ms"] is None
+
+
+def test_tied_alpha_makes_the_backoff_buy_nothing_in_the_reno_friendly_region():
+    """RFC 9438 §4.3 ties alpha = 3(1 - beta)/(1 + beta): the AIMD window
+    sqrt(alpha (1 + beta) / (2 (1 - beta) p)) is then sqrt(3 / 2p) for every
+    beta, so CUBIC+'s beta' = 0.95 against 0.7 predicts x1.00 where the flow
+    is in that region (20-100 ms at 2-10 % loss; +9 % at 200 ms, 2 %); the
+    untied reading (alpha = 1 for both) gives the notebook's old x2.6."""
+    assert N.reno_friendly_alpha(0.7) == pytest.approx(0.9 / 1.7)
+    assert N.aimd_window(0.02, 0.95) == pytest.approx(N.aimd_window(0.02, 0.7)) == pytest.approx((1.5 / 0.02) ** 0.5)
+    for loss in (0.02, 0.06, 0.1):
+        for rtt in (0.02, 0.1):
+            w = N.cubic_loss_window(loss, rtt, 0.95)
+            assert w["region"] == "Reno-friendly", (loss, rtt, w)
+            assert N.backoff_gain(loss, rtt, 0.7, 0.95) == pytest.approx(1.0)
+    # at 200 ms and 2 % beta' = 0.95 just reaches its cubic region: +9 %
+    assert N.cubic_loss_window(0.02, 0.2, 0.95)["region"] == "cubic"
+    assert 1.08 < N.backoff_gain(0.02, 0.2, 0.7, 0.95) < 1.10
+    assert N.backoff_gain(0.02, 0.1, 0.7, 0.95, alpha=1) == pytest.approx((1.95 / 0.05 / (1.7 / 0.3)) ** 0.5)
+    assert 2.6 < N.backoff_gain(0.02, 0.1, 0.7, 0.95, alpha=1) < 2.65
+    # Reno: 1.22 / sqrt(p) at alpha 1, beta 0.5 (Mathis et al.)
+    assert N.aimd_window(0.02, 0.5, alpha=1) == pytest.approx(1.5 ** 0.5 / 0.02 ** 0.5)
+    # at very low loss and a long RTT the cubic region wins, and there beta' matters
+    far = N.cubic_loss_window(1e-5, 0.2, 0.95)
+    assert far["region"] == "cubic" and N.backoff_gain(1e-5, 0.2, 0.7, 0.95) > 1.3
+    with pytest.raises(ValueError, match="loss"):
+        N.aimd_window(2, 0.7)

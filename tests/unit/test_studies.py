@@ -127,9 +127,9 @@ def test_every_claim_reads_an_experiment_of_its_study_and_every_file_has_its_gri
             seen.add(f)
     total = sum(len(S.current_run_ids(f, "reduced")) for f in seen)
     print(f"reduced grids: {total} runs")
-    # the Tortoise study runs its claims on clean and rich conditions (issue 24): 673 runs when raised;
-    # about 2.9 s of wall time per run at --jobs 2 with batches (labs/README.md), so ~35 min for all
-    assert total <= 700
+    # the Tortoise study runs its claims on clean and rich conditions, CUBIC+ on conditions where its arms
+    # can differ (issue 24); about half an hour at --jobs 2 on the virtual clock (labs/README.md)
+    assert total <= 1200
     assert len({c.id for s in S.STUDIES.values() for c in s.claims}) == sum(len(s.claims) for s in S.STUDIES.values())
 
 

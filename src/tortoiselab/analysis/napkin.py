@@ -17,7 +17,14 @@ total time we observed". Here:
   window: one more when IW·MSS < flight <= 3·IW·MSS (the article's 6908-byte
   chain at IW 3), i.e. slow_start_rounds(flight, IW) - 1 in general;
 - k: slow-start rounds for the response: the smallest k with
-  IW·MSS·(2^k - 1) >= S (the window doubles every round trip);
+  IW·MSS·(2^k - 1) >= S (the window doubles every round trip) -- the
+  article's count (`napkin_rtts`). The floor starts the response from the
+  largest window Linux can have by then (`handshake_window`): a handshake
+  flight that kept the sender window-limited (Linux's slow-start test,
+  cwnd < 2 x packets out) has grown the window by one segment per segment
+  ACKed, so the article's IW 3 case starts its response at ~11 segments and
+  needs 4 rounds, not 6 (measured in the lab: 10, 20, 36, 47 segments,
+  8.35 RTT without DNS against a floor of 8.2);
 - serialization: the issue's napkin term is S/C, all the bytes at the
   bottleneck rate (`napkin_ms`). That over-counts: while a round's flight
   takes less than an RTT to serialize, it is sent during the wait for the
@@ -35,9 +42,19 @@ total time we observed". Here:
 
 The floor ignores what the lab cannot remove: a receiver window smaller than
 the doubled window (the lab's client advertises ~42-52 KB early on, which
-costs IW 10 and IW 30 one extra round for 100 KB), delayed ACKs, server and
-client CPU, and HTTP overheads. So measured / floor >= 1, and the gap is
+costs IW 10 and IW 30 one extra round for 100 KB; `rwnd_bytes` caps the
+flights where a run's receive window is known), delayed ACKs, server and
+client CPU, and HTTP overheads. Every choice errs low (windows as large as
+Linux could have them, doubling every round), so measured / floor >= 1 on
+every loss-free run (tests/unit/test_napkin.py on the canned runs,
+tests/integration/test_studies.py on a loss-free grid), and the gap is
 something to explain.
+
+The article's own server did not do what Linux does: its windows were
+3 (TLS), then 6, 10, 17, 29, 48 and 9 packets (x1.7 per round, not x2),
+with the fifth capped by the client's 64 KB receive window: 6 HTTP rounds,
+1 + 3 + 6 = 10 round trips. `article_server` replays that growth beside
+the Linux floor (8 round trips for the same case).
 
 A page (`page_floor_ms`, and `run_floor` from a run's configuration): the
 set-up, the document, then its objects in one more transfer that continues
@@ -91,26 +108,31 @@ def tls_round_trips(tls: str | None, iw_pkts: int, cert_flight_bytes: int | None
     return h
 
 
-def data_time_ms(rtt_ms: float, rate_mbit: float, size_bytes: int, iw_pkts: int, mss: int = 1448,
-                 header_bytes: int = HEADER_BYTES, growth: float = 2.0, lead_segments: int = 0) -> dict:
+def data_time_ms(rtt_ms: float, rate_mbit: float, size_bytes: int, iw_pkts: float, mss: int = 1448,
+                 header_bytes: int = HEADER_BYTES, growth: float = 2.0, lead_segments: int = 0,
+                 rwnd_bytes: int | None = None) -> dict:
     """From the request leaving the client to the response's last byte
     arriving, for an ideal slow-start sender: rounds every RTT while a
     flight serializes in less than an RTT, then the bottleneck's rate.
     `growth`: the window's factor per round (2 for slow start; Hybla's is
     2^ρ, see `slow_start_window`). `lead_segments`: small segments sent
     just before (the window counts packets, not bytes), which take their
-    place in the first rounds' windows."""
+    place in the first rounds' windows. `rwnd_bytes`: the receiver's
+    window, which caps every flight (None: no cap, the floor's default)."""
     if rtt_ms < 0 or rate_mbit <= 0:
         raise ValueError("rtt_ms >= 0 and rate_mbit > 0, please")
     if growth < 1 or lead_segments < 0:
         raise ValueError("growth >= 1 and lead_segments >= 0, please")
+    if rwnd_bytes is not None and rwnd_bytes < mss:
+        raise ValueError(f"rwnd_bytes: {rwnd_bytes}; at least one MSS ({mss}), or None for no cap")
+    rwnd = rwnd_bytes // mss if rwnd_bytes is not None else math.inf
     segments = math.ceil(size_bytes / mss) if size_bytes > 0 else 0
     per_seg_ms = (mss + header_bytes) * 8 / (rate_mbit * 1e3)
     rounds, sent, saturated = 0, 0, False
     tail_bytes, lead = 0, lead_segments if segments else 0
     while sent < segments:
         rounds += 1
-        cap = max(1, math.floor(iw_pkts * growth ** (rounds - 1)))
+        cap = min(max(1, math.floor(iw_pkts * growth ** (rounds - 1))), rwnd)
         taken, lead = min(lead, cap), lead - min(lead, cap)
         w = min(cap - taken, segments - sent)
         if w == 0:
@@ -128,18 +150,45 @@ def data_time_ms(rtt_ms: float, rate_mbit: float, size_bytes: int, iw_pkts: int,
             "link_saturated": saturated, "serialization_ms": ser, "total_ms": rounds * rtt_ms + ser}
 
 
+# The server's last TLS 1.2 flight (ChangeCipherSpec, Finished and the session
+# ticket), ACKed by the client's request: 2 small segments in the lab's capture.
+TLS12_FINISHED_SEGMENTS = 2
+
+
+def handshake_window(iw_pkts: float, tls: str | None, cert_flight_bytes: int | None, growth: float = 2.0,
+                     mss: int = 1448) -> float:
+    """The largest window the server can have when the response starts.
+    Linux grows the window in slow start only while the sender is
+    window-limited, in slow start when cwnd < 2 x packets out
+    (tcp_is_cwnd_limited, net/ipv4/tcp_output.c), and then by one segment
+    per segment ACKed (growth - 1 for Hybla). A handshake flight of more
+    than IW/2 segments passes that test, and every handshake segment
+    (with TLS 1.2 the server's Finished flight too) is ACKed before the
+    response leaves: IW + (growth - 1) x those segments, an upper bound of
+    the window (so a lower bound of the time). A smaller flight leaves the
+    window at IW."""
+    segs = math.ceil((cert_flight_bytes or 0) / mss)
+    if not tls or tls == "none" or not segs or 2 * min(iw_pkts, segs) <= iw_pkts:
+        return iw_pkts
+    acked = segs + (TLS12_FINISHED_SEGMENTS if tls == "1.2" else 0)
+    return iw_pkts + acked * (growth - 1)
+
+
 def floor_ms(rtt_ms: float, rate_mbit: float, size_bytes: int, iw_pkts: int, tls: str | None = "1.3",
              cert_flight_bytes: int | None = None, dns_lookups: int = 0, mss: int = 1448,
              header_bytes: int = HEADER_BYTES) -> dict:
     """The floor of one object's load over a path, and its parts (see the
     module's docstring): total_ms (the floor), rtts and their split,
     serialization_ms (what the floor charges for the bottleneck),
-    napkin_ms = (d + 1 + h + k)·RTT + S/C, the issue's formula as written."""
+    response_window (the first window of the response, handshake_window),
+    napkin_rtts / napkin_ms = (d + 1 + h + k)·RTT (+ S/C), the article's
+    formula as written (k from IW, no growth during the handshake)."""
     if dns_lookups < 0:
         raise ValueError("dns_lookups >= 0, please")
     h = tls_round_trips(tls, iw_pkts, cert_flight_bytes, mss)
     k = slow_start_rounds(size_bytes, iw_pkts, mss)
-    data = data_time_ms(rtt_ms, rate_mbit, size_bytes, iw_pkts, mss, header_bytes)
+    w0 = handshake_window(iw_pkts, tls, cert_flight_bytes, mss=mss)
+    data = data_time_ms(rtt_ms, rate_mbit, size_bytes, w0, mss, header_bytes)
     setup = dns_lookups + 1 + h
     s_over_c = size_bytes * 8 / (rate_mbit * 1e3)
     return {
@@ -148,6 +197,7 @@ def floor_ms(rtt_ms: float, rate_mbit: float, size_bytes: int, iw_pkts: int, tls
         "rtt_ms": rtt_ms,
         "dns_rtts": dns_lookups, "tcp_rtts": 1, "tls_rtts": h,
         "slow_start_rounds": k, "data_rounds": data["rounds"], "link_saturated": data["link_saturated"],
+        "response_window": w0,
         "round_trips_ms": round((setup + data["rounds"]) * rtt_ms, 3),
         "serialization_ms": round(data["serialization_ms"], 3),
         "s_over_c_ms": round(s_over_c, 3),
@@ -162,6 +212,28 @@ def ratio(measured_ms: float | None, floor: dict | float) -> float | None:
     if measured_ms is None or not f:
         return None
     return round(measured_ms / f, 4)
+
+
+# The article's server (information.dk from Quebec, Napkin Problem 15): its
+# windows per round trip as the article lists them, 1460-byte packets, and
+# the client's receive window "~65kb" that capped the fifth.
+ARTICLE_WINDOWS = (3, 6, 10, 17, 29, 48, 9)  # TLS round, then HTTP rounds 1-6
+ARTICLE_GROWTH = 1.7                          # 6 -> 10 -> 17 -> 29 -> 48: x1.67..1.71 per round
+ARTICLE_RWND_BYTES = 64 * 1024
+ARTICLE_MSS = 1460
+
+
+def article_server(rtt_ms: float = 130, rate_mbit: float = 15, size_bytes: int = 160_000) -> dict:
+    """The article's own count for its case, beside the Linux floor: 1 TCP
+    + 3 TLS round trips, then the response from the article's first HTTP
+    window (6 packets) growing x1.7 per round, capped by its 64 KB receive
+    window: 6 rounds, 10 round trips (`rtts`), 1.3 s at 130 ms."""
+    data = data_time_ms(rtt_ms, rate_mbit, size_bytes, ARTICLE_WINDOWS[1], ARTICLE_MSS,
+                        growth=ARTICLE_GROWTH, rwnd_bytes=ARTICLE_RWND_BYTES)
+    rtts = 1 + tls_round_trips("1.2", 3, 6908) + data["rounds"]
+    return {"rtts": rtts, "http_rounds": data["rounds"], "growth": ARTICLE_GROWTH,
+            "rwnd_bytes": ARTICLE_RWND_BYTES, "round_trips_ms": rtts * rtt_ms,
+            "total_ms": round(rtts * rtt_ms + data["serialization_ms"], 3)}
 
 
 # --- whole pages ---------------------------------------------------------------
@@ -198,7 +270,8 @@ def page_floor_ms(rtt_ms: float, rate_mbit: float, document_bytes: int, object_b
     """The floor of an HTTP/2 page load: the document, then its objects.
 
     - set-up: (d + 1 + h)·RTT, as `floor_ms`;
-    - the document: `data_time_ms` from the initial window;
+    - the document: `data_time_ms` from the window the handshake left
+      (`handshake_window`), behind the small post-handshake segments;
     - the objects of the document's origin, requested together once the
       document has arrived, on the same connection: one more transfer whose
       first window is what slow start can have reached by then, IW plus one
@@ -220,11 +293,12 @@ def page_floor_ms(rtt_ms: float, rate_mbit: float, document_bytes: int, object_b
     h = tls_round_trips(tls, max(1, math.floor(iw_pkts)), cert_flight_bytes, mss)
     setup = dns_lookups + 1 + h
     lead = POST_HANDSHAKE_SEGMENTS.get(tls, 0)
-    doc = data_time_ms(rtt_ms, rate_mbit, document_bytes, iw_pkts, mss, header_bytes, growth, lead)
+    w0 = handshake_window(iw_pkts, tls, cert_flight_bytes, growth, mss)
+    doc = data_time_ms(rtt_ms, rate_mbit, document_bytes, w0, mss, header_bytes, growth, lead)
     t_doc = setup * rtt_ms + doc["total_ms"]
     # growth by bytes ACKed (RFC 3465): the small lead segments add next to nothing
     acked = math.ceil(((cert_flight_bytes or 0) + document_bytes) / mss)
-    w_next = iw_pkts + acked * (growth - 1)
+    w_next = max(iw_pkts + acked * (growth - 1), w0 + math.ceil(document_bytes / mss) * (growth - 1))
     none = {"total_ms": 0.0, "rounds": 0, "serialization_ms": 0.0}
     # each branch: (end, round trips after the document, data rounds, serialization)
     branches = []
@@ -242,7 +316,7 @@ def page_floor_ms(rtt_ms: float, rate_mbit: float, document_bytes: int, object_b
     end, extra, rounds, ser = max(branches)
     return {"total_ms": round(end, 3), "rtt_ms": rtt_ms, "rtts": setup + doc["rounds"] + extra + rounds,
             "dns_rtts": dns_lookups, "tcp_rtts": 1, "tls_rtts": h, "document_rounds": doc["rounds"],
-            "second_origin_rtts": extra, "object_rounds": rounds,
+            "second_origin_rtts": extra, "object_rounds": rounds, "document_window": round(w0, 2),
             "serialization_ms": round(doc["serialization_ms"] + ser, 3),
             "objects_first_window": round(w_next, 2), "growth": round(growth, 4)}
 
@@ -299,3 +373,60 @@ def _page_parts(manifest: dict, client: dict) -> tuple[dict | None, list[dict]]:
         return None, []
     p = (manifest.get("pages") or {}).get(client.get("page", "feed.html"))
     return (p["document"], list(p["objects"])) if p else (None, [])
+
+
+# --- loss-limited throughput (seed 002: CUBIC+ and Reno's beta) ----------------
+
+
+def reno_friendly_alpha(beta: float) -> float:
+    """CUBIC's additive increase in its Reno-friendly region, RFC 9438 §4.3
+    (with the multiplicative decrease beta of §4.6):
+    alpha = 3(1 - beta)/(1 + beta), chosen so that AIMD(alpha, beta) has
+    Reno's average window; our tcp_cubic_plus ties it to beta' the same way
+    (kernel/modules/README.md)."""
+    if not 0 < beta < 1:
+        raise ValueError(f"beta: {beta}; 0 < beta < 1")
+    return 3 * (1 - beta) / (1 + beta)
+
+
+def aimd_window(loss: float, beta: float, alpha: float | None = None) -> float:
+    """Mean window (segments) of an AIMD(alpha, beta) flow that loses one
+    packet in 1/loss (deterministic loss; Mathis, Semke, Mahdavi and Ott
+    1997; Floyd, Handley and Padhye 2000): sqrt(alpha (1 + beta) /
+    (2 (1 - beta) loss)). alpha None: RFC 9438's tied alpha, with which the
+    window is sqrt(3 / (2 loss)) whatever beta is."""
+    if not 0 < loss < 1:
+        raise ValueError(f"loss: {loss}; a fraction, 0 < loss < 1")
+    a = reno_friendly_alpha(beta) if alpha is None else alpha
+    return math.sqrt(a * (1 + beta) / (2 * (1 - beta) * loss))
+
+
+def cubic_window(loss: float, rtt_s: float, beta: float, c: float = 0.4) -> float:
+    """Mean window (segments) of CUBIC's cubic region under the same loss
+    model: (C (3 + beta) / (4 (1 - beta)))^(1/4) (RTT / loss)^(3/4), C = 0.4
+    (Ha, Rhee and Xu 2008; RFC 8312 §5.1)."""
+    if not 0 < loss < 1 or rtt_s <= 0:
+        raise ValueError("0 < loss < 1 and rtt_s > 0, please")
+    return (c * (3 + beta) / (4 * (1 - beta))) ** 0.25 * (rtt_s / loss) ** 0.75
+
+
+def cubic_loss_window(loss: float, rtt_s: float, beta: float, alpha: float | None = None) -> dict:
+    """CUBIC's mean window under random loss: the larger of its
+    Reno-friendly estimate (aimd_window, alpha tied to beta unless given)
+    and its cubic region (cubic_window), as RFC 9438 §4.2-4.3 take the
+    larger of the two; with the region that wins."""
+    reno, cub = aimd_window(loss, beta, alpha), cubic_window(loss, rtt_s, beta)
+    return {"window": max(reno, cub), "region": "Reno-friendly" if reno >= cub else "cubic",
+            "reno_friendly": reno, "cubic": cub}
+
+
+def backoff_gain(loss: float, rtt_s: float, beta0: float = 0.7, beta1: float = 0.95,
+                 alpha: float | None = None) -> float:
+    """Throughput ratio of back-off beta1 over beta0 at the same loss and
+    RTT (the window ratio; both flows loss-limited, below the bottleneck).
+    With RFC 9438's tied alpha (alpha None) and the flow in the
+    Reno-friendly region the ratio is 1: a gentler back-off comes with a
+    slower increase, and the mean window does not move; only alpha = 1 for
+    both (the untied AIMD reading) gives sqrt((1 + b1)(1 - b0) / ((1 - b1)(1 + b0)))."""
+    return (cubic_loss_window(loss, rtt_s, beta1, alpha)["window"]
+            / cubic_loss_window(loss, rtt_s, beta0, alpha)["window"])

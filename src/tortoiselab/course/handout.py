@@ -25,11 +25,18 @@ class GradeError(ValueError):
 
 
 class ExperimentReq(BaseModel):
+    """One experiment of a lab. runs / repetitions: what the handout tells
+    the student the grid has (its run count, its repetitions per point);
+    load_lab checks them against the grid, so a handout cannot quote a
+    stale grid."""
+
     model_config = ConfigDict(extra="forbid")
     file: str
     grid: str | None = None
     min_repetitions: int | None = Field(None, ge=1)
     require: dict[str, list[Any]] = Field(default_factory=dict)
+    runs: int | None = Field(None, ge=1)
+    repetitions: int | None = Field(None, ge=1)
 
 
 class LabSpec(BaseModel):
@@ -144,6 +151,13 @@ def _lab_experiment(path: Path, repo: Path, spec: LabSpec, i: int, req: Experime
             raise GradeError(f"{where}.require.{axis}: {missing} not in the grid's values {exp.sweep[axis]}")
     required = [k for k, p in points.items()
                 if all(p.values.get(a) in vs for a, vs in req.require.items())]
+    n_runs = len(expand(exp))
+    if req.runs is not None and req.runs != n_runs:
+        raise GradeError(f"{where}.runs: {req.runs}, but grid {grid!r} of {req.file} has {n_runs} runs; "
+                         "write the grid's count in the front matter and the text")
+    if req.repetitions is not None and req.repetitions != exp.repetitions:
+        raise GradeError(f"{where}.repetitions: {req.repetitions}, but grid {grid!r} of {req.file} has "
+                         f"{exp.repetitions}; write the grid's repetitions in the front matter and the text")
     reps = req.min_repetitions or spec.min_repetitions
     if reps > exp.repetitions:
         raise GradeError(f"{where}.min_repetitions: {reps}, but grid {grid!r} of {req.file} has only "

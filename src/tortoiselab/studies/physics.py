@@ -44,6 +44,8 @@ class _Checks:
     hy: PhysicsCheck
     ss_rounds: int = 0
     hy_rows: list[str] = field(default_factory=list)
+    hy_not_telling: int = 0
+    ss_late_acked: int = 0
     skipped: dict[str, int] = field(default_factory=lambda: {"loss": 0, "retrans": 0,
                                                              "handshake grew the window": 0, "no capture": 0})
 
@@ -53,7 +55,8 @@ class _Checks:
                                                   "the end)", "", 0),
                    PhysicsCheck(HANDSHAKE, None, "TCP 1; TLS 1.3: 1, TLS 1.2: 2, + extra rounds when the "
                                                  "certificate flight exceeds the window", "", 0),
-                   PhysicsCheck(HYBLA, None, "first server flight = min(rho, flight packets)", "", 0))
+                   PhysicsCheck(HYBLA, None, "first server flight = rho packets, on runs whose handshake "
+                                             "flight exceeds rho", "", 0))
 
     def skip(self, loss_pct: float, why: str | None = None) -> None:
         self.skipped[why or ("loss" if loss_pct else "retrans")] += 1
@@ -67,16 +70,21 @@ def physics_checks(exp_dir: str | Path, run_ids: set[str] | None = None, max_run
        fit the initial window, the response's flights carry IW, 2 IW, 4 IW ...
        packets, so k rounds carry IW*MSS*(2^k - 1) bytes of full-size
        packets; a flight may stop short only at the client's receive window
-       or at the end of the response (flights.slow_start_verdicts). Known
-       misses are listed, not hidden: e.g. 10, 18, 18 packets (not 20 in the
-       second round) on some feed and h2load loads at 20-54 ms.
+       or at the end of the response (flights.slow_start_verdicts), and the
+       second may fall short by 2 per first-flight segment the capture shows
+       ACKed only after it (a delayed ACK: 10, 18, 18 on the feed and h2load
+       loads at 20-54 ms, _late_acks_explain). Other misses are listed.
     2. handshakes: the TCP handshake is 1 round trip, TLS 1.3 adds 1 and TLS
        1.2 adds 2, plus one per extra round the server's first handshake
        flight needs in slow start from its initial window (IW, or rho for
        hybla): napkin.tls_round_trips.
-    3. hybla: the first server flight is min(rho, the flight's packets),
-       rho = max(1, floor(srtt / 25 ms)) (Linux tcp_hybla's hybla_init sets
-       cwnd = rho, ignoring the route's initcwnd)."""
+    3. hybla: the first server flight is rho = max(1, floor(srtt / 25 ms))
+       packets (Linux tcp_hybla's hybla_init sets cwnd = rho, ignoring the
+       route's initcwnd). Only a handshake flight of more than rho packets
+       can show it (a smaller one is sent whole whatever the window): those
+       runs are the check's n; the others are counted as not telling and
+       tested nothing (initcwnd.yaml's large chain, 6 packets, at rho 2-5
+       tells; the tortoise pages' 1-packet flight never does)."""
     df = load_runs(exp_dir, run_ids)
     df = df[df["ok"].astype(bool)].sort_values("run_id").head(max_runs)
     checks = _Checks.new()
@@ -132,13 +140,14 @@ def _check_hybla(checks: _Checks, r: pd.Series, c: dict, rho: int, hs_bytes: int
     if not first:
         return
     need = math.ceil(hs_bytes / MSS)
-    exp_pk = min(rho, need)
+    if need <= rho:  # sent whole whatever the window: tests nothing
+        checks.hy_not_telling += 1
+        return
     checks.hy.n += 1
-    row = (f"RTT {c['tcp_rtt_ms']:.0f} ms: rho {rho}, flight {need} packets -> first flight "
-           f"{first[0]['segments']} (expected {exp_pk}{'' if need > rho else ', not telling'})")
+    row = f"RTT {c['tcp_rtt_ms']:.0f} ms: rho {rho}, flight {need} packets -> first flight {first[0]['segments']}"
     checks.hy_rows.append(row)
-    if first[0]["segments"] != exp_pk:
-        checks.hy.failures.append(f"{r['run_id']}: {row}")
+    if first[0]["segments"] != rho:
+        checks.hy.failures.append(f"{r['run_id']}: {row} (expected {rho})")
 
 
 def _check_slow_start(checks: _Checks, r: pd.Series, c: dict, iw: int) -> None:
@@ -149,11 +158,37 @@ def _check_slow_start(checks: _Checks, r: pd.Series, c: dict, iw: int) -> None:
     verdicts = flights.slow_start_verdicts(tf, iw)
     checks.ss.n += 1
     checks.ss_rounds += len(verdicts)
+    if _late_acks_explain(r["run_dir"], c, tf, verdicts):
+        checks.ss_late_acked += 1
+        verdicts[1] = {**verdicts[1], "ok": True, "reason": "delayed ACK"}
     bad = [v for v in verdicts if not v["ok"]]
     if bad:
         checks.ss.failures.append(f"{r['run_id']} ({r['arm']}, IW {iw}): flights {[v['segments'] for v in verdicts]}, "
                                   f"predicted {[v['predicted'] for v in verdicts]}, "
                                   f"first miss round {bad[0]['round']}: {bad[0]['reason']}")
+
+
+def _late_acks_explain(run_dir: str, conn: dict, tf: list[dict], verdicts: list[dict]) -> bool:
+    """A second flight short of 2 x the first by no more than 2 x the
+    first flight's segments whose ACK came only after the second flight:
+    the client ACKs every second segment (RFC 5681 §4.2), so an odd
+    segment left at the end of a flight (the first flight's small session
+    tickets and SETTINGS shift the pairing) waits for the delayed-ACK timer
+    and the two segments its ACK releases fall into the next flight.
+    Measured in the server capture (its ACK times), not assumed: the
+    coalescing and cubic_plus runs' 10, 18, 18 and 10, 18, 11 have one
+    such segment."""
+    if len(verdicts) < 2 or verdicts[1]["reason"] != "short" or len(tf) < 2:
+        return False
+    cs = [x for x in flights.analyze_pcap(Path(run_dir) / "server.pcap") if x.get("client") == conn.get("client")]
+    series = (cs[0].get("series") or {}) if cs else {}
+    pk = list(zip(series.get("t_ms", []), series.get("seq", []), series.get("len", []), series.get("kind", [])))
+    r2_start, r3_start = tf[1]["t_ms"], tf[2]["t_ms"] if len(tf) > 2 else math.inf
+    first = [q + n for t, q, n, k in pk if k == "data" and n and tf[0]["t_ms"] <= t < r2_start]
+    acked = max((q for t, q, n, k in pk if k == "ack" and t < r3_start), default=0)
+    late = sum(1 for end in first if end > acked)
+    short = verdicts[1]["predicted"] - verdicts[1]["segments"]
+    return 0 < short <= 2 * late
 
 
 def _finish(checks: _Checks) -> list[PhysicsCheck]:
@@ -163,7 +198,13 @@ def _finish(checks: _Checks) -> list[PhysicsCheck]:
         chk.ok = None if chk.n == 0 else not chk.failures
     ss.measured = f"{ss.n - len(ss.failures)} of {ss.n} runs ({checks.ss_rounds} rounds) match"
     ss.detail = "skipped: " + (", ".join(f"{k} {v}" for k, v in checks.skipped.items() if v) or "none")
+    if checks.ss_late_acked:
+        ss.detail += (f"; {checks.ss_late_acked} runs' second flight short of 2 x the first by 2 per first-flight "
+                      "segment ACKed only after it (a delayed ACK of an odd last segment, RFC 5681 §4.2; seen in "
+                      "the capture)")
     hs.measured = f"{hs.n - len(hs.failures)} of {hs.n} runs on loss-free paths match"
     hy.measured = f"{hy.n - len(hy.failures)} of {hy.n} hybla runs match"
-    hy.detail = "; ".join(dict.fromkeys(checks.hy_rows))
+    nt = (f"not telling (handshake flight <= rho packets, sent whole): {checks.hy_not_telling} runs"
+          if checks.hy_not_telling else "")
+    hy.detail = "; ".join([*dict.fromkeys(checks.hy_rows), *([nt] if nt else [])])
     return [ss, hs, hy]

@@ -1,6 +1,9 @@
 """CUBIC+ for HTTP/2 (Stony Brook, seed 002): CUBIC with a gentler back-off
-(beta only, and with the RTT-aware K) against Linux's cubic, under loss, over
-delay and initial windows (labs/03-cubic-plus.md)."""
+(beta only, and with the RTT-aware K) against the control, the same module
+with n = 1 (plain RFC 9438 CUBIC: the paper's change and nothing else
+differs), under loss, over delay and initial windows; Linux's stock cubic
+(with HyStart, which the module lacks) is shown beside it, labelled
+(labs/03-cubic-plus.md)."""
 
 from __future__ import annotations
 
@@ -11,44 +14,112 @@ import pandas as pd
 
 from tortoiselab.analysis import stats
 from tortoiselab.studies.measure import change, direction, equivalent, pairs
-from tortoiselab.studies.model import SEEDS, Measurement, NoData, claim
+from tortoiselab.studies.model import ALPHA, SEEDS, Measurement, NoData, claim
 
 S002 = SEEDS["002"]
-CUBIC, BETA_ONLY, BETA_K = "cubic", "cubic_plus(n=6)", "cubic_plus(n=6,rtt_aware=1)"
-OBJ_50K, OBJ_1M = "objects/50000.bin", "objects/1000000.bin"
+CONTROL, BETA_ONLY, BETA_K = "cubic_plus(n=1)", "cubic_plus(n=6)", "cubic_plus(n=6,rtt_aware=1)"
+STOCK = "cubic"  # Linux's tcp_cubic, with HyStart: a secondary comparison only
+# the paper's size classes (Table 1; Figures 3-5 and 7-11): 1-10 KB "medium",
+# 10-100 KB and > 1 MB "larger"
+OBJ_5K, OBJ_50K, OBJ_1M = "objects/5000.bin", "objects/50000.bin", "objects/1000000.bin"
+LOSSY = {"path__loss_pct": lambda s: s > 0}
+TIE_5K = ("the 5 KB object is left out: its ~4-segment responses fit the window after almost any back-off, so "
+          "beta' can act only where a cut leaves fewer (IW 3): a tie by construction elsewhere")
 
 
-def _cp(metric: str, arm: str, **where):
-    return lambda df: change(df, metric, "arm", CUBIC, arm, "ratio", **where)
+def _distinct(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Loss-free runs on the virtual clock repeat exactly: where every
+    repetition of a (condition, arm) gave the same value, keep one, so that
+    copies do not count as evidence (lossy runs differ by seed and stay)."""
+    d = df.copy()
+    d["_key"] = d["cond"].astype(str) + "|" + d["arm"].astype(str)
+    lossless = d["path.loss_pct"].fillna(0) == 0
+    same = d[lossless].groupby("_key")[metric].transform("nunique") <= 1
+    drop = same[same].index
+    first = d.loc[drop].sort_values("repetition").drop_duplicates("_key").index
+    return d.drop(index=drop.difference(first)).drop(columns="_key")
+
+
+def _tie_note(df: pd.DataFrame, url: str, **where) -> str:
+    """How many control/arm pairs of url are identical, with TIE_5K."""
+    p = pairs(df, "throughput_mbit", "arm", CONTROL, BETA_ONLY, url=url, **where)
+    same = int((p["arm"] == p["control"]).sum())
+    return f"; {TIE_5K}: {same} of {len(p)} pairs identical" if len(p) else ""
+
+
+def _vs_control(metric: str, arm: str, tie_url: str | None = None, **where):
+    """The arm's median per-pair change against the n = 1 control, with
+    the same arm against stock cubic in the detail (and how many of
+    tie_url's lossy pairs are identical)."""
+    def measure(df: pd.DataFrame) -> Measurement:
+        m = change(df, metric, "arm", CONTROL, arm, "ratio", **where)
+        note = _tie_note(df, tie_url, **LOSSY) if tie_url else ""
+        return Measurement(m.value, m.low, m.high, m.p_value, m.n, m.unit,
+                           m.detail + _stock(df, metric, arm, where) + note)
+    return measure
+
+
+def _stock(df: pd.DataFrame, metric: str, arm: str, where: dict) -> str:
+    """The arm against Linux's stock cubic, for the detail line ("" without
+    stock-cubic runs)."""
+    try:
+        s = change(df, metric, "arm", STOCK, arm, "ratio", **where)
+    except NoData:
+        return ""
+    return f"; secondary, {arm} against stock cubic (which has HyStart): {s.text()}"
+
+
+def _gains(df: pd.DataFrame, url: str) -> np.ndarray:
+    p = pairs(df, "throughput_mbit", "arm", CONTROL, BETA_ONLY, url=url, **LOSSY)
+    if p.empty:
+        raise NoData(f"no lossy h2load runs of {url} in both arms")
+    return (100 * (p["arm"] / p["control"] - 1)).to_numpy(float)
 
 
 def _size_effect(df: pd.DataFrame) -> Measurement:
-    """Under loss: CUBIC+'s throughput gain for >1 MB objects minus its gain
-    for 10-100 KB objects (percentage points); Mann-Whitney between the
+    """Under loss: CUBIC+'s throughput gain for the paper's "larger" objects
+    (> 1 MB and 10-100 KB, Figures 3-4) minus its gain for its "medium" ones
+    (1-10 KB, Figure 5), in percentage points; Mann-Whitney between the
     per-pair gains."""
-    gains = {}
-    for url in (OBJ_1M, OBJ_50K):
-        p = pairs(df, "throughput_mbit", "arm", CUBIC, BETA_ONLY, url=url, path__loss_pct=lambda s: s > 0)
-        if p.empty:
-            raise NoData(f"no lossy h2load runs of {url}")
-        gains[url] = (100 * (p["arm"] / p["control"] - 1)).to_numpy(float)
-    big, med = gains[OBJ_1M], gains[OBJ_50K]
+    big = np.concatenate([_gains(df, OBJ_1M), _gains(df, OBJ_50K)])
+    med = _gains(df, OBJ_5K)
     pv = stats.mann_whitney(med, big)["p_value"] if min(len(big), len(med)) > 1 else None
+    parts = {u: np.median(_gains(df, u)) for u in (OBJ_1M, OBJ_50K, OBJ_5K)}
+    tie = f"; 5 KB pairs identical: {int(np.sum(med == 0))} of {len(med)}"
     return Measurement(float(np.median(big) - np.median(med)), math.nan, math.nan, pv, min(len(big), len(med)),
-                       "pp", f"median gain {np.median(big):+.1f} % for 1 MB, {np.median(med):+.1f} % for 50 KB "
-                             "(Mann-Whitney)")
+                       "pp", f"median gain against n = 1: {np.median(big):+.1f} % for 1 MB and 50 KB "
+                             f"({parts[OBJ_1M]:+.1f} %, {parts[OBJ_50K]:+.1f} %), medium {np.median(med):+.1f} % "
+                             f"for 5 KB (Mann-Whitney){tie}")
 
 
-def _worst_of(metric: str, arms: tuple[str, ...], pick: str, **where):
-    """The CUBIC+ variant whose change is the largest ("max") or the largest
-    in size ("abs"), with the others in detail."""
+def _judge_sizes(m: Measurement) -> tuple[str, str]:
+    """Both halves of the sentence: the larger objects gain more, and the
+    medium ones "still see improvement"."""
+    sig = m.p_value is not None and m.p_value < ALPHA
+    med = float(m.detail.split("medium ")[1].split(" %")[0])
+    if not (m.value > 0 and sig):
+        return "disagree", "the larger objects do not gain significantly more than the 1-10 KB ones"
+    if med > 0:
+        return "agree", "larger objects gain significantly more, and the 1-10 KB ones still gain"
+    return "partly", f"larger objects gain significantly more, but the 1-10 KB ones do not gain ({med:+.1f} %)"
+
+
+def _worst_of(metric: str, arms: tuple[str, ...], pick: str, tie_url: str | None = None,
+              tie_where: dict | None = None, **where):
+    """The CUBIC+ variant whose change against the n = 1 control is the
+    largest ("max") or the largest in size ("abs"), the others and the
+    stock-cubic comparison in detail."""
     def measure(df: pd.DataFrame) -> Measurement:
-        ms = {a: change(df, metric, "arm", CUBIC, a, "ratio", **where) for a in arms}
+        df_lossless = where.get("path__loss_pct") == 0
+        df = _distinct(df, metric)
+        ms = {a: change(df, metric, "arm", CONTROL, a, "ratio", **where) for a in arms}
         key = (lambda a: ms[a].value) if pick == "max" else (lambda a: abs(ms[a].value))
         w = max(ms, key=key)
         m = ms[w]
         return Measurement(m.value, m.low, m.high, m.p_value, m.n, "%",
-                           f"shown: {w}; " + "; ".join(f"{a}: {ms[a].text()}" for a in ms))
+                           f"shown: {w} vs {CONTROL}; " + "; ".join(f"{a}: {ms[a].text()}" for a in ms)
+                           + _stock(df, metric, w, where) + (_tie_note(df, tie_url, **(tie_where or {})) if tie_url else "")
+                           + ("; loss-free repetitions that repeat exactly counted once" if df_lossless else ""))
     return measure
 
 
@@ -56,38 +127,47 @@ CLAIMS = (
     claim("cubic_plus", "loss-throughput", S002,
           "We observe that the throughput of webpages with CUBIC+ [beta only] is better than that of original "
           "version [under packet loss]", "cubic_plus",
-          "h2load throughput, 50 KB and 1 MB objects, loss 2/6/10 %, pooled",
-          _cp("throughput_mbit", BETA_ONLY, client__loader="h2load", path__loss_pct=lambda s: s > 0),
+          "h2load throughput, 50 KB and 1 MB objects, loss 2/6/10 %, pooled; control: the module with n = 1",
+          _vs_control("throughput_mbit", BETA_ONLY, tie_url=OBJ_5K, url=[OBJ_50K, OBJ_1M], **LOSSY),
           direction("higher", "CUBIC+'s throughput")),
     claim("cubic_plus", "larger-objects-gain-more", S002,
-          "For webpages with larger object size, we see considerable variation in throughput ... For medium size "
-          "objects, we still see improvement ... but not as contrasting", "cubic_plus",
-          "CUBIC+ gain for 1 MB minus gain for 50 KB, lossy", _size_effect, direction("higher", "the difference")),
+          "For webpages with larger object size, we see considerable variation in throughput ... (Figure 3,4) For "
+          "medium size objects, we still see improvement ... but not as contrasting (Figure 5)", "cubic_plus",
+          "CUBIC+ gain for > 1 MB and 10-100 KB objects minus gain for 1-10 KB objects, lossy, against n = 1",
+          _size_effect, (_judge_sizes, "agree if the larger objects' gain exceeds the 1-10 KB objects' "
+                                       f"(Mann-Whitney p < {ALPHA}) and the 1-10 KB objects still gain; partly if "
+                                       "only the first holds; disagree otherwise")),
     claim("cubic_plus", "plt-low-loss-equal", S002,
           "page load time for webpages using CUBIC+ almost equals that of default CUBIC TCP under low percentage "
-          "of packet loss", "cubic_plus", "PLT of the >1 MB page, loss 0 and 2 %",
-          _cp("plt_ms", BETA_ONLY, client__loader="loader", path__loss_pct=[0, 2]), equivalent(5)),
+          "of packet loss", "cubic_plus", "PLT of the >1 MB page, loss 2 % (the lowest non-zero level), vs n = 1",
+          _vs_control("plt_ms", BETA_ONLY, client__loader="loader", path__loss_pct=2), equivalent(5)),
     claim("cubic_plus", "plt-high-loss-better", S002,
           "as packet loss% increases, CUBIC+ was observed to outperform default TCP CUBIC (Figure 6, >1 MB)",
-          "cubic_plus", "PLT of the >1 MB page, loss 6 and 10 %",
-          _cp("plt_ms", BETA_ONLY, client__loader="loader", path__loss_pct=[6, 10]),
+          "cubic_plus", "PLT of the >1 MB page, loss 6 and 10 %, vs n = 1",
+          _vs_control("plt_ms", BETA_ONLY, client__loader="loader", path__loss_pct=[6, 8, 10]),
           direction("lower", "CUBIC+'s PLT")),
     claim("cubic_plus", "delay-large-cubic-wins", S002,
           "for larger objects, performance of modified version deteriorates. Default CUBIC TCP outperforms both "
           "modified versions under varying delay", "cubic_plus",
-          "h2load throughput, 1 MB, RTT 20/100/200 ms, no loss (the better variant shown)",
+          "h2load throughput, 1 MB, RTT 20/100/200 ms, no netem loss (3 MB overflow the one-BDP queue), vs n = 1 "
+          "(the better variant shown)",
           _worst_of("throughput_mbit", (BETA_ONLY, BETA_K), "max", url=OBJ_1M, path__loss_pct=0,
                     server__initcwnd_pkts=10),
           direction("lower", "the better variant's throughput")),
     claim("cubic_plus", "delay-small-close", S002,
           "throughput of the two modified versions ... is close to that of original TCP CUBIC for smaller objects "
-          "and medium sized objects", "cubic_plus", "h2load throughput, 50 KB, RTT 20/100/200 ms, no loss",
-          _worst_of("throughput_mbit", (BETA_ONLY, BETA_K), "abs", url=OBJ_50K, path__loss_pct=0,
+          "and medium sized objects", "cubic_plus",
+          "h2load throughput, 50 KB, RTT 20/100/200 ms, 2 % loss (loss-free, every arm runs the same slow start; "
+          "5 KB ties even with loss), vs n = 1",
+          _worst_of("throughput_mbit", (BETA_ONLY, BETA_K), "abs", tie_url=OBJ_5K,
+                    tie_where={"path__loss_pct": 2, "server__initcwnd_pkts": 10}, url=OBJ_50K, path__loss_pct=2,
                     server__initcwnd_pkts=10), equivalent(5)),
     claim("cubic_plus", "initcwnd-little-role", S002,
           "initial congestion window has very less role ... All three variants are observed to perform the same "
           "under varying values of initial congestion window size", "cubic_plus",
-          "h2load throughput, 50 KB, IW 3/10/32, RTT 100 ms, no loss",
-          _worst_of("throughput_mbit", (BETA_ONLY, BETA_K), "abs", url=OBJ_50K, path__loss_pct=0,
+          "h2load throughput, 50 KB, IW 3/10/32, RTT 100 ms, 2 % loss (loss-free, every arm runs the same slow "
+          "start; 5 KB ties even with loss), vs n = 1",
+          _worst_of("throughput_mbit", (BETA_ONLY, BETA_K), "abs", tie_url=OBJ_5K,
+                    tie_where={"path__loss_pct": 2, "path__rtt_ms": 100}, url=OBJ_50K, path__loss_pct=2,
                     path__rtt_ms=100), equivalent(5)),
 )

@@ -6,11 +6,14 @@ captures (labs/04-initcwnd.md)."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from tortoiselab.analysis import napkin
 from tortoiselab.studies.connections import MSS, first_conn, handshake_grew_window, second_load_window, transfer
 from tortoiselab.studies.measure import exact, ok_rows, span
 from tortoiselab.studies.model import SEEDS, Measurement, NoData, claim
@@ -18,8 +21,11 @@ from tortoiselab.studies.model import SEEDS, Measurement, NoData, claim
 S003 = SEEDS["003"]
 
 
+ARTICLE_PATH = {"path__rtt_ms": 130, "path__rate_mbit": 15}  # the article's path (not the 2G rows)
+
+
 def _cubic_runs(df: pd.DataFrame, **where) -> pd.DataFrame:
-    return ok_rows(df, "plt_ms", server__cc="cubic", **where)
+    return ok_rows(df, "plt_ms", server__cc="cubic", **ARTICLE_PATH, **where)
 
 
 def _first_round(iw: int):
@@ -74,6 +80,20 @@ def _judge_tls(m: Measurement) -> tuple[str, str]:
     return "disagree", f"{m.value:.2f} round trips at IW 3"
 
 
+def _floor(run_dir: str) -> dict | None:
+    """The run's napkin floor by today's model (analysis.napkin.run_floor:
+    the stored one may predate it), from its configuration and the
+    experiment's site and PKI; None where it cannot be computed."""
+    d = Path(run_dir)
+    try:
+        cfg = json.loads((d / "run.json").read_text())["config"]
+        manifest = json.loads((d.parent / ".lab" / "site" / "manifest.json").read_text())
+        pki = json.loads((d.parent / ".lab" / "pki" / "pki.json").read_text())
+    except (OSError, ValueError, KeyError):
+        return None
+    return napkin.run_floor(cfg, manifest, pki).get("model")
+
+
 def _napkin_rtts(df: pd.DataFrame) -> Measurement:
     """The article's case (IW 3, TLS 1.2, large chain, 160 KB at 130 ms):
     the load without its DNS lookup, in round trips."""
@@ -82,13 +102,21 @@ def _napkin_rtts(df: pd.DataFrame) -> Measurement:
         raise NoData("no run of the article's case")
     rtts = ((d["plt_ms"] - d["dns_ms"].fillna(0)) / d["path.rtt_ms"]).to_numpy(float)
     ms = (d["plt_ms"] - d["dns_ms"].fillna(0)).median()
-    rounds = []
+    rounds, floors = [], []
     for _, r in d.iterrows():
         c = first_conn(r["run_dir"])
         if c:
             rounds.append(len(transfer(c)))
+        f = _floor(r["run_dir"])
+        if f:
+            floors.append((f["total_ms"] - f["dns_rtts"] * f["rtt_ms"]) / f["rtt_ms"])
+    art = napkin.article_server()
+    linux = (f"Linux's floor (doubling from the window the handshake grew) {min(floors):.2f} RTT; "
+             if floors else "")
     return span(rtts, "RTT", f"(PLT - DNS) / RTT; {ms:.0f} ms against the article's 1300 ms; "
-                             f"HTTP rounds in the capture: {rounds} (article: 6)")
+                             f"HTTP rounds in the capture: {rounds} (article: 6); {linux}the article's server "
+                             f"(x{art['growth']:g} per round into a {art['rwnd_bytes'] // 1024} KB receive window): "
+                             f"{art['rtts']} RTT")
 
 
 def _iw_faster(df: pd.DataFrame) -> Measurement:
@@ -109,7 +137,7 @@ def _iw_faster(df: pd.DataFrame) -> Measurement:
 def _ssai(df: pd.DataFrame) -> Measurement:
     """The second load on the same connection after 2 s idle, with
     tcp_slow_start_after_idle 0 against 1 (same IW, TLS and chain)."""
-    d = ok_rows(df, "plt2_ms", server__cc="cubic")
+    d = ok_rows(df, "plt2_ms", server__cc="cubic", **ARTICLE_PATH)
     out, parts = [], []
     for key, g in d.groupby(["server.initcwnd_pkts", "server.tls", "server.cert"]):
         ssai = g["slow_start_after_idle"].astype(bool)
