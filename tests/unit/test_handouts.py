@@ -42,8 +42,10 @@ def _grid_counts(lab: handout.Lab) -> tuple[set[int], set[int]]:
     """Run and repetition counts of every grid (and the full sweep) of the
     lab's experiment files, with the sum of the lab's own grids' runs."""
     runs, reps = set(), set()
-    for le in lab.experiments:
-        f = lab.repo / le.file
+    # the lab's experiments, and any other the text sends the student to ("Going further")
+    named = re.findall(r"experiments/[\w.-]+\.yaml", lab.path.read_text())
+    for file in dict.fromkeys([le.file for le in lab.experiments] + named):
+        f = lab.repo / file
         full = load(f)
         for grid in (None, *sorted(full.grids or {})):
             e = load(f, grid=grid)

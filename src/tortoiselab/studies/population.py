@@ -24,10 +24,11 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from tortoiselab.analysis import stats
 from tortoiselab.analysis.population import MIN_USERS_FOR_TEST, paired_quantile_change, quantiles_over_users, rho_class
 from tortoiselab.host import store
 from tortoiselab.studies.data import load_runs
-from tortoiselab.studies.measure import pair_key
+from tortoiselab.studies.measure import pair_key, tie_reason
 from tortoiselab.studies.model import Measurement, NoData
 
 # what a run records of its user (config.population), as columns
@@ -118,26 +119,34 @@ def _rest_of(cond: str, arm_col: str) -> str:
 def population_change(df: pd.DataFrame, metric: str, arm_col: str, control, arm, market: str | None = None,
                       q: float = 0.9, seed: int = 0, n_resamples: int = 4000, **where) -> Measurement:
     """The arm's p90 (or quantile q) over users against the control's, in %,
-    users paired: 95 % interval and p from the paired bootstrap over users
-    (analysis/population.paired_quantile_change). market: one market's users
+    users paired: 95 % interval from the paired bootstrap over users
+    (analysis/population.paired_quantile_change), p from the report's own
+    test of a quantile difference (the paired permutation test,
+    stats.quantile_diff_test, as single-path p90 claims use), and the pairs
+    riding along for power (statistic "p90"). market: one market's users
     (None: every market's users pooled, a population of its own). NoData
     without a pair."""
     p, dropped = user_pairs(df, metric, arm_col, control, arm, market, **where)
     if p.empty:
         raise NoData(f"no users with ok loads of both {arm} and {control} for {metric}"
                      + (f" in {market}" if market else ""))
-    ch = paired_quantile_change(p["control"].to_numpy(float), p["arm"].to_numpy(float), q, n_resamples, seed)
+    c, a = p["control"].to_numpy(float), p["arm"].to_numpy(float)
+    ch = paired_quantile_change(c, a, q, n_resamples, seed)
+    t = stats.quantile_diff_test(c, a, q, n_resamples=n_resamples, seed=seed)
+    test = len(c) >= MIN_USERS_FOR_TEST and math.isfinite(t["p_value"])
     warm = float(p["population.warm"].fillna(False).astype(bool).mean())
     rho = p["path.rtt_ms"].map(rho_class).value_counts(normalize=True).sort_index()
     mix = ", ".join(f"{k} {100 * v:.0f} %" for k, v in rho.items())
-    test = math.isfinite(ch.p_value)
     return Measurement(
-        ch.value, ch.low, ch.high, ch.p_value if test else None, ch.n, "%",
+        ch.value, ch.low, ch.high, t["p_value"] if test else None, ch.n, "%",
         f"paired p{100 * q:g} change over users of {metric} ({market or 'all markets'}), {arm} vs {control}; "
-        f"paired bootstrap over users ({n_resamples} resamples); control p{100 * q:g} {ch.control_q:.0f}, "
+        f"interval: paired bootstrap over users ({n_resamples} resamples); p: paired permutation test of the "
+        f"p{100 * q:g} difference; control p{100 * q:g} {ch.control_q:.0f}, "
         f"arm {ch.arm_q:.0f}; {warm * 100:.0f} % warm loads; RTT mix {mix}"
         + (f"; {dropped} users left out (a failed load in either arm)" if dropped else "")
-        + ("" if test else f"; no test with fewer than {MIN_USERS_FOR_TEST} users"))
+        + ("" if test else f"; no test with fewer than {MIN_USERS_FOR_TEST} users"),
+        n_control=len(c), n_arm=len(a), control=tuple(c.tolist()), arm=tuple(a.tolist()),
+        statistic="p90" if q == 0.9 else "", tie=tie_reason(c, a))
 
 
 def population_quantiles(df: pd.DataFrame, metric: str, arm_col: str, market: str | None = None,

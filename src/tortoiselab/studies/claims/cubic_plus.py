@@ -8,6 +8,7 @@ differs), under loss, over delay and initial windows; Linux's stock cubic
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -116,10 +117,9 @@ def _worst_of(metric: str, arms: tuple[str, ...], pick: str, tie_url: str | None
         key = (lambda a: ms[a].value) if pick == "max" else (lambda a: abs(ms[a].value))
         w = max(ms, key=key)
         m = ms[w]
-        return Measurement(m.value, m.low, m.high, m.p_value, m.n, "%",
-                           f"shown: {w} vs {CONTROL}; " + "; ".join(f"{a}: {ms[a].text()}" for a in ms)
-                           + _stock(df, metric, w, where) + (_tie_note(df, tie_url, **(tie_where or {})) if tie_url else "")
-                           + ("; loss-free repetitions that repeat exactly counted once" if df_lossless else ""))
+        return replace(m, detail=f"shown: {w} vs {CONTROL}; " + "; ".join(f"{a}: {ms[a].text()}" for a in ms)
+                       + _stock(df, metric, w, where) + (_tie_note(df, tie_url, **(tie_where or {})) if tie_url else "")
+                       + ("; loss-free repetitions that repeat exactly counted once" if df_lossless else ""))
     return measure
 
 

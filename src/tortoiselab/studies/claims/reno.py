@@ -8,6 +8,7 @@ sentences, each read with the paper's own meaning of "reduction factor"
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -33,8 +34,7 @@ def _reno_low_loss(df: pd.DataFrame) -> Measurement:
         raise NoData("no reno_beta runs beyond beta 0.5")
     w = max(ms, key=lambda b: abs(ms[b].value))
     m = ms[w]
-    return Measurement(m.value, m.low, m.high, m.p_value, m.n, "%",
-                       f"shown: beta {w:g} vs 0.5; " + "; ".join(f"beta {b:g}: {ms[b].text()}" for b in ms))
+    return replace(m, detail=f"shown: beta {w:g} vs 0.5; " + "; ".join(f"beta {b:g}: {ms[b].text()}" for b in ms))
 
 
 def _penalty(df: pd.DataFrame, loss) -> tuple[np.ndarray, float]:
