@@ -34,6 +34,7 @@ from tortoiselab.analysis.fidelity import handshake_rtt_check
 from tortoiselab.analysis.flights import analyze_pcap, steady_throughput_mbit
 from tortoiselab.analysis.parsers import parse_nghttp_stats
 from tortoiselab.host import backends, pageload, store
+from tortoiselab.host.assets import lab_assets
 from tortoiselab.host.checks import (check_browser_tools, check_guest_paths, check_kernel_paths, check_manifest_urls,
                                     check_site_urls)
 from tortoiselab.host.errors import RunnerError
@@ -41,30 +42,6 @@ from tortoiselab.host.locks import claim, clean_stale, experiment_lock, note, se
 from tortoiselab.host.provenance import run_seeds, tool_versions
 from tortoiselab.host.shards import parse_shard, read_run_list, shard_slice
 from tortoiselab.spec.experiment import RunSpec, expand, load, run_order
-from tortoiselab.web import pages, pki
-
-
-def lab_assets(exp_dir: Path, seed: int = 1) -> tuple[Path, Path]:
-    """Pages and PKI for this experiment, made once (atomic rename)."""
-    lab = exp_dir / ".lab"
-    if (lab / "READY").exists():
-        return lab / "site", lab / "pki"
-    tmp = exp_dir / f".lab.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        pages.generate_site(tmp / "site", seed=seed, domain="lab.test")
-        pki.make_pki(tmp / "pki", domain="lab.test", seed_name=exp_dir.name)
-        (tmp / "READY").write_text("ok\n")
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)  # e.g. a full filesystem: leave nothing half made
-        raise
-    # the pki.json inside names files under tmp: rewrite to the final place
-    pj = tmp / "pki" / "pki.json"
-    pj.write_text(pj.read_text().replace(str(tmp), str(lab)))
-    shutil.rmtree(lab, ignore_errors=True)
-    os.rename(tmp, lab)
-    os.chmod(lab, 0o755)
-    return lab / "site", lab / "pki"
 
 
 class RunInterrupted(RunnerError):
