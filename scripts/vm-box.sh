@@ -77,9 +77,7 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/tortoise-box.XXXXXX")"
 mnt="$work/root"
 loop=""
 cleanup() {
-  for m in dev/pts dev proc sys ""; do
-    mountpoint -q "$mnt/$m" 2>/dev/null && umount "$mnt/$m"
-  done
+  mountpoint -q "$mnt" 2>/dev/null && umount "$mnt"
   [ -n "$loop" ] && losetup -d "$loop" 2>/dev/null
   rm -rf "$work"
 }
@@ -87,79 +85,101 @@ trap cleanup EXIT
 t0=$(date +%s)
 log() { echo "vm-box: [$(( $(date +%s) - t0 )) s] $*"; }
 
-log "bootstrapping Debian $SUITE (mmdebstrap, ${#PACKAGES[@]} packages and their dependencies)"
-mmdebstrap --variant=minbase --include="$(IFS=,; echo "${PACKAGES[*]}")" \
-  --customize-hook='rm -f "$1"/etc/ssh/ssh_host_*' \
-  "$SUITE" "$work/rootfs.tar" \
-  "deb $MIRROR $SUITE main" "deb $MIRROR $SUITE-updates main" \
-  "deb $SECURITY_MIRROR $SUITE-security main" >"$work/mmdebstrap.log" 2>&1 \
-  || { tail -30 "$work/mmdebstrap.log" >&2; exit 1; }
+# 1. Debian's packages, unpacked and configured by mmdebstrap, cached by
+#    the hash of its command line (a rebuild after a change further down
+#    skips the download)
+mm_args=(--variant=minbase --include="$(IFS=,; echo "${PACKAGES[*]}")"
+         --customize-hook='rm -f "$1"/etc/ssh/ssh_host_*'
+         "$SUITE" - "deb $MIRROR $SUITE main" "deb $MIRROR $SUITE-updates main"
+         "deb $SECURITY_MIRROR $SUITE-security main")
+mkdir -p "$cache"
+rootfs="$cache/.rootfs-$(printf '%s\n' "${mm_args[@]}" | sha256sum | cut -c1-16).tar"
+if [ -f "$rootfs" ]; then
+  log "Debian $SUITE root file system: cached ($rootfs)"
+else
+  log "bootstrapping Debian $SUITE (mmdebstrap, ${#PACKAGES[@]} packages and their dependencies)"
+  mmdebstrap "${mm_args[@]}" >"$rootfs.part" 2>"$work/mmdebstrap.log" \
+    || { tail -30 "$work/mmdebstrap.log" >&2; rm -f "$rootfs.part"; exit 1; }
+  mv "$rootfs.part" "$rootfs"
+fi
 
+# 2. the disk: an MBR with one partition from sector 2048, reached through
+#    a loop device at that offset (no partition scan: the build machine's
+#    kernel may not read partition tables)
 log "disk: ${DISK_GIB} GiB, one bootable ext4 partition"
 truncate -s "${DISK_GIB}G" "$work/disk.raw"
 echo 'start=2048, type=83, bootable' | sfdisk -q "$work/disk.raw"
-loop="$(losetup -fP --show "$work/disk.raw")"
-for _ in $(seq 50); do [ -b "${loop}p1" ] && break; sleep 0.1; done
-[ -b "${loop}p1" ] || { echo "vm-box: ${loop}p1 did not appear" >&2; exit 1; }
-mkfs.ext4 -q -L tortoise-root "${loop}p1"
-uuid="$(blkid -s UUID -o value "${loop}p1")"
+part_sectors="$(sfdisk -l -q -o Sectors "$work/disk.raw" | tail -1 | tr -d ' ')"
+part_loop() { losetup -f --show --offset $((2048 * 512)) --sizelimit $((part_sectors * 512)) "$work/disk.raw"; }
+loop="$(part_loop)"
+mkfs.ext4 -q -L tortoise-root "$loop"
+uuid="$(blkid -s UUID -o value "$loop")"
 mkdir -p "$mnt"
-mount "${loop}p1" "$mnt"
-tar -C "$mnt" --numeric-owner --xattrs --xattrs-include='*' -xpf "$work/rootfs.tar"
+mount "$loop" "$mnt"
+tar -C "$mnt" --numeric-owner --xattrs --xattrs-include='*' -xpf "$rootfs"
 
-log "configuring: fstab, network, vagrant user, ssh, GRUB"
+log "configuring: fstab, network, vagrant user, ssh, GRUB's settings"
 echo "UUID=$uuid / ext4 errors=remount-ro 0 1" > "$mnt/etc/fstab"
 echo "tortoiselab-box" > "$mnt/etc/hostname"
 printf '127.0.0.1\tlocalhost\n127.0.1.1\ttortoiselab-box\n' > "$mnt/etc/hosts"
-cat > "$mnt/etc/network/interfaces" <<'EOF'
-source /etc/network/interfaces.d/*
-auto lo
-iface lo inet loopback
-allow-hotplug eth0
-iface eth0 inet dhcp
-EOF
-# a machine id and ssh host keys of its own for every VM, made at first boot
+printf '%s\n' "source /etc/network/interfaces.d/*" "auto lo" "iface lo inet loopback" \
+  "allow-hotplug eth0" "iface eth0 inet dhcp" > "$mnt/etc/network/interfaces"
+# a machine id and ssh host keys of its own for every VM, made at its first boot
 : > "$mnt/etc/machine-id"
 mkdir -p "$mnt/etc/systemd/system/ssh.service.d"
-cat > "$mnt/etc/systemd/system/ssh.service.d/host-keys.conf" <<'EOF'
-[Service]
-ExecStartPre=
-ExecStartPre=/usr/bin/ssh-keygen -A
-ExecStartPre=/usr/sbin/sshd -t
-EOF
+printf '%s\n' "[Service]" "ExecStartPre=" "ExecStartPre=/usr/bin/ssh-keygen -A" \
+  "ExecStartPre=/usr/sbin/sshd -t" > "$mnt/etc/systemd/system/ssh.service.d/host-keys.conf"
 echo "UseDNS no" > "$mnt/etc/ssh/sshd_config.d/vagrant.conf"
 chroot "$mnt" useradd -m -s /bin/bash -U vagrant
 echo "vagrant:vagrant" | chroot "$mnt" chpasswd
 echo "vagrant ALL=(ALL) NOPASSWD:ALL" > "$mnt/etc/sudoers.d/vagrant"
 chmod 0440 "$mnt/etc/sudoers.d/vagrant"
+[ "$(chroot "$mnt" id -u vagrant)" = 1000 ] || { echo "vm-box: vagrant is not uid 1000" >&2; exit 1; }
 install -d -m 0700 -o 1000 -g 1000 "$mnt/home/vagrant/.ssh"
 install -m 0600 -o 1000 -g 1000 "$key" "$mnt/home/vagrant/.ssh/authorized_keys"
-[ "$(chroot "$mnt" id -u vagrant)" = 1000 ] || { echo "vm-box: vagrant is not uid 1000" >&2; exit 1; }
-
-cat > "$mnt/etc/default/grub.d/tortoiselab-box.cfg" <<'EOF'
-GRUB_TIMEOUT=1
-GRUB_CMDLINE_LINUX="net.ifnames=0 biosdevname=0 console=tty0 console=ttyS0,115200n8"
-GRUB_TERMINAL="console serial"
-GRUB_SERIAL_COMMAND="serial --speed=115200"
-EOF
-for m in dev dev/pts proc sys; do mount --bind "/$m" "$mnt/$m"; done
-chroot "$mnt" grub-install --target=i386-pc "$loop" 2>&1 | sed 's/^/vm-box: grub-install: /'
-chroot "$mnt" update-grub 2>&1 | sed 's/^/vm-box: update-grub: /'
-# grub.cfg names the root by UUID, never by the build machine's loop device
-if grep -q "/dev/loop" "$mnt/boot/grub/grub.cfg"; then
-  sed -i "s#root=/dev/loop[0-9p]*#root=UUID=$uuid#g" "$mnt/boot/grub/grub.cfg"
-fi
-grep -q "root=UUID=$uuid" "$mnt/boot/grub/grub.cfg" || { echo "vm-box: grub.cfg does not boot UUID=$uuid" >&2; exit 1; }
+mkdir -p "$mnt/etc/default/grub.d"
+printf '%s\n' "GRUB_TIMEOUT=1" \
+  'GRUB_CMDLINE_LINUX="net.ifnames=0 biosdevname=0 console=tty0 console=ttyS0,115200n8"' \
+  'GRUB_TERMINAL="console serial"' 'GRUB_SERIAL_COMMAND="serial --speed=115200"' \
+  > "$mnt/etc/default/grub.d/tortoiselab-box.cfg"
+# GRUB goes in by the image's own grub-install, run as init of a first boot
+# (3.): on its own disk it sees the partition as every VM will
+install -m 0755 /dev/stdin "$mnt/tortoise-box-grub" <<'SCRIPT'
+#!/bin/sh
+# scripts/vm-box.sh: once, as init of the box's first boot; then powers off
+mount -t proc proc /proc 2>/dev/null; mount -t sysfs sys /sys 2>/dev/null; mount -t devtmpfs dev /dev 2>/dev/null
+mount -o remount,rw /
+if grub-install --target=i386-pc /dev/vda && update-grub; then echo TORTOISE-BOX-GRUB-OK; else echo TORTOISE-BOX-GRUB-FAILED; fi
+rm -f /tortoise-box-grub
+sync; mount -o remount,ro /; sync
+echo o > /proc/sysrq-trigger
+sleep 60
+SCRIPT
 kernel_release="$(ls "$mnt/lib/modules" | sort -V | tail -1)"
-# the box's kernel beside it too: `make vm-test` boots it alone to see whether KVM works
 cp "$mnt/boot/vmlinuz-$kernel_release" "$work/vmlinuz"
+cp "$mnt/boot/initrd.img-$kernel_release" "$work/initrd.img"
 chroot "$mnt" apt-get clean
 rm -rf "$mnt"/var/lib/apt/lists/*
-for m in dev/pts dev proc sys ""; do umount "$mnt/$m"; done
+umount "$mnt"
+losetup -d "$loop"; loop=""
+
+# 3. GRUB, from a boot of the box's own kernel under qemu (software
+#    emulation works everywhere; about a minute)
+log "installing GRUB from a first boot of the image (qemu)"
+timeout 900 qemu-system-x86_64 -accel tcg -m 1024 -smp 1 -display none -no-reboot \
+  -serial "file:$work/grub-boot.log" -drive "file=$work/disk.raw,format=raw,if=virtio" \
+  -kernel "$work/vmlinuz" -initrd "$work/initrd.img" \
+  -append "root=UUID=$uuid ro console=ttyS0 init=/tortoise-box-grub panic=-1" >/dev/null 2>&1 || true
+grep -q TORTOISE-BOX-GRUB-OK "$work/grub-boot.log" \
+  || { tail -30 "$work/grub-boot.log" >&2; echo "vm-box: GRUB was not installed (log above)" >&2; exit 1; }
+loop="$(part_loop)"
+mount -o ro "$loop" "$mnt"
+grep -q "root=UUID=$uuid" "$mnt/boot/grub/grub.cfg" || { echo "vm-box: grub.cfg does not boot UUID=$uuid" >&2; exit 1; }
+[ ! -e "$mnt/tortoise-box-grub" ] || { echo "vm-box: the first boot left its script behind" >&2; exit 1; }
+umount "$mnt"
 losetup -d "$loop"; loop=""
 
 log "packing the libvirt box (qcow2)"
-mkdir -p "$cache"
 part="$(mktemp -d "$cache/.building.XXXXXX")"
 qemu-img convert -O qcow2 "$work/disk.raw" "$part/box.img"
 mv "$work/vmlinuz" "$part/vmlinuz"
