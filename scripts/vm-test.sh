@@ -17,20 +17,24 @@
 # Each step prints its wall time; a table of them closes the run. Settings:
 # TORTOISE_VM_CPUS (default 2 here), TORTOISE_VM_MEMORY (4096),
 # TORTOISE_VM_TEST_OUT (build/vm-test: logs and the copied results),
-# TORTOISE_VM_KEEP=1 (leave the VM running at the end, for a look inside).
+# TORTOISE_VM_KEEP=1 (leave the VM running at the end, for a look inside),
+# TORTOISE_VM_TEST_FROM=<step> (with a VM kept from an earlier run: skip the
+# steps before that one, e.g. provision-verify).
 set -uo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$here"
 out="${TORTOISE_VM_TEST_OUT:-$here/build/vm-test}"
 mkdir -p "$out"
-rm -f "$out"/*.pid "$out"/[0-9][0-9]-*.log
+rm -f "$out"/*.pid
+[ -n "${TORTOISE_VM_TEST_FROM:-}" ] || rm -f "$out"/[0-9][0-9]-*.log
 export TORTOISE_VM_CPUS="${TORTOISE_VM_CPUS:-2}" TORTOISE_VM_MEMORY="${TORTOISE_VM_MEMORY:-4096}"
 export VAGRANT_DEFAULT_PROVIDER=libvirt
 # the libvirt domain and its project folder are this clone's; nothing else is touched
 export VAGRANT_CHECKPOINT_DISABLE=1
 
 t_start=$(date +%s)
+resume_from=""  # set before the VM's steps (the host's always run)
 steps=()
 started_daemons=()
 vm_up=""
@@ -45,9 +49,14 @@ step() {
   local name="$1"; shift
   local n=$(( ${#steps[@]} + 1 ))
   local logf; logf="$out/$(printf %02d "$n")-$name.log"
+  [ "$name" = "$resume_from" ] && resume_from=""
+  if [ -n "$resume_from" ]; then  # TORTOISE_VM_TEST_FROM: done by an earlier run
+    steps+=("$name|0|skip"); say "-- step $n: $name: skipped (TORTOISE_VM_TEST_FROM)"; return 0
+  fi
   say "== step $n: $name =="
   local t0; t0=$(now)
-  "$@" 2>&1 | tee "$logf"
+  # (Vagrant's progress bars, one carriage return each, left out)
+  "$@" 2>&1 | stdbuf -oL tr '\r' '\n' | grep --line-buffered -v -e 'Progress: [0-9]' -e '^\s*$' | tee "$logf"
   local rc=${PIPESTATUS[0]}
   local dt=$(( $(now) - t0 ))
   steps+=("$name|$dt|$rc")
@@ -62,7 +71,7 @@ table() {
   local s name dt rc
   for s in "${steps[@]}"; do
     IFS='|' read -r name dt rc <<<"$s"
-    printf 'vm-test: %-24s %8d  %s\n' "$name" "$dt" "$( [ "$rc" -eq 0 ] && echo passed || echo FAILED )"
+    printf 'vm-test: %-24s %8d  %s\n' "$name" "$dt" "$(case "$rc" in 0) echo passed;; skip) echo skipped;; *) echo FAILED;; esac)"
   done
   printf 'vm-test: %-24s %8d\n' total $(( $(now) - t_start ))
 }
@@ -107,7 +116,7 @@ start_libvirtd() {
   fi
   for _ in $(seq 30); do libvirt_ready && break; sleep 1; done
   libvirt_ready || { say "libvirtd does not answer on qemu:///system"; return 1; }
-  say "libvirtd started for this test ($(cat "$out"/*.pid 2>/dev/null | tr '\n' ' ')or by systemd)"
+  say "libvirtd started for this test (pids: $(cat "$out"/*.pid 2>/dev/null | xargs echo) or by systemd)"
 }
 probe_kvm() {
   # KVM is usable only if a guest runs on it: /dev/kvm opening (and
@@ -141,6 +150,7 @@ if [ "$accel" = kvm ]; then export TORTOISE_VM_DRIVER=kvm; else export TORTOISE_
 
 # -- the VM --------------------------------------------------------------------
 vm_up=1
+resume_from="${TORTOISE_VM_TEST_FROM:-}"
 step "up" vagrant up --provider=libvirt --no-provision
 for p in bootstrap setup kernel reboot verify; do
   step "provision-$p" vagrant provision --provision-with "$p"
