@@ -47,9 +47,14 @@ pubkey() {
   echo "$k"
 }
 
+# Certificate authorities this machine's administrator added (Debian's
+# place for them): a network that inspects TLS (a company's proxy) needs the
+# VM to trust them as the host does, or apt over https and pip fail in it
+local_cas() { ls /usr/local/share/ca-certificates/*.crt 2>/dev/null | sort || true; }
+
 inputs_hash() {
-  # the inputs, not the output: this script and the key
-  { cat "$self"; cat "$(pubkey)"; } | sha256sum | cut -c1-16
+  # the inputs, not the output: this script, the key, the local CAs
+  { cat "$self"; cat "$(pubkey)"; local_cas | while read -r c; do cat "$c"; done; } | sha256sum | cut -c1-16
 }
 
 box_dir() { echo "$cache/bookworm64-$(inputs_hash)"; }
@@ -137,6 +142,15 @@ chmod 0440 "$mnt/etc/sudoers.d/vagrant"
 [ "$(chroot "$mnt" id -u vagrant)" = 1000 ] || { echo "vm-box: vagrant is not uid 1000" >&2; exit 1; }
 install -d -m 0700 -o 1000 -g 1000 "$mnt/home/vagrant/.ssh"
 install -m 0600 -o 1000 -g 1000 "$key" "$mnt/home/vagrant/.ssh/authorized_keys"
+cas="$(local_cas)"
+if [ -n "$cas" ]; then
+  log "carrying this machine's $(echo "$cas" | wc -l) local CA certificate(s) into the box"
+  # shellcheck disable=SC2086
+  cp $cas "$mnt/usr/local/share/ca-certificates/"
+  chroot "$mnt" update-ca-certificates >/dev/null
+  # pip from PyPI (the venv upgrades to it) reads certifi's bundle unless told
+  printf '%s\n' "[global]" "cert = /etc/ssl/certs/ca-certificates.crt" > "$mnt/etc/pip.conf"
+fi
 mkdir -p "$mnt/etc/default/grub.d"
 printf '%s\n' "GRUB_TIMEOUT=1" \
   'GRUB_CMDLINE_LINUX="net.ifnames=0 biosdevname=0 console=tty0 console=ttyS0,115200n8"' \

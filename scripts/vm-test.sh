@@ -130,7 +130,7 @@ probe_kvm() {
     say "note: /proc/cpuinfo shows no vmx/svm; trying a KVM guest anyway"
   fi
   local t0; t0=$(now)
-  timeout 90 qemu-system-x86_64 -accel kvm -m 256 -smp 1 -display none -serial "file:$out/kvm-probe.log" \
+  timeout 45 qemu-system-x86_64 -accel kvm -m 256 -smp 1 -display none -serial "file:$out/kvm-probe.log" \
     -no-reboot -kernel "$dir/vmlinuz" -append "console=ttyS0 panic=-1 root=/dev/tortoise-none" \
     >/dev/null 2>"$out/kvm-probe.err"
   local rc=$?
