@@ -116,7 +116,7 @@ start_libvirtd() {
   fi
   for _ in $(seq 30); do libvirt_ready && break; sleep 1; done
   libvirt_ready || { say "libvirtd does not answer on qemu:///system"; return 1; }
-  say "libvirtd started for this test (pids: $(cat "$out"/*.pid 2>/dev/null | xargs echo) or by systemd)"
+  say "libvirtd started for this test (pids: $(for f in "$out"/*.pid; do [ -f "$f" ] && printf '%s ' "$(cat "$f")"; done)or by systemd)"
 }
 probe_kvm() {
   # KVM is usable only if a guest runs on it: /dev/kvm opening (and
@@ -132,13 +132,13 @@ probe_kvm() {
   local t0; t0=$(now)
   timeout 45 qemu-system-x86_64 -accel kvm -m 256 -smp 1 -display none -serial "file:$out/kvm-probe.log" \
     -no-reboot -kernel "$dir/vmlinuz" -append "console=ttyS0 panic=-1 root=/dev/tortoise-none" \
-    >/dev/null 2>"$out/kvm-probe.err"
+    >"$out/kvm-probe.err" 2>&1
   local rc=$?
   if [ "$rc" -eq 0 ] && grep -q "Kernel panic" "$out/kvm-probe.log"; then
     accel=kvm; accel_why="a guest kernel boots on KVM ($(( $(now) - t0 )) s)"
   else
     accel=tcg
-    accel_why="/dev/kvm is there but a guest does not run on it ($(grep -m1 -o 'KVM internal error[^.]*' "$out/kvm-probe.err" || echo "exit $rc") ); software emulation"
+    accel_why="/dev/kvm is there but a guest does not run on it ($(grep -a -m1 -o 'KVM internal error[^.]*' "$out/kvm-probe.err" || echo "no boot within 45 s, exit $rc")); software emulation"
   fi
 }
 step hypervisor start_libvirtd
