@@ -5,7 +5,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup setup-system kernel experiment probe notebook traces test test-unit test-lab bench reproduce clean distclean
+.PHONY: setup setup-system kernel lab-kernel vm-setup vm-box vm-test experiment probe notebook traces test test-unit test-lab bench reproduce clean distclean
 
 setup: setup-system $(STAMP)
 
@@ -21,14 +21,22 @@ $(STAMP): pyproject.toml
 kernel: setup
 	@bash kernel/build-uml.sh >/dev/null
 
+# the UML lab kernel only where the lab will boot it: a host that runs the
+# native backend (root, netem, every algorithm: the course VM) needs none
+# (tortoiselab.host.backends.native_ready); TORTOISE_LAB_KERNEL=always builds it anyway
+lab-kernel: setup
+	@if [ "$${TORTOISE_LAB_KERNEL:-auto}" != always ] && $(PY) -m tortoiselab.host.backends native-ready; then \
+	  echo "lab-kernel: not building the UML lab kernel (the native backend runs here)"; \
+	else $(MAKE) --no-print-directory kernel; fi
+
 # the embedded default experiment (experiments/quick.yaml): the lab's
 # fidelity probe of its path, then the sweep; results in results/quick/
-experiment: setup kernel
+experiment: setup lab-kernel
 	$(VENV)/bin/tortoise probe
 	$(VENV)/bin/tortoise run experiments/quick.yaml
 	$(VENV)/bin/tortoise report quick
 
-probe: setup kernel
+probe: setup lab-kernel
 	$(VENV)/bin/tortoise probe
 
 # JupyterLab on notebooks/ with the venv's kernel; NOTEBOOK_IP=0.0.0.0 in the
@@ -84,6 +92,19 @@ reproduce: setup kernel
 	done
 	$(VENV)/bin/tortoise run experiments/coalescing.yaml --grid browser --jobs $(JOBS)
 	$(VENV)/bin/tortoise report --reproduction --grid $(GRID)
+
+# the course VM booted for real (docs/vm.md; not part of `make test`: an
+# hour or more under software emulation): the host's VM packages, the Debian
+# 12 box built here from Debian's packages (cached by its inputs' hash), and
+# vagrant up + provisioning + `make experiment` inside + results out + destroy
+vm-setup:
+	@bash scripts/setup-vm.sh
+
+vm-box: vm-setup
+	@bash scripts/vm-box.sh
+
+vm-test: setup vm-setup
+	@bash scripts/vm-test.sh
 
 clean:
 	rm -rf build *.egg-info src/*.egg-info .pytest_cache

@@ -52,7 +52,9 @@ out = {}
     errors = pc.validate(Struct.new(:config).new(cfg)).values.flatten
     out["virtualbox"] = { "customizations" => pc.customizations, "errors" => errors }
   else
-    out["libvirt"] = { "cpus" => pc.cpus, "memory" => pc.memory }
+    out["libvirt"] = { "cpus" => pc.cpus, "memory" => pc.memory, "driver" => pc.driver,
+                       "cpu_mode" => pc.cpu_mode }
+    out["box_url"] = cfg.vm.box_url
   end
 end
 puts JSON.generate(out)
@@ -101,7 +103,8 @@ def _vm_headers() -> dict[str, str]:
 
 def _vagrant_env(tmp: Path, **extra) -> dict[str, str]:
     # keep Vagrant's state out of the clone and the home folder, no update check
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TORTOISE_VM_", "VAGRANT_"))}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("TORTOISE_VM_", "TORTOISE_BOX", "TORTOISE_LAB_KERNEL", "VAGRANT_"))}
     return {**env, "VAGRANT_DOTFILE_PATH": str(tmp / "dot"), "VAGRANT_HOME": str(tmp / "home"),
             "VAGRANT_CHECKPOINT_DISABLE": "1", **extra}
 
@@ -162,7 +165,9 @@ def test_vagrant_validate(tmp_path):
                  timeout=120)
         assert p.returncode == 0 and "validated successfully" in p.stdout, p.stdout + p.stderr
     # bad settings are refused by the Vagrantfile itself, naming the variable
-    for var, val in (("TORTOISE_VM_KERNEL", "huge"), ("TORTOISE_VM_SYNC", "ftp"), ("TORTOISE_VM_MEMORY", "512")):
+    for var, val in (("TORTOISE_VM_KERNEL", "huge"), ("TORTOISE_VM_SYNC", "ftp"), ("TORTOISE_VM_MEMORY", "512"),
+                     ("TORTOISE_BOX", "/nonexistent.box"), ("TORTOISE_VM_DRIVER", "xen"),
+                     ("TORTOISE_LAB_KERNEL", "sometimes")):
         p = _run(["vagrant", "validate", "--ignore-provider"], cwd=REPO,
                  env=_vagrant_env(tmp_path, **{var: val}), timeout=120)
         assert p.returncode != 0 and var in p.stdout + p.stderr, (var, p.stdout + p.stderr)
@@ -178,7 +183,8 @@ def test_vagrantfile_box_providers_folder_port(tmp_path):
     assert vb["errors"] == []
     cmds = [[str(x) for x in c[1]] for c in vb["customizations"]]
     assert ["modifyvm", "id", "--cpus", "2"] in cmds and ["modifyvm", "id", "--memory", "4096"] in cmds, cmds
-    assert d["libvirt"] == {"cpus": 2, "memory": 4096}
+    assert d["libvirt"]["cpus"] == 2 and d["libvirt"]["memory"] == 4096
+    assert d["libvirt"]["driver"] == "kvm"
     # the project at /vagrant; rsync keeps what the VM makes
     folders = {f["guestpath"]: f for f in d["synced_folders"]}
     f = folders["/vagrant"]
@@ -189,7 +195,23 @@ def test_vagrantfile_box_providers_folder_port(tmp_path):
     assert any(o["guest"] == 8888 and o["host_ip"] == "127.0.0.1" for o in fwd), fwd
     # sizes are settings
     d2 = _vagrant_dump(tmp_path, TORTOISE_VM_CPUS="4", TORTOISE_VM_MEMORY="8192")
-    assert d2["libvirt"] == {"cpus": 4, "memory": 8192}
+    assert (d2["libvirt"]["cpus"], d2["libvirt"]["memory"]) == (4, 8192)
+
+
+def test_local_box_and_software_emulation(tmp_path):
+    """TORTOISE_BOX swaps the public box for a local .box file (the one
+    scripts/vm-box.sh builds), named after its cache folder; the public box
+    stays the default. TORTOISE_VM_DRIVER=qemu: libvirt's software emulation."""
+    box_dir = tmp_path / "bookworm64-0123456789abcdef"
+    box_dir.mkdir()
+    box = box_dir / "tortoiselab-bookworm64.box"
+    box.write_bytes(b"")
+    d = _vagrant_dump(tmp_path, TORTOISE_BOX=str(box), TORTOISE_VM_DRIVER="qemu")
+    assert d["box"] == "tortoiselab/bookworm64-0123456789abcdef"
+    assert d["box_url"] == [f"file://{box}"]
+    assert d["libvirt"]["driver"] == "qemu" and d["libvirt"]["cpu_mode"] == "custom"
+    default = _vagrant_dump(tmp_path)
+    assert default["box"] == "debian/bookworm64" and default["box_url"] is None
 
 
 # -- 4. provisioning = the README's set-up ---------------------------------
@@ -205,7 +227,7 @@ def test_provisioning_runs_the_readme_setup(tmp_path):
     for mode in ("fast", "full"):
         prov = _vagrant_dump(tmp_path, TORTOISE_VM_KERNEL=mode)["provisioners"]
         names = [p["name"] for p in prov]
-        assert names == ["bootstrap", "setup", "kernel", "lab-kernel", "reboot", "verify"], names
+        assert names == ["bootstrap", "setup", "kernel", "reboot", "verify"], names
         assert all(p["type"] == "shell" and p["privileged"] for p in prov)
         by = {p["name"]: p for p in prov}
         # exactly the README's target, in the synced project, and nothing else
@@ -214,9 +236,12 @@ def test_provisioning_runs_the_readme_setup(tmp_path):
         assert by["setup"]["inline"].strip() == f"make -C /vagrant {target}"
         assert by["kernel"]["inline"].split()[-1] == mode
         assert by["kernel"]["env"]["TORTOISE_VM_KERNEL"] == mode
-        assert by["lab-kernel"]["inline"].strip() == "make -C /vagrant kernel"
         assert by["reboot"]["reboot"] is True
         assert by["verify"]["path"] == "vagrant/verify.sh"
+    # the UML lab kernel only on request (the VM runs the native backend)
+    prov = _vagrant_dump(tmp_path, TORTOISE_LAB_KERNEL="always")["provisioners"]
+    assert [p["name"] for p in prov][-1] == "lab-kernel"
+    assert prov[-1]["inline"].strip() == "make -C /vagrant kernel"
 
     # no second copy of the install steps: provisioning installs none of
     # make setup's packages itself (only make, the VM kernel, its headers, dkms)

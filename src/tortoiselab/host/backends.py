@@ -152,6 +152,20 @@ def host_can_emulate(algorithms: list[str]) -> tuple[bool, str]:
     return True, "host kernel has netem and the algorithms"
 
 
+def lab_algorithms() -> list[str]:
+    """Every algorithm the lab offers: the stock ones and ours (kernel/modules/)."""
+    ours = sorted(c.stem[len("tcp_"):] for c in (REPO_DIR / "kernel" / "modules").glob("tcp_*.c"))
+    return [*STOCK_ALGORITHMS, *ours]
+
+
+def native_ready() -> tuple[bool, str]:
+    """Whether `auto` runs every experiment on the native backend here (root,
+    netem, every algorithm the lab offers): then `make experiment` needs no
+    UML lab kernel, and building one would only cost time (a compile is ten
+    times slower in a VM under software emulation, docs/vm.md)."""
+    return host_can_emulate(lab_algorithms())
+
+
 def installed_module(name: str) -> bool:
     """A module the host can load though its config does not name it, e.g.
     our congestion control modules that DKMS built for the VM's kernel."""
@@ -467,3 +481,19 @@ def kill_group(p: subprocess.Popen, quiet: bool = False) -> None:
         p.wait(timeout=5)
     except subprocess.TimeoutExpired:
         pass
+
+
+def main(argv: list[str]) -> int:
+    """`python -m tortoiselab.host.backends native-ready`: exit 0 and say why
+    when the native backend runs everything here, else 1 (the Makefile then
+    builds the UML lab kernel)."""
+    if argv != ["native-ready"]:
+        print("usage: python -m tortoiselab.host.backends native-ready", file=sys.stderr)
+        return 2
+    ok, why = native_ready()
+    print(f"native backend {'ready' if ok else 'not usable'}: {why}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

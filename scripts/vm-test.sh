@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# `make vm-test`: the course VM booted for real, as course staff would.
+#
+#   1. host packages (scripts/setup-vm.sh) and the Debian 12 box built here
+#      from Debian's packages (scripts/vm-box.sh, cached by its inputs' hash)
+#   2. the hypervisor: libvirtd (started here if nothing runs it), and KVM
+#      only if a guest actually runs on it, else software emulation (TCG)
+#   3. `vagrant up --provider=libvirt --no-provision`, then the Vagrantfile's
+#      own provisioners one by one (`vagrant provision --provision-with`),
+#      so that each is timed: bootstrap, setup, kernel, reboot, verify
+#   4. the VM's kernel: every algorithm (ours included) and netem
+#   5. `sudo make -C /vagrant experiment` in the VM: the native backend, no
+#      UML lab kernel built
+#   6. the results copied out as README.md says (scp with `vagrant ssh-config`)
+#   7. `vagrant destroy`
+#
+# Each step prints its wall time; a table of them closes the run. Settings:
+# TORTOISE_VM_CPUS (default 2 here), TORTOISE_VM_MEMORY (4096),
+# TORTOISE_VM_TEST_OUT (build/vm-test: logs and the copied results),
+# TORTOISE_VM_KEEP=1 (leave the VM running at the end, for a look inside),
+# TORTOISE_VM_TEST_FROM=<step> (with a VM kept from an earlier run: skip the
+# steps before that one, e.g. provision-verify).
+set -uo pipefail
+
+here="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$here"
+out="${TORTOISE_VM_TEST_OUT:-$here/build/vm-test}"
+mkdir -p "$out"
+rm -f "$out"/*.pid
+[ -n "${TORTOISE_VM_TEST_FROM:-}" ] || rm -f "$out"/[0-9][0-9]-*.log
+export TORTOISE_VM_CPUS="${TORTOISE_VM_CPUS:-2}" TORTOISE_VM_MEMORY="${TORTOISE_VM_MEMORY:-4096}"
+export VAGRANT_DEFAULT_PROVIDER=libvirt
+# the libvirt domain and its project folder are this clone's; nothing else is touched
+export VAGRANT_CHECKPOINT_DISABLE=1
+
+t_start=$(date +%s)
+resume_from=""  # set before the VM's steps (the host's always run)
+steps=()
+started_daemons=()
+vm_up=""
+
+now() { date +%s; }
+say() { echo "vm-test: $*"; }
+fail() { say "FAILED: $*"; finish 1; }
+
+# run one step: its name, then the command; output to the terminal and to
+# $out/<n>-<name>.log; its wall time recorded
+step() {
+  local name="$1"; shift
+  local n=$(( ${#steps[@]} + 1 ))
+  local logf; logf="$out/$(printf %02d "$n")-$name.log"
+  [ "$name" = "$resume_from" ] && resume_from=""
+  if [ -n "$resume_from" ]; then  # TORTOISE_VM_TEST_FROM: done by an earlier run
+    steps+=("$name|0|skip"); say "-- step $n: $name: skipped (TORTOISE_VM_TEST_FROM)"; return 0
+  fi
+  say "== step $n: $name =="
+  local t0; t0=$(now)
+  # (Vagrant's progress bars, one carriage return each, left out)
+  "$@" 2>&1 | stdbuf -oL tr '\r' '\n' | grep --line-buffered -v -e 'Progress: [0-9]' -e '^\s*$' | tee "$logf"
+  local rc=${PIPESTATUS[0]}
+  local dt=$(( $(now) - t0 ))
+  steps+=("$name|$dt|$rc")
+  say "-- step $n: $name: $( [ "$rc" -eq 0 ] && echo passed || echo "FAILED (exit $rc)" ) in ${dt} s"
+  [ "$rc" -eq 0 ] || fail "step $name (log: $logf)"
+}
+
+table() {
+  echo
+  say "path: $path_taken; accelerator: $accel ($accel_why)"
+  printf 'vm-test: %-24s %8s  %s\n' step "wall s" result
+  local s name dt rc
+  for s in "${steps[@]}"; do
+    IFS='|' read -r name dt rc <<<"$s"
+    printf 'vm-test: %-24s %8d  %s\n' "$name" "$dt" "$(case "$rc" in 0) echo passed;; skip) echo skipped;; *) echo FAILED;; esac)"
+  done
+  printf 'vm-test: %-24s %8d\n' total $(( $(now) - t_start ))
+}
+
+finish() {
+  local rc="$1"
+  if [ -n "$vm_up" ] && [ "${TORTOISE_VM_KEEP:-}" != 1 ]; then
+    say "== destroying the VM (vagrant destroy) =="
+    local t0; t0=$(now)
+    vagrant destroy -f >"$out/destroy.log" 2>&1 && steps+=("destroy|$(( $(now) - t0 ))|0") \
+      || { steps+=("destroy|$(( $(now) - t0 ))|1"); rc=1; }
+    vm_up=""
+  fi
+  for pid in "${started_daemons[@]}"; do kill "$pid" 2>/dev/null; done
+  table | tee "$out/timings.txt"
+  [ "$rc" -eq 0 ] && say "ok" || say "FAILED"
+  exit "$rc"
+}
+trap 'fail "interrupted"' INT TERM
+
+path_taken="libvirt"
+accel="?"
+accel_why="not probed yet"
+
+step host-packages bash scripts/setup-vm.sh
+step box bash scripts/vm-box.sh
+box="$(tail -1 "$out/02-box.log")"
+[ -f "$box" ] || fail "scripts/vm-box.sh named no box file"
+export TORTOISE_BOX="$box"
+
+# -- the hypervisor ----------------------------------------------------------
+libvirt_ready() { virsh -c qemu:///system version >/dev/null 2>&1; }
+start_libvirtd() {
+  libvirt_ready && { say "libvirtd already running"; return 0; }
+  if [ -d /run/systemd/system ]; then
+    systemctl start libvirtd virtlogd
+  else
+    # no init system to start it (a container): run the daemons for this test only
+    rm -f "$out/libvirtd.pid" "$out/virtlogd.pid"
+    [ -S /run/libvirt/virtlogd-sock ] || virtlogd -d -p "$out/virtlogd.pid"
+    libvirtd -d -p "$out/libvirtd.pid"
+  fi
+  for _ in $(seq 30); do libvirt_ready && break; sleep 1; done
+  libvirt_ready || { say "libvirtd does not answer on qemu:///system"; return 1; }
+  say "libvirtd started for this test (pids: $(for f in "$out"/*.pid; do [ -f "$f" ] && printf '%s ' "$(cat "$f")"; done)or by systemd)"
+}
+probe_kvm() {
+  # KVM is usable only if a guest runs on it: /dev/kvm opening (and
+  # KVM_CREATE_VM working) is not enough where the outer hypervisor offers
+  # no virtualization extensions. The box's own kernel must boot to its
+  # root-mount panic (no initrd, no root), which reboots (panic=-1) and so
+  # ends qemu (-no-reboot): seconds on KVM, half a minute under TCG.
+  local dir; dir="$(dirname "$box")"
+  if [ ! -e /dev/kvm ]; then accel=tcg; accel_why="no /dev/kvm"; return 0; fi
+  if ! grep -qwE 'vmx|svm' /proc/cpuinfo; then
+    say "note: /proc/cpuinfo shows no vmx/svm; trying a KVM guest anyway"
+  fi
+  local t0; t0=$(now)
+  timeout 45 qemu-system-x86_64 -accel kvm -m 256 -smp 1 -display none -serial "file:$out/kvm-probe.log" \
+    -no-reboot -kernel "$dir/vmlinuz" -append "console=ttyS0 panic=-1 root=/dev/tortoise-none" \
+    >"$out/kvm-probe.err" 2>&1
+  local rc=$?
+  if [ "$rc" -eq 0 ] && grep -q "Kernel panic" "$out/kvm-probe.log"; then
+    accel=kvm; accel_why="a guest kernel boots on KVM ($(( $(now) - t0 )) s)"
+  else
+    accel=tcg
+    accel_why="/dev/kvm is there but a guest does not run on it ($(grep -a -m1 -o 'KVM internal error[^.]*' "$out/kvm-probe.err" || echo "no boot within 45 s, exit $rc")); software emulation"
+  fi
+}
+step hypervisor start_libvirtd
+# the daemons that step started (in a subshell: their pid files) are this test's to stop
+for f in libvirtd virtlogd; do [ -f "$out/$f.pid" ] && started_daemons+=("$(cat "$out/$f.pid")"); done
+probe_kvm
+say "accelerator: $accel ($accel_why)"
+if [ "$accel" = kvm ]; then export TORTOISE_VM_DRIVER=kvm; else export TORTOISE_VM_DRIVER=qemu; fi
+
+# -- the VM --------------------------------------------------------------------
+vm_up=1
+resume_from="${TORTOISE_VM_TEST_FROM:-}"
+step "up" vagrant up --provider=libvirt --no-provision
+for p in bootstrap setup kernel reboot verify; do
+  step "provision-$p" vagrant provision --provision-with "$p"
+done
+
+check_kernel() {
+  vagrant ssh -c 'uname -r; echo "available: $(cat /proc/sys/net/ipv4/tcp_available_congestion_control)";
+    lsmod | grep -E "^(sch_netem|tcp_cubic_plus|tcp_reno_beta) " || true' </dev/null
+}
+step kernel-algorithms check_kernel
+avail=" $(grep '^available:' "$out/$(printf %02d ${#steps[@]})-kernel-algorithms.log" | cut -d: -f2 | tr -d '\r') "
+algos=(reno cubic bic westwood htcp highspeed hybla vegas nv scalable lp veno yeah illinois dctcp cdg bbr)
+for m in kernel/modules/tcp_*.c; do m="$(basename "$m" .c)"; algos+=("${m#tcp_}"); done
+missing=()
+for a in "${algos[@]}"; do [[ "$avail" == *" $a "* ]] || missing+=("$a"); done
+[ "${#missing[@]}" -eq 0 ] || fail "the VM's kernel lacks: ${missing[*]}"
+grep -q '^sch_netem ' "$out/$(printf %02d ${#steps[@]})-kernel-algorithms.log" || fail "sch_netem is not loaded in the VM"
+say "the VM's kernel has all ${#algos[@]} algorithms (ours: ${algos[*]: -2}) and sch_netem"
+
+step experiment vagrant ssh -c 'sudo -i make -C /vagrant experiment' </dev/null
+explog="$out/$(printf %02d ${#steps[@]})-experiment.log"
+grep -q "lab-kernel: not building the UML lab kernel" "$explog" || fail "make experiment did not skip the UML lab kernel"
+grep -Eiq "backend[: ]+native" "$explog" || fail "make experiment did not say it ran on the native backend"
+uml="$(vagrant ssh -c 'sudo ls -d /root/.cache/tortoiselab/kernel 2>/dev/null | wc -l' </dev/null | tr -d '\r')"
+[ "$uml" = 0 ] || fail "the VM has a UML kernel cache: something built the lab kernel"
+say "make experiment ran on the native backend; no UML lab kernel in the VM"
+
+# README.md, "Results out"
+copy_results() {
+  vagrant ssh-config > .vagrant/ssh-config &&
+  rm -rf "$out/results" &&
+  scp -q -F .vagrant/ssh-config -r default:/vagrant/results "$out/results" &&
+  ls -l "$out/results/quick"
+}
+step results-out copy_results
+[ -f "$out/results/quick/runs.parquet" ] || fail "no results/quick/runs.parquet copied out"
+"$here/.venv/bin/python" - "$out/results/quick" <<'EOF' || fail "the copied results are not whole native runs"
+import sys, pandas as pd
+runs = pd.read_parquet(f"{sys.argv[1]}/runs.parquet")
+cols = [c for c in runs.columns if c.endswith("backend")]
+print(f"vm-test: {len(runs)} runs copied out; columns {cols}: {sorted(set(runs[cols[0]]))}" if cols else
+      f"vm-test: {len(runs)} runs; no backend column")
+sys.exit(0 if cols and set(runs[cols[0]]) == {"native"} and len(runs) > 0 else 1)
+EOF
+finish 0

@@ -1,0 +1,79 @@
+"""The pure logic of the VM targets (docs/vm.md), without building or
+booting anything: the local box's cache key is the hash of its inputs, and
+`make experiment` builds the UML lab kernel only where the native backend
+cannot run everything."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+from tests.conftest import REPO
+from tortoiselab.host import backends
+from tortoiselab.spec.pathspec import STOCK_ALGORITHMS
+
+BOX = REPO / "scripts" / "vm-box.sh"
+
+
+def _box(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(BOX), *args], capture_output=True, text=True, timeout=30,
+                          env={**os.environ, **env})
+
+
+def test_box_cache_key_is_the_hash_of_its_inputs(tmp_path):
+    k1, k2 = tmp_path / "a.pub", tmp_path / "b.pub"
+    k1.write_text("ssh-ed25519 AAAA one\n")
+    k2.write_text("ssh-ed25519 AAAA two\n")
+    h1 = _box("--hash", TORTOISE_BOX_PUBKEY=str(k1)).stdout.strip()
+    assert re.fullmatch(r"[0-9a-f]{16}", h1), h1
+    assert _box("--hash", TORTOISE_BOX_PUBKEY=str(k1)).stdout.strip() == h1  # stable
+    assert _box("--hash", TORTOISE_BOX_PUBKEY=str(k2)).stdout.strip() != h1  # the key is an input
+    # the script is an input too: a copy with one package more has another hash
+    other = tmp_path / "scripts" / "vm-box.sh"
+    other.parent.mkdir()
+    other.write_text(BOX.read_text().replace("rsync ca-certificates", "rsync ca-certificates vim", 1))
+    h_other = subprocess.run(["bash", str(other), "--hash"], capture_output=True, text=True, timeout=30,
+                             env={**os.environ, "TORTOISE_BOX_PUBKEY": str(k1)}).stdout.strip()
+    assert re.fullmatch(r"[0-9a-f]{16}", h_other) and h_other != h1
+
+
+def test_box_lives_in_the_cache_outside_the_clone(tmp_path):
+    key = tmp_path / "k.pub"
+    key.write_text("ssh-ed25519 AAAA k\n")
+    env = {"TORTOISE_BOX_PUBKEY": str(key), "TORTOISE_CACHE": str(tmp_path / "cache")}
+    h = _box("--hash", **env).stdout.strip()
+    p = _box("--path", **env)
+    assert p.returncode == 0
+    assert p.stdout.strip() == str(tmp_path / "cache" / "box" / f"bookworm64-{h}" / "tortoiselab-bookworm64.box")
+    bad = _box("--bogus", **env)
+    assert bad.returncode == 2 and "--bogus" in bad.stderr
+    missing = _box("--hash", TORTOISE_BOX_PUBKEY=str(tmp_path / "none.pub"))
+    assert missing.returncode != 0 and "TORTOISE_BOX_PUBKEY" in missing.stderr
+
+
+def test_native_ready_asks_for_every_algorithm_the_lab_offers():
+    algos = backends.lab_algorithms()
+    ours = sorted(p.stem[len("tcp_"):] for p in (REPO / "kernel" / "modules").glob("tcp_*.c"))
+    assert ours and set(ours) <= set(algos)
+    assert set(STOCK_ALGORITHMS) <= set(algos)
+    assert len(algos) == len(set(algos)) == len(STOCK_ALGORITHMS) + len(ours)
+
+
+def test_experiment_builds_the_lab_kernel_only_where_native_cannot_run():
+    mk = (REPO / "Makefile").read_text()
+    deps = {m.group(1): m.group(2).split() for m in re.finditer(r"^([\w-]+):([^=\n]*)$", mk, re.M)}
+    assert "kernel" not in deps["experiment"] and "lab-kernel" in deps["experiment"]
+    assert "kernel" not in deps["probe"] and "lab-kernel" in deps["probe"]
+    rule = mk[mk.index("\nlab-kernel:"):].split("\n\n", 1)[0]
+    assert "tortoiselab.host.backends native-ready" in rule and "$(MAKE) --no-print-directory kernel" in rule
+    # the test suite boots the uml backend: it always has its kernel
+    assert "kernel" in deps["test"]
+
+
+def test_native_ready_command_line(capsys):
+    assert backends.main(["bogus"]) == 2
+    rc = backends.main(["native-ready"])
+    out = capsys.readouterr().out
+    ok, why = backends.native_ready()
+    assert rc == (0 if ok else 1) and why in out
