@@ -202,3 +202,18 @@ def test_report_needs_an_experiment_or_reproduction(capsys):
 
     assert main(["report"]) == 2
     assert "--reproduction" in capsys.readouterr().err
+
+
+def test_pairing_reads_the_current_grids_sweep_point_not_the_records():
+    """A run stored by an earlier version of an experiment file keeps its id
+    where its configuration is the same, but its record holds that version's
+    sweep point; the studies pair by the point the grid gives it now."""
+    folder = REPO / "tests" / "data" / "runs" / "initcwnd@ci"
+    points = S.data.current_points(REPO / "experiments" / "initcwnd.yaml", "ci")
+    plain = S.load_runs(folder, set(points))
+    assert len(plain) and set(plain["run_id"]) <= set(points)
+    moved = {rid: '{"an earlier axis": 1}' for rid in points}
+    df = S.load_runs(folder, set(points), moved)
+    assert (df["cond"] == '{"an earlier axis": 1}').all()
+    # the current points are what the grid expands to
+    assert set(S.data.current_points(REPO / "experiments" / "initcwnd.yaml", "ci").values()) >= set(plain["cond"])

@@ -45,15 +45,24 @@ def study_folder(experiment: str | Path, grid: str | None = None, results: str |
 def current_run_ids(experiment_file: str | Path, grid: str | None) -> set[str]:
     """The run ids the experiment file's grid has now (a folder may also hold
     runs of an earlier version of the file, which must not be counted)."""
+    return set(current_points(experiment_file, grid))
+
+
+def current_points(experiment_file: str | Path, grid: str | None) -> dict[str, str]:
+    """run id -> its sweep point (as the cond column writes it) in the
+    experiment file's grid now. A run stored by an earlier version of the
+    file keeps its id where its configuration is the same, but recorded the
+    sweep point of that version (other axes, e.g. linked ones): pairing
+    reads the point from here, not from the record."""
     f = _repo_file(experiment_file)
-    return set(_run_ids(str(f.resolve()), f.stat().st_mtime_ns, grid))
+    return dict(_points_of(str(f.resolve()), f.stat().st_mtime_ns, grid))
 
 
 @functools.lru_cache(maxsize=64)
-def _run_ids(path: str, mtime_ns: int, grid: str | None) -> frozenset[str]:
+def _points_of(path: str, mtime_ns: int, grid: str | None) -> tuple[tuple[str, str], ...]:
     """Cached by file and modification time: loading a file validates every
     grid of it (seconds for the large sweeps)."""
-    return frozenset(r.run_id for r in expand(load(Path(path), grid=grid)))
+    return tuple((r.run_id, json.dumps(r.point or {}, sort_keys=True)) for r in expand(load(Path(path), grid=grid)))
 
 
 # --- the studies' columns ------------------------------------------------------------
@@ -135,7 +144,8 @@ def of_loader(df: pd.DataFrame, loader: str | None) -> pd.DataFrame:
     return df[df["client.loader"].fillna(DEFAULT_LOADER) == loader]
 
 
-def load_runs(exp_dir: str | Path, run_ids: set[str] | None = None) -> pd.DataFrame:
+def load_runs(exp_dir: str | Path, run_ids: set[str] | None = None,
+              points: dict[str, str] | None = None) -> pd.DataFrame:
     """One row per completed run (store.load_runs): the runs table's
     columns plus STUDY_COLUMNS: arm (cc with its module parameters),
     module_params, beta, url, slow_start_after_idle, cond (the run's sweep
@@ -146,8 +156,11 @@ def load_runs(exp_dir: str | Path, run_ids: set[str] | None = None) -> pd.DataFr
     (the load's connections to other origins, reused or opened:
     connections.second_origin_connections) and tcp_conns (TCP
     connections in the server capture), then run_dir. run_ids: only these
-    runs (those of the experiment file's current grid)."""
+    runs (those of the experiment file's current grid); points: run id ->
+    sweep point (current_points) to pair by, over what a record says."""
     df = store.load_runs(Path(exp_dir), run_ids, extra=STUDY_COLUMNS)
+    if points:
+        df["cond"] = [points.get(rid, c) for rid, c in zip(df["run_id"], df["cond"])]
     for col in ("connect_ms", "dns_ms", "plt2_ms", "ttfb2_ms", "content_download2_ms", "beta", "conn_reuse_ratio",
                 "tcp_conns", "conns_reused", "conns_new"):
         df[col] = pd.to_numeric(df[col], errors="coerce")

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from tortoiselab.studies.claims import coalescing, cubic_plus, initcwnd, reno, tortoise
-from tortoiselab.studies.data import current_run_ids, experiment_name, load_runs, of_loader, study_folder
+from tortoiselab.studies.data import current_points, experiment_name, load_runs, of_loader, study_folder
 from tortoiselab.analysis import stats
 from tortoiselab.studies import power as pw
 from tortoiselab.studies.model import ALPHA, SEEDS, Claim, Measurement, NoData, Study, Verdict
@@ -155,7 +155,8 @@ def evaluate(study_id: str, results: str | Path = "results", grid: str | None = 
         g = claim_grid(c, grid)
         folder = study_folder(c.experiment, g, results)
         if (c.experiment, g) not in frames:
-            frames[c.experiment, g] = load_runs(folder, current_run_ids(files[c.experiment], g))
+            points = current_points(files[c.experiment], g)
+            frames[c.experiment, g] = load_runs(folder, set(points), points)
         try:
             ms.append(measure_claim(c, frames[c.experiment, g], folder))
             why.append("")
