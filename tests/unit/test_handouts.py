@@ -51,7 +51,8 @@ def _grid_counts(lab: handout.Lab) -> tuple[set[int], set[int]]:
             e = load(f, grid=grid)
             # points x repetitions: expand()'s count without building every run
             # (the full sweeps have up to ~20,000); the lab's grid is expanded below
-            runs.add(len(_points(e)) * e.repetitions)
+            users = (e.population or {}).get("users", 1)  # a population runs each point once per user
+            runs.add(len(_points(e)) * e.repetitions * users)
             reps.add(e.repetitions)
     lab_runs = [len(expand(le.exp)) for le in lab.experiments]
     return runs | set(lab_runs) | {sum(lab_runs)}, reps
