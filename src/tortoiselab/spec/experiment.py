@@ -55,7 +55,7 @@ from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandle
 
 from tortoiselab.spec.browsercfg import browser_problems
 from tortoiselab.spec.ccparams import OUR_MODULES, ParamError, check_params
-from tortoiselab.spec.hostspec import REGION_HOST, SETTINGS, Buffers, HostError, HostSpec, named_host
+from tortoiselab.spec.hostspec import REGION_HOST, SETTINGS, Buffers, HostSpec, named_host
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS, PathSpec, describe_errors
 from tortoiselab.spec.population import PopulationCfg, PopulationError, user_configs
 from tortoiselab.spec.regions import load_regions, profile_path
@@ -125,10 +125,7 @@ class _HostCfg(BaseModel):
     @classmethod
     def _known_host(cls, v: str | None) -> str | None:
         if v is not None and v != REGION_HOST:
-            try:
-                named_host(v)
-            except HostError as exc:
-                raise ValueError(str(exc)) from None
+            named_host(v)  # HostError is a ValueError: pydantic reports it under the field
         return v
 
     @model_validator(mode="after")

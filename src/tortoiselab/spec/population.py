@@ -38,7 +38,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tortoiselab.project import REPO_DIR
-from tortoiselab.spec.hostspec import HostError, named_host
+from tortoiselab.spec.hostspec import named_host
 from tortoiselab.spec.pathspec import PathSpec, describe_errors
 from tortoiselab.spec.regions import load_regions, queue_pkts_from_ms
 from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
@@ -179,10 +179,7 @@ class Market(BaseModel):
     @field_validator("host")
     @classmethod
     def _known_host(cls, v: str) -> str:
-        try:
-            named_host(v)
-        except HostError as exc:
-            raise ValueError(str(exc)) from None
+        named_host(v)  # HostError is a ValueError: pydantic reports it under the field
         return v
 
     @model_validator(mode="after")
