@@ -34,13 +34,6 @@ def _coalesce_gain(region: str):
     return lambda df: change(df, "plt_ms", "client.coalescing", False, True, "ratio", path__region=region)
 
 
-def _gain_test(control: np.ndarray, arm: np.ndarray) -> tuple[float | None, str]:
-    """p of the paired change of PLT, coalescing on against off: the
-    studies' own paired test (Wilcoxon from 6 pairs, an exact sign-flip
-    test below, never a p below what n pairs can give)."""
-    return paired_test(control, arm)
-
-
 def _gain_vs_connect(df: pd.DataFrame) -> Measurement:
     """(PLT off - PLT on) / one connect time (TCP + TLS handshake of the www
     connection), per pair, without cache hits."""
@@ -53,7 +46,7 @@ def _gain_vs_connect(df: pd.DataFrame) -> Measurement:
     r = (p["control"] - p["arm"]) / p["connect_ms"]
     e = stats.bootstrap_ci(r.to_numpy(float), "median", n_resamples=4000, seed=0)
     gain = (p["control"] - p["arm"]).to_numpy(float)
-    pv, test = _gain_test(p["control"].to_numpy(float), p["arm"].to_numpy(float))
+    pv, test = paired_test(p["control"].to_numpy(float), p["arm"].to_numpy(float))  # is the gain > 0
     return Measurement(e.value, e.low if len(r) > 1 else math.nan, e.high if len(r) > 1 else math.nan, pv, len(r),
                        "x", f"median gain {np.median(gain):.0f} ms against a median connect time "
                             f"{p['connect_ms'].median():.0f} ms (TCP + TLS); p: is the gain > 0 "
