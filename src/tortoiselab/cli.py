@@ -434,7 +434,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reproduction", action="store_true",
                    help="instead: REPRODUCTION.md, every seed claim against the studies' results (--out to change)")
     p.add_argument("--grid", default="reduced", help="with --reproduction: the grid whose results to read "
-                                                     "(ci, reduced, or full for the files' own sweeps)")
+                                                     "(ci, reduced, or full for the files' own sweeps; a list such as "
+                                                     "powered,reduced: per experiment, the first its file defines)")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("plan", help="runs each claim of an experiment needs for 80 % power, from a pilot's spread")

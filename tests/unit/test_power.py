@@ -181,3 +181,34 @@ def test_a_p90_claims_pairs_reach_the_power_they_promise():
     n = pw.required_n(m, e, sims=200)
     assert 12 <= n <= 200
     assert pw.power(m, e, n, sims=400) >= 0.72 and pw.power(m, e, int(n * 0.6), sims=400) < 0.8
+
+
+def test_power_at_holms_alpha_is_not_nil_by_the_resamples_resolution():
+    """Counted with INNER random swaps, a p90 test's p can never be below
+    1 / (INNER + 1), so at Holm's alpha / m below that every simulated sample
+    would fail: power 0 by construction. Below the resolution the planner
+    takes the swap null's normal tail: conservative (never more rejections
+    of a true "no change" than alpha), and a strong effect reaches it."""
+    rng = np.random.default_rng(2)
+    alpha = 0.05 / 25
+    assert alpha * pw.INNER < pw.RESOLVED
+    u = rng.normal(7, 0.3, (400, 40))
+    c, a = np.exp(u + rng.normal(0, 0.1, (400, 40))), np.exp(u + rng.normal(0, 0.1, (400, 40)))
+    counted = stats.quantile_diff_pvalues(c, 0.6 * a, 0.9, pw.INNER, rng)
+    assert counted.min() >= 1 / (pw.INNER + 1)  # the floor that made power 0
+    strong = stats.quantile_diff_pvalues(c, 0.6 * a, 0.9, pw.INNER, rng, normal_tail=True)
+    assert np.mean(strong < alpha) > 0.5
+    null = stats.quantile_diff_pvalues(c, a, 0.9, pw.INNER, rng, normal_tail=True)
+    assert np.mean(null < 0.05) <= 0.05 + 0.02
+    m = S.Measurement(0.0, control=tuple(c[0]), arm=tuple(a[0]), statistic="p90")
+    assert pw.power(m, pw.Effect("shift", -40), 40, sims=100, alpha=alpha) > 0.5
+
+
+def test_a_report_on_powered_grids_falls_back_to_reduced_where_a_study_has_none(tmp_path):
+    from tortoiselab.studies.data import pick_grid
+    f = tmp_path / "x.yaml"
+    f.write_text("name: x\ngrids:\n  ci: {repetitions: 1}\n  reduced: {repetitions: 2}\n")
+    assert pick_grid(f, "powered,reduced") == "reduced"
+    assert pick_grid(f, "ci,reduced") == "ci"
+    assert pick_grid(f, "reduced") == "reduced" and pick_grid(f, None) is None
+    assert pick_grid(f, "powered,other") == "other"  # none defined: the last, whose folder then holds no runs

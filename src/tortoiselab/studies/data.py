@@ -42,6 +42,25 @@ def study_folder(experiment: str | Path, grid: str | None = None, results: str |
     return Path(results) / (f"{name}@{grid}" if grid else name)
 
 
+def pick_grid(experiment_file: str | Path, grid: str | None) -> str | None:
+    """The grid a report reads of an experiment: `grid` itself, or for a
+    list "powered,reduced" the first one the file defines (the last one if
+    it defines none): a report on the powered grids where a study has one,
+    its reduced grid elsewhere."""
+    if not grid or "," not in grid:
+        return grid
+    names = [g.strip() for g in grid.split(",") if g.strip()]
+    f = _repo_file(experiment_file)
+    defined = _grids_defined(str(f.resolve()), f.stat().st_mtime_ns)
+    return next((g for g in names if g in defined), names[-1])
+
+
+@functools.lru_cache(maxsize=64)
+def _grids_defined(path: str, mtime_ns: int) -> frozenset[str]:
+    doc = yaml.safe_load(Path(path).read_text()) or {}
+    return frozenset((doc.get("grids") or {}).keys()) if isinstance(doc, dict) else frozenset()
+
+
 def current_run_ids(experiment_file: str | Path, grid: str | None) -> set[str]:
     """The run ids the experiment file's grid has now (a folder may also hold
     runs of an earlier version of the file, which must not be counted)."""

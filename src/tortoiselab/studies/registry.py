@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from tortoiselab.studies.claims import coalescing, cubic_plus, initcwnd, reno, tortoise
-from tortoiselab.studies.data import current_points, experiment_name, load_runs, of_loader, study_folder
+from tortoiselab.studies.data import current_points, experiment_name, load_runs, of_loader, pick_grid, study_folder
 from tortoiselab.analysis import stats
 from tortoiselab.studies import power as pw
 from tortoiselab.studies.model import ALPHA, SEEDS, Claim, Measurement, NoData, Study, Verdict
@@ -137,8 +137,12 @@ def holm_family(ms: list[Measurement | None]) -> list[Measurement | None]:
 
 def claim_grid(c: Claim, grid: str | None) -> str | None:
     """The grid a claim reads when the report reads `grid`: its own, if it
-    names one (e.g. the browser arm's), else the report's."""
-    return c.grid or grid
+    names one (e.g. the browser arm's), else the report's (of a list such
+    as "powered,reduced", the first its experiment file defines)."""
+    if c.grid:
+        return c.grid
+    files = {experiment_name(f): f for s in STUDIES.values() for f in s.experiments}
+    return pick_grid(files[c.experiment], grid) if c.experiment in files else grid
 
 
 def evaluate(study_id: str, results: str | Path = "results", grid: str | None = "reduced") -> list[Verdict]:

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from tortoiselab.host import store
-from tortoiselab.studies.data import current_run_ids, study_folder
+from tortoiselab.studies.data import current_run_ids, pick_grid, study_folder
 from tortoiselab.studies.model import VERDICTS, Study, Verdict
 from tortoiselab.studies.physics import physics_checks
 from tortoiselab.studies.registry import STUDIES, claim_grid, evaluate, experiment_files
@@ -159,7 +159,7 @@ def _power_cell(v: Verdict) -> str:
 def _study_runs(s: Study, results: Path, grid: str | None) -> list[str]:
     """The study's commands with its run counts and wall time (stored runs)."""
     files = experiment_files(s)
-    reads = list(dict.fromkeys([(f, grid) for f in s.experiments]
+    reads = list(dict.fromkeys([(f, pick_grid(f, grid)) for f in s.experiments]
                                + [(files[c.experiment], claim_grid(c, grid)) for c in s.claims if c.grid]))
     out = []
     for f, fg in reads:
@@ -200,10 +200,11 @@ def _checks_section(results: Path, grid: str | None) -> list[str]:
              "| --- | --- | --- | --- | --- | --- |"]
     for s in STUDIES.values():
         for f in s.experiments:
-            d = study_folder(f, grid, results)
+            fg = pick_grid(f, grid)
+            d = study_folder(f, fg, results)
             if not d.is_dir():
                 continue
-            for c in physics_checks(d, current_run_ids(f, grid)):
+            for c in physics_checks(d, current_run_ids(f, fg)):
                 note = "; ".join([x for x in (c.detail, *c.failures[:3]) if x])
                 lines.append(f"| {d.name} | {_md(c.name)} | {_md(c.expected)} | {_md(c.measured)} | "
                              f"{'-' if c.ok is None else ('yes' if c.ok else '**NO**')} | {_md(note)} |")
@@ -215,7 +216,7 @@ def _grids_read(grid: str | None) -> list[tuple[str, str | None]]:
     """(experiment file, grid) for every folder the verdicts read: each
     study experiment on the report's grid, then the grids claims name of
     their own (the coalescing study's browser arm)."""
-    out = [(f, grid) for s in STUDIES.values() for f in s.experiments]
+    out = [(f, pick_grid(f, grid)) for s in STUDIES.values() for f in s.experiments]
     for s in STUDIES.values():
         files = experiment_files(s)
         out += [(files[c.experiment], claim_grid(c, grid)) for c in s.claims if c.grid]
