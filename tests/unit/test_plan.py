@@ -3,6 +3,7 @@ from a pilot measurement, the cap on the powered grid with its note, the
 `powered` grid block (the pilot grid's sweep), the cost line; and the p90
 test column of stats.compare that the study notebooks read."""
 
+import dataclasses
 import math
 import subprocess
 
@@ -39,6 +40,9 @@ def test_a_claims_plan_scales_pairs_to_repetitions_and_holm_asks_for_more():
     assert "tie by construction" in P.plan_claim(_claim(S.improvement(-7, -5)), tie, 6, 1).note
     count = P.plan_claim(_claim(S.exact(10, 0, "packets")), m, 6, 1)
     assert count.pairs is None and "no claimed effect" in count.note
+    # loss-free runs that repeat exactly count once: repetitions cannot add pairs, so none are asked for
+    fixed = P.plan_claim(_claim(S.improvement(-7, -5)), dataclasses.replace(m, exact_repeats=True), 6, 1, sims=100)
+    assert fixed.reps is None and fixed.reps_holm is None and "add no pairs" in fixed.note
 
 
 def test_the_powered_grid_takes_the_largest_need_capped_with_a_note(tmp_path):

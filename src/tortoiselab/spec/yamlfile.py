@@ -39,12 +39,19 @@ def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
 
 class _UniqueKeyLoader(yaml.SafeLoader):
     """The safe loader, refusing a key that appears twice in one mapping
-    (the later value would silently win)."""
+    (the later value would silently win). A merge key (`<<: *anchor`, e.g.
+    a grid that is another grid with more repetitions) is YAML's own way to
+    override: the mapping's own keys win over the merged ones."""
+
+
+MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
     seen: dict = {}
     for key_node, _ in node.value:
+        if key_node.tag == MERGE_TAG:
+            continue  # SafeConstructor.construct_mapping flattens the merge below
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise yaml.constructor.ConstructorError(

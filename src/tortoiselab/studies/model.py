@@ -76,6 +76,7 @@ class Measurement:
     power: float | None = None
     power_raw: float | None = None
     family: int = 1
+    exact_repeats: bool = False  # loss-free runs that repeat exactly, counted once: repetitions add no pairs
 
     @property
     def p(self) -> float | None:

@@ -94,6 +94,11 @@ def plan_claim(c: Claim, m: Measurement, reps: int, family: int, sims: int = pw.
         out.note = "no claimed effect or no pairs to simulate from: the claim's own rule, not a test of a shift"
         return out
     out.effect = effect.text()
+    if m.exact_repeats:
+        out.note = ("more repetitions add no pairs: its loss-free runs repeat exactly and count once (more "
+                    "conditions would)")
+        out.power_now = pw.power(m, effect, sims=sims, alpha=ALPHA / family)
+        return out
     if m.statistic == "p90":
         sims = min(sims, P90_SIMS)
     out.power_now = pw.power(m, effect, sims=sims, alpha=ALPHA / family)

@@ -117,7 +117,7 @@ def _worst_of(metric: str, arms: tuple[str, ...], pick: str, tie_url: str | None
         key = (lambda a: ms[a].value) if pick == "max" else (lambda a: abs(ms[a].value))
         w = max(ms, key=key)
         m = ms[w]
-        return replace(m, detail=f"shown: {w} vs {CONTROL}; " + "; ".join(f"{a}: {ms[a].text()}" for a in ms)
+        return replace(m, exact_repeats=df_lossless, detail=f"shown: {w} vs {CONTROL}; " + "; ".join(f"{a}: {ms[a].text()}" for a in ms)
                        + _stock(df, metric, w, where) + (_tie_note(df, tie_url, **(tie_where or {})) if tie_url else "")
                        + ("; loss-free repetitions that repeat exactly counted once" if df_lossless else ""))
     return measure
