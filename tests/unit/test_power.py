@@ -205,10 +205,10 @@ def test_power_at_holms_alpha_is_not_nil_by_the_resamples_resolution():
 
 
 def test_a_report_on_powered_grids_falls_back_to_reduced_where_a_study_has_none(tmp_path):
-    from tortoiselab.studies.data import pick_grid
+    from tortoiselab.studies.data import report_grids
     f = tmp_path / "x.yaml"
     f.write_text("name: x\ngrids:\n  ci: {repetitions: 1}\n  reduced: {repetitions: 2}\n")
-    assert pick_grid(f, "powered,reduced") == "reduced"
-    assert pick_grid(f, "ci,reduced") == "ci"
-    assert pick_grid(f, "reduced") == "reduced" and pick_grid(f, None) is None
-    assert pick_grid(f, "powered,other") == "other"  # none defined: the last, whose folder then holds no runs
+    assert report_grids(f, "powered,reduced") == ["reduced"]
+    assert report_grids(f, "reduced,ci") == ["reduced", "ci"]
+    assert report_grids(f, "reduced") == ["reduced"] and report_grids(f, None) == [None]
+    assert report_grids(f, "powered,other") == ["other"]  # none defined: the last, whose folder then holds no runs

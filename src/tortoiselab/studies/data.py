@@ -42,17 +42,22 @@ def study_folder(experiment: str | Path, grid: str | None = None, results: str |
     return Path(results) / (f"{name}@{grid}" if grid else name)
 
 
-def pick_grid(experiment_file: str | Path, grid: str | None) -> str | None:
-    """The grid a report reads of an experiment: `grid` itself, or for a
-    list "powered,reduced" the first one the file defines (the last one if
-    it defines none): a report on the powered grids where a study has one,
-    its reduced grid elsewhere."""
+def report_grids(experiment_file: str | Path, grid: str | None) -> list[str | None]:
+    """The grids a report reads of an experiment: [grid], or for a list
+    such as "powered,reduced" the ones of the list the file defines, in
+    the list's order (none defined: the last one): a report on the powered
+    grids where a study has one, on its reduced grid for the rest."""
     if not grid or "," not in grid:
-        return grid
+        return [grid]
     names = [g.strip() for g in grid.split(",") if g.strip()]
+    defined = defined_grids(experiment_file)
+    return [g for g in names if g in defined] or [names[-1]]
+
+
+def defined_grids(experiment_file: str | Path) -> frozenset[str]:
+    """The names under the experiment file's `grids:`."""
     f = _repo_file(experiment_file)
-    defined = _grids_defined(str(f.resolve()), f.stat().st_mtime_ns)
-    return next((g for g in names if g in defined), names[-1])
+    return _grids_defined(str(f.resolve()), f.stat().st_mtime_ns)
 
 
 @functools.lru_cache(maxsize=64)

@@ -164,7 +164,7 @@ class Verdict:
     words, verdict in VERDICTS and why; p_holm (Holm over the study's
     family of `family` tests), power (for effect, the claimed effect in
     words, at ALPHA / family) and power_raw (at ALPHA), n per arm and the
-    claim's setup."""
+    claim's setup; grid, the grid whose runs it read."""
 
     study: str
     claim_id: str
@@ -191,6 +191,7 @@ class Verdict:
     n_control: int = 0
     n_arm: int = 0
     setup: str = "single path"
+    grid: str = ""  # the grid whose runs it read (evaluate)
 
     def as_dict(self) -> dict:
         return asdict(self)

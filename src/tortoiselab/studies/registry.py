@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from tortoiselab.studies.claims import coalescing, cubic_plus, initcwnd, reno, tortoise
-from tortoiselab.studies.data import current_points, experiment_name, load_runs, of_loader, pick_grid, study_folder
+from tortoiselab.studies.data import (current_points, experiment_name, load_runs, of_loader, report_grids,
+                                     study_folder)
 from tortoiselab.analysis import stats
 from tortoiselab.studies import power as pw
 from tortoiselab.studies.model import ALPHA, SEEDS, Claim, Measurement, NoData, Study, Verdict
@@ -135,39 +136,53 @@ def holm_family(ms: list[Measurement | None]) -> list[Measurement | None]:
     return out
 
 
-def claim_grid(c: Claim, grid: str | None) -> str | None:
-    """The grid a claim reads when the report reads `grid`: its own, if it
-    names one (e.g. the browser arm's), else the report's (of a list such
-    as "powered,reduced", the first its experiment file defines)."""
+def claim_grids(c: Claim, grid: str | None) -> list[str | None]:
+    """The grids a claim may read when the report reads `grid`, in order:
+    its own, if it names one (e.g. the browser arm's); else the report's,
+    where a list such as "powered,reduced" gives the grids of the list
+    its experiment file defines (none defined: the last one)."""
     if c.grid:
-        return c.grid
+        return [c.grid]
     files = {experiment_name(f): f for s in STUDIES.values() for f in s.experiments}
-    return pick_grid(files[c.experiment], grid) if c.experiment in files else grid
+    return report_grids(files[c.experiment], grid) if c.experiment in files else [grid]
+
+
+def claim_grid(c: Claim, grid: str | None) -> str | None:
+    """The first grid a claim may read (claim_grids)."""
+    return claim_grids(c, grid)[0]
 
 
 def evaluate(study_id: str, results: str | Path = "results", grid: str | None = "reduced") -> list[Verdict]:
     """Every claim of the study against the results of its experiments on
     `grid` (None: the full sweep, results/<name>; a claim that names a grid
-    of its own reads that one), in the study's order: all measured first,
-    then Holm over the study's p-values (holm_family), then each judged."""
+    of its own reads that one; a list "powered,reduced": each claim from the
+    first grid of the list whose runs measure it, e.g. a powered grid that
+    repeats only the conditions one claim needs), in the study's order: all
+    measured first, then Holm over the study's p-values (holm_family), then
+    each judged. A verdict's `grid` says which grid it read."""
     s = study(study_id)
     files = experiment_files(s)
     frames: dict[tuple[str, str | None], pd.DataFrame] = {}
     ms: list[Measurement | None] = []
     why: list[str] = []
+    read: list[str | None] = []
     for c in s.claims:
-        g = claim_grid(c, grid)
-        folder = study_folder(c.experiment, g, results)
-        if (c.experiment, g) not in frames:
-            points = current_points(files[c.experiment], g)
-            frames[c.experiment, g] = load_runs(folder, set(points), points)
-        try:
-            ms.append(measure_claim(c, frames[c.experiment, g], folder))
-            why.append("")
-        except NoData as exc:
-            ms.append(None)
-            why.append(str(exc))
-    return [judge_claim(c, m, w) for c, m, w in zip(s.claims, holm_family(ms), why)]
+        m, w, used = None, "", None
+        for g in claim_grids(c, grid):
+            folder = study_folder(c.experiment, g, results)
+            if (c.experiment, g) not in frames:
+                points = current_points(files[c.experiment], g)
+                frames[c.experiment, g] = load_runs(folder, set(points), points)
+            try:
+                m, w, used = measure_claim(c, frames[c.experiment, g], folder), "", g
+                break
+            except NoData as exc:
+                w = w or str(exc)  # the first grid's reason
+        ms.append(m)
+        why.append(w)
+        read.append(used)
+    return [dataclasses.replace(judge_claim(c, m, w), grid=g or "")
+            for c, m, w, g in zip(s.claims, holm_family(ms), why, read)]
 
 
 def verdict_frame(verdicts: list[Verdict]) -> pd.DataFrame:

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from tortoiselab.host import store
-from tortoiselab.studies.data import current_run_ids, pick_grid, study_folder
+from tortoiselab.studies.data import current_run_ids, report_grids, study_folder
 from tortoiselab.studies.model import VERDICTS, Study, Verdict
 from tortoiselab.studies.physics import physics_checks
 from tortoiselab.studies.registry import STUDIES, claim_grid, evaluate, experiment_files
@@ -159,7 +159,7 @@ def _power_cell(v: Verdict) -> str:
 def _study_runs(s: Study, results: Path, grid: str | None) -> list[str]:
     """The study's commands with its run counts and wall time (stored runs)."""
     files = experiment_files(s)
-    reads = list(dict.fromkeys([(f, pick_grid(f, grid)) for f in s.experiments]
+    reads = list(dict.fromkeys([(f, g) for f in s.experiments for g in report_grids(f, grid)]
                                + [(files[c.experiment], claim_grid(c, grid)) for c in s.claims if c.grid]))
     out = []
     for f, fg in reads:
@@ -184,7 +184,8 @@ def _study_section(s: Study, vs: list[Verdict], results: Path, grid: str | None)
              "| claim (seed) | set-up | measured | our number | n per arm | p raw / Holm | power | verdict | why |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for v in vs:
-        lines.append(f"| {_md(v.claim)} (`{v.seed_file}`) | {v.setup} | {_md(v.metric)} | {_md(v.measured)} | "
+        setup = f"{v.setup} ({v.grid} grid)" if grid and "," in grid and v.grid else v.setup
+        lines.append(f"| {_md(v.claim)} (`{v.seed_file}`) | {setup} | {_md(v.metric)} | {_md(v.measured)} | "
                      f"{_n_per_arm(v)} | {_p_cell(v)} | {_md(_power_cell(v))} | **{v.verdict}** | {_md(v.why)} |")
     lines += ["", "Details and rules:", ""]
     for v in vs:
@@ -199,8 +200,7 @@ def _checks_section(results: Path, grid: str | None) -> list[str]:
              "| experiment | check | expected | measured | pass | notes |",
              "| --- | --- | --- | --- | --- | --- |"]
     for s in STUDIES.values():
-        for f in s.experiments:
-            fg = pick_grid(f, grid)
+        for f, fg in ((f, g) for f in s.experiments for g in report_grids(f, grid)):
             d = study_folder(f, fg, results)
             if not d.is_dir():
                 continue
@@ -216,7 +216,7 @@ def _grids_read(grid: str | None) -> list[tuple[str, str | None]]:
     """(experiment file, grid) for every folder the verdicts read: each
     study experiment on the report's grid, then the grids claims name of
     their own (the coalescing study's browser arm)."""
-    out = [(f, pick_grid(f, grid)) for s in STUDIES.values() for f in s.experiments]
+    out = [(f, g) for s in STUDIES.values() for f in s.experiments for g in report_grids(f, grid)]
     for s in STUDIES.values():
         files = experiment_files(s)
         out += [(files[c.experiment], claim_grid(c, grid)) for c in s.claims if c.grid]
