@@ -156,10 +156,12 @@ def evaluate(study_id: str, results: str | Path = "results", grid: str | None = 
     """Every claim of the study against the results of its experiments on
     `grid` (None: the full sweep, results/<name>; a claim that names a grid
     of its own reads that one; a list "powered,reduced": each claim from the
-    first grid of the list whose runs measure it, e.g. a powered grid that
-    repeats only the conditions one claim needs), in the study's order: all
-    measured first, then Holm over the study's p-values (holm_family), then
-    each judged. A verdict's `grid` says which grid it read."""
+    grid of the list whose runs give it the most pairs, the first on a tie:
+    a powered grid may repeat only the conditions one claim needs, and a
+    claim that it covers in part keeps its reduced grid), in the study's
+    order: all measured first, then Holm over the study's p-values
+    (holm_family), then each judged. A verdict's `grid` says which grid it
+    read."""
     s = study(study_id)
     files = experiment_files(s)
     frames: dict[tuple[str, str | None], pd.DataFrame] = {}
@@ -174,10 +176,12 @@ def evaluate(study_id: str, results: str | Path = "results", grid: str | None = 
                 points = current_points(files[c.experiment], g)
                 frames[c.experiment, g] = load_runs(folder, set(points), points)
             try:
-                m, w, used = measure_claim(c, frames[c.experiment, g], folder), "", g
-                break
+                mg = measure_claim(c, frames[c.experiment, g], folder)
             except NoData as exc:
                 w = w or str(exc)  # the first grid's reason
+                continue
+            if m is None or mg.n > m.n:
+                m, w, used = mg, "", g
         ms.append(m)
         why.append(w)
         read.append(used)
