@@ -212,3 +212,28 @@ def test_a_report_on_powered_grids_falls_back_to_reduced_where_a_study_has_none(
     assert report_grids(f, "reduced,ci") == ["reduced", "ci"]
     assert report_grids(f, "reduced") == ["reduced"] and report_grids(f, None) == [None]
     assert report_grids(f, "powered,other") == ["other"]  # none defined: the last, whose folder then holds no runs
+
+
+def test_a_grid_list_reads_each_claim_from_the_grid_that_gives_it_most_pairs(monkeypatch, tmp_path):
+    """cubic_plus's powered grid repeats only the IW sweep: the claim it is
+    for reads it, a claim it covers in part (fewer pairs) keeps reduced,
+    and one it does not cover at all falls back to reduced."""
+    from tortoiselab.studies import registry as R
+    monkeypatch.setattr(R, "current_points", lambda f, g: {})
+    monkeypatch.setattr(R, "load_runs", lambda folder, ids, pts: folder.name)  # the frame: its folder's name
+    pairs = {"cubic_plus.initcwnd-little-role": {"cubic_plus@powered": 62, "cubic_plus@reduced": 15},
+             "cubic_plus.loss-throughput": {"cubic_plus@powered": 18, "cubic_plus@reduced": 50}}
+
+    def measure(c, df, folder):
+        n = pairs.get(c.id, {"cubic_plus@reduced": 5}).get(df)
+        if n is None:
+            raise S.NoData(f"no runs of {c.id} in {df}")
+        return S.Measurement(1.0, 0.5, 1.5, 0.01, n)
+    monkeypatch.setattr(R, "measure_claim", measure)
+    monkeypatch.setattr(R, "judge_claim", lambda c, m, w: S.Verdict(
+        c.study, c.id, "", "", c.experiment, "", None, None, None, None, m.n if m else 0, "%", "", "", w, ""))
+    got = {v.claim_id: (v.grid, v.n) for v in R.evaluate("cubic_plus", tmp_path, "powered,reduced")}
+    assert got["cubic_plus.initcwnd-little-role"] == ("powered", 62)
+    assert got["cubic_plus.loss-throughput"] == ("reduced", 50)
+    assert got["cubic_plus.plt-low-loss-equal"] == ("reduced", 5)
+    assert {v.grid for v in R.evaluate("cubic_plus", tmp_path, "reduced")} == {"reduced"}
