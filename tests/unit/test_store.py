@@ -148,3 +148,20 @@ def test_extra_columns_come_after_the_table_and_before_run_dir():
     assert list(df.columns)[-2:] == ["n_conns", "run_dir"] and (df["n_conns"] >= 1).all()
     only = store.run_dirs(CANNED / "tortoise@ci")[0].name
     assert list(store.load_runs(CANNED / "tortoise@ci", run_ids={only})["run_id"]) == [only]
+
+
+def test_current_runs_leaves_out_runs_of_an_earlier_version_of_the_grid(tmp_path):
+    """A folder keeps the runs of earlier versions of its experiment file;
+    the notebooks read only those the file's grid has now (as the verdicts
+    do), with the sweep point the grid gives them now."""
+    from tortoiselab import studies
+    d = tmp_path / "tortoise@ci"
+    shutil.copytree(CANNED / "tortoise@ci", d)
+    first = sorted(p.name for p in d.iterdir() if not p.name.startswith(".") and p.is_dir())[0]
+    shutil.copytree(d / first, d / "0123456789ab")  # a run id the ci grid does not have (any more)
+    rec = json.loads((d / "0123456789ab" / "run.json").read_text())
+    rec["run_id"] = "0123456789ab"
+    (d / "0123456789ab" / "run.json").write_text(json.dumps(rec))
+    assert "0123456789ab" in set(studies.load_runs(d)["run_id"])
+    now = studies.current_runs(d)
+    assert set(now["run_id"]) == studies.current_run_ids("experiments/tortoise.yaml", "ci")

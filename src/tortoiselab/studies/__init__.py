@@ -75,6 +75,8 @@ notebooks, `tortoise grade`'s lab checks and `tortoise report
         repeat_new_conns, conn_reuse_ratio (second origins that opened no
         connection of their own), tcp_conns (in the server capture), then
         run_dir.
+    current_runs(exp_dir) -> pd.DataFrame: only the runs of the folder's
+        grid as its experiment file has it now (what notebooks read)
     capture helpers (a run folder's server capture, analysis.flights):
         first_conn(run_dir), transfer(conn), handshake_flight_bytes(conn),
         handshake_grew_window(conn, iw), second_load_window(run_dir),
@@ -98,7 +100,7 @@ claims/<study>.py (docs/architecture.md, "Where to add things").
 
 from tortoiselab.studies.connections import (first_conn, handshake_flight_bytes, handshake_grew_window, hybla_rho,
                                              second_load_window, transfer)
-from tortoiselab.studies.data import current_run_ids, experiment_name, load_runs, study_folder
+from tortoiselab.studies.data import current_run_ids, current_runs, experiment_name, load_runs, study_folder
 from tortoiselab.studies.measure import change, direction, equivalent, exact, improvement, paired_test, pairs
 from tortoiselab.studies.model import (ALPHA, POWER_TARGET, SEEDS, SETUPS, VERDICTS, Claim, Measurement, NoData,
                                        Study, Verdict)
@@ -112,6 +114,6 @@ __all__ = [
     "Claim", "Measurement", "NoData", "PhysicsCheck", "Study", "Verdict",
     "change", "current_run_ids", "direction", "ensure_results", "equivalent", "evaluate", "exact",
     "experiment_name", "first_conn", "handshake_flight_bytes", "handshake_grew_window", "hybla_rho",
-    "improvement", "load_runs", "paired_test", "pairs", "physics_checks", "reproduction_markdown",
+    "current_runs", "improvement", "load_runs", "paired_test", "pairs", "physics_checks", "reproduction_markdown",
     "second_load_window", "study_folder", "transfer", "verdict_frame",
 ]

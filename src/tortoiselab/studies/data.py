@@ -168,6 +168,20 @@ def of_loader(df: pd.DataFrame, loader: str | None) -> pd.DataFrame:
     return df[df["client.loader"].fillna(DEFAULT_LOADER) == loader]
 
 
+def current_runs(exp_dir: str | Path, experiment_file: str | Path | None = None) -> pd.DataFrame:
+    """load_runs of a study folder, only the runs its experiment file's grid
+    has now, paired by their points now (a folder may also hold runs of an
+    earlier version of the file). The file defaults to
+    experiments/<name>.yaml and the grid to the folder's "@<grid>" (what
+    `tortoise run FILE --grid NAME` writes); the notebooks read runs so, as
+    the verdicts do."""
+    exp_dir = Path(exp_dir)
+    name, _, grid = exp_dir.name.partition("@")
+    f = Path(experiment_file) if experiment_file else REPO / "experiments" / f"{name}.yaml"
+    points = current_points(f, grid or None)
+    return load_runs(exp_dir, set(points), points)
+
+
 def load_runs(exp_dir: str | Path, run_ids: set[str] | None = None,
               points: dict[str, str] | None = None) -> pd.DataFrame:
     """One row per completed run (store.load_runs): the runs table's
