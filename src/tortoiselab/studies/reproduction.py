@@ -88,9 +88,10 @@ THE_LAB = (
     "the new ones) has the gaps between passes in its wall span: the sum of run walls is the cost.")
 
 
-def _run_times(exp_dir: Path) -> dict:
-    """Runs, failures, first start and last end, wall and guest time of a folder."""
-    recs = [s.record for s in store.read_records(exp_dir)]
+def _run_times(exp_dir: Path, run_ids: set[str] | None = None) -> dict:
+    """Runs, failures, first start and last end, wall and guest time of a
+    folder: of the runs in run_ids (the grid's now), else of all."""
+    recs = [s.record for s in store.read_records(exp_dir) if run_ids is None or s.record.run_id in run_ids]
     metas = [r.meta.model_dump() for r in recs]
     starts = sorted(m["started"] for m in metas if m.get("started"))
     ends = sorted(m["ended"] for m in metas if m.get("ended"))
@@ -166,8 +167,9 @@ def _study_runs(s: Study, results: Path, grid: str | None) -> list[str]:
     out = []
     for f, fg in reads:
         d = study_folder(f, fg, results)
-        total = len(current_run_ids(f, fg))
-        t = _run_times(d) if d.is_dir() else None
+        ids = current_run_ids(f, fg)
+        total = len(ids)
+        t = _run_times(d, ids) if d.is_dir() else None
         runs = f"{t['runs']} runs ({t['failed']} failed) of {total}" if t and t["runs"] else f"0 runs of {total}"
         wall = f", {t['run_wall_s'] / 60:.1f} min of run walls" if t and t["runs"] else ""
         out.append(f"`tortoise run {f}{_grid_flag(fg)}`: {runs}{wall}")
@@ -232,8 +234,9 @@ def _times_section(results: Path, grid: str | None) -> list[str]:
     for f, fg in _grids_read(grid):
         g = _grid_flag(fg)
         d = study_folder(f, fg, results)
-        total = len(current_run_ids(f, fg))
-        t = _run_times(d) if d.is_dir() else None
+        ids = current_run_ids(f, fg)
+        total = len(ids)
+        t = _run_times(d, ids) if d.is_dir() else None
         if not t or not t["runs"]:
             lines.append(f"| `tortoise run {f}{g} --jobs 2` | 0 of {total} | - | - | - | - | - |")
             continue
