@@ -74,3 +74,14 @@ def test_results_folder_from_argument_env_or_default(tmp_path, monkeypatch):
     assert notebook.results_dir() == tmp_path / "env"
     with pytest.raises(FileNotFoundError, match="TORTOISE_RESULTS"):
         notebook.load("nope")
+
+
+def test_a_grid_list_reads_the_first_grid_the_experiment_defines(tmp_path):
+    """TORTOISE_GRID=powered,reduced: a study notebook reads tortoise's
+    powered grid and tortoise-screen's reduced one (it has no powered)."""
+    canned = Path(__file__).resolve().parents[1] / "data" / "runs" / "tortoise@ci"
+    import shutil
+    shutil.copytree(canned, tmp_path / "tortoise@ci")
+    assert notebook.context("tortoise@nosuch,ci", tmp_path).exp_dir == tmp_path / "tortoise@ci"
+    with pytest.raises(FileNotFoundError, match="tortoise-screen@reduced"):
+        notebook.context("tortoise-screen@powered,reduced", tmp_path)
