@@ -42,6 +42,11 @@ print(f"verify: host_can_emulate: {ok} ({why}); auto -> {info.backend}, clock {i
 sys.exit(0 if ok and info.backend == "native" else 1)
 EOF
   ) || fail "the lab's auto backend does not pick native here"
+  # the analysis stack's wheels need x86-64-v2 (SSE4.2, POPCNT): on a CPU
+  # model without it (QEMU's qemu64) their import dies of SIGILL
+  "$py" -c "import numpy, scipy.stats, pandas, pyarrow" \
+    || fail "numpy/scipy/pandas/pyarrow do not load on this CPU ($(grep -m1 'model name' /proc/cpuinfo)); the VM needs an x86-64-v2 CPU model (Vagrantfile)"
+  echo "verify: numpy, scipy, pandas and pyarrow load"
 else
   echo "verify: $project/.venv not here (a synced folder that is not remounted after the reboot?):"
   echo "verify: run 'vagrant reload' and then 'sudo make -C $project experiment' inside"
