@@ -39,12 +39,13 @@ def context(experiment: str, results: str | Path | None = None) -> report.Contex
     """Everything the report knows about an experiment's runs (tortoiselab.report.Context:
     the table, the swept axes, the arm and control it compares, run records).
     "name@powered,reduced": the first grid of the list that
-    experiments/<name>.yaml defines (as `tortoise report --reproduction`
-    reads a grid list; TORTOISE_GRID may hold one)."""
+    experiments/<name>.yaml defines for the whole study (not one whose
+    `claims:` limits it to some claims), as `tortoise report
+    --reproduction` reads a grid list; TORTOISE_GRID may hold one."""
     name, _, grid = experiment.partition("@")
     if "," in grid:
         from tortoiselab.studies.data import report_grids  # the studies import the report; not at import time
-        experiment = f"{name}@{report_grids(REPO_DIR / 'experiments' / f'{name}.yaml', grid)[0]}"
+        experiment = f"{name}@{report_grids(REPO_DIR / 'experiments' / f'{name}.yaml', grid, claim='')[0]}"
     exp_dir = results_dir(results) / experiment
     if not exp_dir.is_dir():
         raise FileNotFoundError(f"{exp_dir}: no results for experiment {experiment!r}; run "

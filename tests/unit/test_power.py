@@ -237,3 +237,26 @@ def test_a_grid_list_reads_each_claim_from_the_grid_that_gives_it_most_pairs(mon
     assert got["cubic_plus.loss-throughput"] == ("reduced", 50)
     assert got["cubic_plus.plt-low-loss-equal"] == ("reduced", 5)
     assert {v.grid for v in R.evaluate("cubic_plus", tmp_path, "reduced")} == {"reduced"}
+
+
+def test_a_grid_powered_for_some_claims_serves_only_those(tmp_path):
+    from tortoiselab.spec.experiment import ExperimentError, load
+    from tortoiselab.studies.data import report_grids
+    f = tmp_path / "x.yaml"
+    f.write_text("name: x\ngrids:\n  reduced: {repetitions: 2}\n"
+                 "  powered: {repetitions: 9, claims: [x.little-role]}\n")
+    assert report_grids(f, "powered,reduced", "x.little-role") == ["powered", "reduced"]
+    assert report_grids(f, "powered,reduced", "x.other") == ["reduced"]
+    assert report_grids(f, "powered,reduced", "") == ["reduced"]  # a whole study's notebook
+    assert report_grids(f, "powered,reduced") == ["powered", "reduced"]  # the folders a report lists
+    f.write_text("name: x\nsweep: {server.cc: [cubic]}\ngrids:\n  powered: {repetitions: 9, claims: [little-role]}\n")
+    with pytest.raises(ExperimentError, match="claims.*study.claim-id"):
+        load(f, grid="powered")
+
+
+def test_every_claim_a_study_grid_names_is_a_claim():
+    import glob
+    from tortoiselab.studies.data import grid_claims
+    known = {c.id for s in S.STUDIES.values() for c in s.claims}
+    named = {c for f in glob.glob("experiments/*.yaml") for cs in grid_claims(f).values() for c in cs or ()}
+    assert named and named <= known, named - known

@@ -269,11 +269,23 @@ class Grid(BaseModel):
     client: dict[str, Any] = Field(default_factory=dict)
     topology: dict[str, Any] = Field(default_factory=dict)
     population: dict[str, Any] = Field(default_factory=dict)
+    # the claims ("study.claim-id") a grid that repeats a part of the sweep
+    # was powered for: a report on a grid list reads only those from it
+    claims: list[str] | None = None
 
     @field_validator("sweep")
     @classmethod
     def _axes(cls, v: dict[str, list[Any]] | None) -> dict[str, list[Any]] | None:
         return v if v is None else _check_axes(v)
+
+    @field_validator("claims")
+    @classmethod
+    def _claim_ids(cls, v: list[str] | None) -> list[str] | None:
+        for c in v or []:
+            if not re.fullmatch(r"[a-z0-9_]+\.[a-z0-9][a-z0-9_\-]*", str(c)):
+                raise ValueError(f"claims: {c!r} is not a claim id; write study.claim-id, e.g. "
+                                 "cubic_plus.initcwnd-little-role (REPRODUCTION.md's Details list them)")
+        return v
 
 
 GRID_NAME = r"^[a-z0-9][a-z0-9_\-]{0,31}$"

@@ -42,28 +42,43 @@ def study_folder(experiment: str | Path, grid: str | None = None, results: str |
     return Path(results) / (f"{name}@{grid}" if grid else name)
 
 
-def report_grids(experiment_file: str | Path, grid: str | None) -> list[str | None]:
+def report_grids(experiment_file: str | Path, grid: str | None, claim: str | None = None) -> list[str | None]:
     """The grids a report reads of an experiment: [grid], or for a list
     such as "powered,reduced" the ones of the list the file defines, in
     the list's order (none defined: the last one): a report on the powered
-    grids where a study has one, on its reduced grid for the rest."""
+    grids where a study has one, on its reduced grid for the rest. A grid
+    whose `claims:` names the claims it was powered for (a part of the
+    sweep repeated for them) serves only those: with claim (an id such as
+    "cubic_plus.initcwnd-little-role"), the grids that serve it; with
+    claim "" (the whole study, e.g. a notebook), only grids without such a
+    list; with None, every one (which folders a report lists)."""
     if not grid or "," not in grid:
         return [grid]
     names = [g.strip() for g in grid.split(",") if g.strip()]
-    defined = defined_grids(experiment_file)
-    return [g for g in names if g in defined] or [names[-1]]
+    defined = grid_claims(experiment_file)
+    keep = [g for g in names if g in defined
+            and (claim is None or defined[g] is None or claim in defined[g])]
+    return keep or [names[-1]]
 
 
 def defined_grids(experiment_file: str | Path) -> frozenset[str]:
     """The names under the experiment file's `grids:`."""
+    return frozenset(grid_claims(experiment_file))
+
+
+def grid_claims(experiment_file: str | Path) -> dict[str, tuple[str, ...] | None]:
+    """Each grid of the file -> the claims its `claims:` names (None: it
+    serves every claim)."""
     f = _repo_file(experiment_file)
-    return _grids_defined(str(f.resolve()), f.stat().st_mtime_ns)
+    return dict(_grids_defined(str(f.resolve()), f.stat().st_mtime_ns))
 
 
 @functools.lru_cache(maxsize=64)
-def _grids_defined(path: str, mtime_ns: int) -> frozenset[str]:
+def _grids_defined(path: str, mtime_ns: int) -> tuple[tuple[str, tuple[str, ...] | None], ...]:
     doc = yaml.safe_load(Path(path).read_text()) or {}
-    return frozenset((doc.get("grids") or {}).keys()) if isinstance(doc, dict) else frozenset()
+    grids = (doc.get("grids") or {}) if isinstance(doc, dict) else {}
+    return tuple((name, tuple(g["claims"]) if isinstance(g, dict) and g.get("claims") else None)
+                 for name, g in grids.items())
 
 
 def current_run_ids(experiment_file: str | Path, grid: str | None) -> set[str]:

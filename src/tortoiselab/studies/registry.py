@@ -140,11 +140,12 @@ def claim_grids(c: Claim, grid: str | None) -> list[str | None]:
     """The grids a claim may read when the report reads `grid`, in order:
     its own, if it names one (e.g. the browser arm's); else the report's,
     where a list such as "powered,reduced" gives the grids of the list
-    its experiment file defines (none defined: the last one)."""
+    its experiment file defines and that serve the claim (a grid's
+    `claims:`; none: the last one)."""
     if c.grid:
         return [c.grid]
     files = {experiment_name(f): f for s in STUDIES.values() for f in s.experiments}
-    return report_grids(files[c.experiment], grid) if c.experiment in files else [grid]
+    return report_grids(files[c.experiment], grid, c.id) if c.experiment in files else [grid]
 
 
 def claim_grid(c: Claim, grid: str | None) -> str | None:
