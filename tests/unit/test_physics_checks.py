@@ -6,6 +6,7 @@ show rho."""
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from tortoiselab.analysis import flights
@@ -47,3 +48,18 @@ def test_slow_start_and_hybla_checks_on_the_canned_runs(runs):
     # whole whatever the window: not telling, so nothing is checked
     hy = {c.name: c for c in P.physics_checks(runs / "tortoise@ci")}[P.HYBLA]
     assert hy.n == 0 and hy.ok is None and "not telling" in hy.detail
+
+
+@pytest.mark.parametrize("hs_ms, sample, rtt, rounds", [
+    (31.4, 18.7, 28.0, 1),  # jitter: a short first sample would have made it 2
+    (62.0, 60.0, 28.0, 1),  # a queue behind cross traffic: the sample is the yardstick
+    (58.0, 27.0, 28.0, 2),  # a real second round trip stays one
+])
+def test_tls_round_trips_are_counted_against_the_longer_of_the_paths_rtt_and_the_sample(hs_ms, sample, rtt, rounds):
+    hs = P.PhysicsCheck("handshake", None, "", "", 0)
+    c = {"tls": {"version": "1.3", "handshake_ms": hs_ms}, "handshake_rtts": {"tcp": 1, "tls": 9},
+         "tcp_rtt_ms": sample}
+    P._check_handshake(hs, pd.Series({"run_id": "r", "path.rtt_ms": rtt}), c, 10, 1281, True)
+    assert hs.n == 1 and (hs.failures == []) == (rounds == 1)
+    if rounds != 1:
+        assert "2 round trips, expected 1" in hs.failures[0]
