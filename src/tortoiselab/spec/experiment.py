@@ -21,11 +21,10 @@ conditions rather than their cross product.
 
 Grids: `tortoise run FILE --grid NAME` runs the file with the grid's
 repetitions / sweep / exclude / path / server / client in place of the
-file's own (sweep and exclude replace the file's, and a grid with its own
-sweep drops the file's exclude; path, server and client are merged over
-it). A grid's results go to results/<name>@<grid>, so runs
-of different grids never mix; without --grid the file's own sweep (the
-full grid) runs into results/<name>. Every grid is validated with the file.
+file's own (sweep and exclude replace the file's, a grid with its own sweep
+drops the file's exclude; path, server and client are merged over it) into
+results/<name>@<grid>; without --grid the file's own sweep runs into
+results/<name>. Every grid is validated with the file.
 
 Populations (docs/population.md): ``population: {market: india-mobile-2017,
 users: 60, seed: 1}`` (sweepable as ``population.market``) draws the
@@ -59,8 +58,7 @@ from tortoiselab.spec.hostspec import REGION_HOST, SETTINGS, Buffers, HostSpec, 
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS, PathSpec, describe_errors
 from tortoiselab.spec.population import PopulationCfg, PopulationError, user_configs
 from tortoiselab.spec.regions import load_regions, profile_path
-from tortoiselab.spec.sweep import canonical as _canonical, relocate as _relocate, set_value as _set
-from tortoiselab.spec.sweep import where as sweep_where
+from tortoiselab.spec.sweep import canonical as _canonical, relocate as _relocate, set_value as _set, where as sweep_where
 from tortoiselab.spec.topologies import TopologyCfg
 from tortoiselab.spec.topology import TopologyError
 from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
@@ -269,9 +267,7 @@ class Grid(BaseModel):
     client: dict[str, Any] = Field(default_factory=dict)
     topology: dict[str, Any] = Field(default_factory=dict)
     population: dict[str, Any] = Field(default_factory=dict)
-    # the claims ("study.claim-id") a grid that repeats a part of the sweep
-    # was powered for: a report on a grid list reads only those from it
-    claims: list[str] | None = None
+    claims: list[str] | None = None  # study.claim-id: the claims a grid of part of the sweep is powered for
 
     @field_validator("sweep")
     @classmethod
@@ -281,10 +277,9 @@ class Grid(BaseModel):
     @field_validator("claims")
     @classmethod
     def _claim_ids(cls, v: list[str] | None) -> list[str] | None:
-        for c in v or []:
-            if not re.fullmatch(r"[a-z0-9_]+\.[a-z0-9][a-z0-9_\-]*", str(c)):
-                raise ValueError(f"claims: {c!r} is not a claim id; write study.claim-id, e.g. "
-                                 "cubic_plus.initcwnd-little-role (REPRODUCTION.md's Details list them)")
+        bad = [c for c in v or [] if not re.fullmatch(r"[a-z0-9_]+\.[a-z0-9][a-z0-9_\-]*", str(c))]
+        if bad:
+            raise ValueError(f"claims: {bad[0]!r} is not a claim id; write study.claim-id, e.g. cubic_plus.initcwnd-little-role")
         return v
 
 
