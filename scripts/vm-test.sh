@@ -11,7 +11,7 @@
 #   4. the VM's kernel: every algorithm (ours included) and netem
 #   5. `sudo make -C /vagrant experiment` in the VM: the native backend, no
 #      UML lab kernel built
-#   6. the results copied out as README.md says (scp with `vagrant ssh-config`)
+#   6. the results copied out as README.md says (rsync over `vagrant ssh-config`)
 #   7. `vagrant destroy`
 #
 # Each step prints its wall time; a table of them closes the run. Settings:
@@ -182,7 +182,7 @@ say "make experiment ran on the native backend; no UML lab kernel in the VM"
 copy_results() {
   vagrant ssh-config > .vagrant/ssh-config &&
   rm -rf "$out/results" &&
-  scp -q -F .vagrant/ssh-config -r default:/vagrant/results "$out/results" &&
+  rsync -a --exclude=.lab/ -e "ssh -F .vagrant/ssh-config" default:/vagrant/results/ "$out/results/" &&
   ls -l "$out/results/quick"
 }
 step results-out copy_results
