@@ -4,10 +4,14 @@
 #   1. host packages (scripts/setup-vm.sh) and the Debian 12 box built here
 #      from Debian's packages (scripts/vm-box.sh, cached by its inputs' hash)
 #   2. the hypervisor: libvirtd (started here if nothing runs it), and KVM
-#      only if a guest actually runs on it, else software emulation (TCG)
+#      only if a guest actually runs on it, else software emulation (TCG).
+#      Where libvirtd cannot run, the path is plain qemu over ssh
+#      (scripts/vm-qemu.sh: the same box, steps and /vagrant); the table
+#      says which path was taken
 #   3. `vagrant up --provider=libvirt --no-provision`, then the Vagrantfile's
 #      own provisioners one by one (`vagrant provision --provision-with`),
 #      so that each is timed: bootstrap, setup, kernel, reboot, verify
+#      (on plain qemu: `scripts/vm-qemu.sh up`, then `provision STEP`)
 #   4. the VM's kernel: every algorithm (ours included) and netem
 #   5. `sudo make -C /vagrant experiment` in the VM: the native backend, no
 #      UML lab kernel built
@@ -19,7 +23,9 @@
 # TORTOISE_VM_TEST_OUT (build/vm-test: logs and the copied results),
 # TORTOISE_VM_KEEP=1 (leave the VM running at the end, for a look inside),
 # TORTOISE_VM_TEST_FROM=<step> (with a VM kept from an earlier run: skip the
-# steps before that one, e.g. provision-verify).
+# steps before that one, e.g. provision-verify), TORTOISE_VM_PATH (auto:
+# libvirt where libvirtd runs, else qemu; or libvirt, or qemu to take that
+# path).
 set -uo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -79,9 +85,9 @@ table() {
 finish() {
   local rc="$1"
   if [ -n "$vm_up" ] && [ "${TORTOISE_VM_KEEP:-}" != 1 ]; then
-    say "== destroying the VM (vagrant destroy) =="
+    say "== destroying the VM ($( [ "$path_taken" = qemu ] && echo "scripts/vm-qemu.sh destroy" || echo "vagrant destroy")) =="
     local t0; t0=$(now)
-    vagrant destroy -f >"$out/destroy.log" 2>&1 && steps+=("destroy|$(( $(now) - t0 ))|0") \
+    vm destroy >"$out/destroy.log" 2>&1 && steps+=("destroy|$(( $(now) - t0 ))|0") \
       || { steps+=("destroy|$(( $(now) - t0 ))|1"); rc=1; }
     vm_up=""
   fi
@@ -92,7 +98,8 @@ finish() {
 }
 trap 'fail "interrupted"' INT TERM
 
-path_taken="libvirt"
+path_taken="${TORTOISE_VM_PATH:-auto}"
+case "$path_taken" in auto|libvirt|qemu) ;; *) echo "vm-test: TORTOISE_VM_PATH must be auto, libvirt or qemu, not '$path_taken'" >&2; exit 2 ;; esac
 accel="?"
 accel_why="not probed yet"
 
@@ -141,7 +148,27 @@ probe_kvm() {
     accel_why="/dev/kvm is there but a guest does not run on it ($(grep -a -m1 -o 'KVM internal error[^.]*' "$out/kvm-probe.err" || echo "no boot within 45 s, exit $rc")); software emulation"
   fi
 }
-step hypervisor start_libvirtd
+# the VM's commands on the path taken
+vm() {
+  case "$path_taken:$1" in
+    libvirt:up) vagrant up --provider=libvirt --no-provision ;;
+    libvirt:provision) vagrant provision --provision-with "$2" ;;
+    libvirt:ssh) vagrant ssh -c "$2" </dev/null ;;
+    libvirt:ssh-config) vagrant ssh-config ;;
+    libvirt:destroy) vagrant destroy -f ;;
+    qemu:ssh) bash scripts/vm-qemu.sh ssh -c "$2" </dev/null ;;
+    qemu:*) bash scripts/vm-qemu.sh "$@" ;;
+  esac
+}
+hypervisor() {
+  if [ "$path_taken" = qemu ]; then echo "vm-test path: qemu (TORTOISE_VM_PATH=qemu)"; return 0; fi
+  if start_libvirtd; then echo "vm-test path: libvirt"; return 0; fi
+  [ "$path_taken" = auto ] || return 1
+  echo "vm-test path: qemu (libvirtd cannot run here)"
+}
+step hypervisor hypervisor
+path_taken="$(sed -n 's/^vm-test path: \([a-z]*\).*/\1/p' "$out/$(printf %02d ${#steps[@]})-hypervisor.log" | tail -1)"
+[ -n "$path_taken" ] || fail "the hypervisor step chose no path"
 # the daemons that step started (in a subshell: their pid files) are this test's to stop
 for f in libvirtd virtlogd; do [ -f "$out/$f.pid" ] && started_daemons+=("$(cat "$out/$f.pid")"); done
 probe_kvm
@@ -151,14 +178,14 @@ if [ "$accel" = kvm ]; then export TORTOISE_VM_DRIVER=kvm; else export TORTOISE_
 # -- the VM --------------------------------------------------------------------
 vm_up=1
 resume_from="${TORTOISE_VM_TEST_FROM:-}"
-step "up" vagrant up --provider=libvirt --no-provision
+step "up" vm up
 for p in bootstrap setup kernel reboot verify; do
-  step "provision-$p" vagrant provision --provision-with "$p"
+  step "provision-$p" vm provision "$p"
 done
 
 check_kernel() {
-  vagrant ssh -c 'uname -r; echo "available: $(cat /proc/sys/net/ipv4/tcp_available_congestion_control)";
-    lsmod | grep -E "^(sch_netem|tcp_cubic_plus|tcp_reno_beta) " || true' </dev/null
+  vm ssh 'uname -r; echo "available: $(cat /proc/sys/net/ipv4/tcp_available_congestion_control)";
+    lsmod | grep -E "^(sch_netem|tcp_cubic_plus|tcp_reno_beta) " || true'
 }
 step kernel-algorithms check_kernel
 avail=" $(grep '^available:' "$out/$(printf %02d ${#steps[@]})-kernel-algorithms.log" | cut -d: -f2 | tr -d '\r') "
@@ -170,17 +197,17 @@ for a in "${algos[@]}"; do [[ "$avail" == *" $a "* ]] || missing+=("$a"); done
 grep -q '^sch_netem ' "$out/$(printf %02d ${#steps[@]})-kernel-algorithms.log" || fail "sch_netem is not loaded in the VM"
 say "the VM's kernel has all ${#algos[@]} algorithms (ours: ${algos[*]: -2}) and sch_netem"
 
-step experiment vagrant ssh -c 'sudo -i make -C /vagrant experiment' </dev/null
+step experiment vm ssh 'sudo -i make -C /vagrant experiment'
 explog="$out/$(printf %02d ${#steps[@]})-experiment.log"
 grep -q "lab-kernel: not building the UML lab kernel" "$explog" || fail "make experiment did not skip the UML lab kernel"
 grep -Eiq "backend[: ]+native" "$explog" || fail "make experiment did not say it ran on the native backend"
-uml="$(vagrant ssh -c 'sudo ls -d /root/.cache/tortoiselab/kernel 2>/dev/null | wc -l' </dev/null | tr -d '\r')"
+uml="$(vm ssh 'sudo ls -d /root/.cache/tortoiselab/kernel 2>/dev/null | wc -l' | tr -d '\r')"
 [ "$uml" = 0 ] || fail "the VM has a UML kernel cache: something built the lab kernel"
 say "make experiment ran on the native backend; no UML lab kernel in the VM"
 
-# README.md, "Results out"
+# README.md, "Results out" (on plain qemu: scripts/vm-qemu.sh ssh-config in place of vagrant's)
 copy_results() {
-  vagrant ssh-config > .vagrant/ssh-config &&
+  vm ssh-config > .vagrant/ssh-config &&
   rm -rf "$out/results" &&
   rsync -a --exclude=.lab/ -e "ssh -F .vagrant/ssh-config" default:/vagrant/results/ "$out/results/" &&
   ls -l "$out/results/quick"

@@ -77,3 +77,35 @@ def test_native_ready_command_line(capsys):
     out = capsys.readouterr().out
     ok, why = backends.native_ready()
     assert rc == (0 if ok else 1) and why in out
+
+
+def _words(text: str) -> list[str]:
+    """The words of a bash array's body, double-quoted ones unquoted."""
+    return [a or b for a, b in re.findall(r'"([^"]+)"|(\S+)', text)]
+
+
+def test_plain_qemu_path_takes_the_vagrantfiles_steps_and_excludes():
+    """scripts/vm-qemu.sh (the VM where libvirtd cannot run) repeats the
+    Vagrantfile's provisioners in its order and its rsync excludes: a step
+    added to one and not the other fails here."""
+    vagrantfile = (REPO / "Vagrantfile").read_text()
+    qemu = (REPO / "scripts" / "vm-qemu.sh").read_text()
+    provisioners = [p for p in re.findall(r'config\.vm\.provision "([\w-]+)"', vagrantfile) if p != "lab-kernel"]
+    steps = _words(re.search(r"^STEPS=\((.*)\)$", qemu, re.M).group(1))
+    assert steps == provisioners == ["bootstrap", "setup", "kernel", "reboot", "verify"]
+    excludes = re.findall(r'"([^"]+)"', re.search(r"rsync__exclude: \[(.*?)\]", vagrantfile, re.S).group(1))
+    assert _words(re.search(r"^EXCLUDES=\((.*)\)$", qemu, re.M).group(1)) == excludes
+    for step in steps:  # each step has its command
+        assert re.search(rf"^\s+{step}\)", qemu, re.M), step
+
+
+def test_plain_qemu_path_refuses_bad_settings_before_anything_starts():
+    for env, msg in [({"TORTOISE_VM_DRIVER": "xen"}, "TORTOISE_VM_DRIVER must be kvm or qemu, not 'xen'"),
+                     ({"TORTOISE_VM_MEMORY": "512"}, "TORTOISE_VM_MEMORY: at least 2048 MiB, not '512'"),
+                     ({"TORTOISE_VM_CPUS": "two"}, "TORTOISE_VM_CPUS must be a whole number")]:
+        p = subprocess.run(["bash", str(REPO / "scripts" / "vm-qemu.sh"), "up"], capture_output=True, text=True,
+                           timeout=30, env={**os.environ, **env})
+        assert p.returncode == 1 and msg in p.stderr, p.stderr
+    p = subprocess.run(["bash", str(REPO / "scripts" / "vm-qemu.sh"), "provision", "nope"], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 1 and "one of: bootstrap setup kernel reboot verify" in p.stderr
