@@ -93,13 +93,17 @@ comma := ,
 labs-check: setup kernel
 	$(PY) bench/labs.py $(if $(LABS),--labs $(LABS))
 
+reverse = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
 # GRID=powered,reduced: every grid of the list an experiment file defines
-# (the report then reads each claim from the one that gives it most pairs)
+# (the report then reads each claim from the one that gives it most pairs),
+# the list's last first: a later one (powered) takes the runs it shares with
+# the one before (reduced: same run ids) instead of running them again
 reproduce: setup kernel
-	@for e in $(STUDY_EXPERIMENTS); do for g in $(subst $(comma), ,$(GRID)); do \
+	@for e in $(STUDY_EXPERIMENTS); do prev=; for g in $(call reverse,$(subst $(comma), ,$(GRID))); do \
 	  grep -q "^  $$g:" experiments/$$e.yaml || continue; \
-	  echo "== $$e --grid $$g =="; \
-	  $(VENV)/bin/tortoise run experiments/$$e.yaml --grid $$g --jobs $(JOBS) || exit $$?; \
+	  echo "== $$e --grid $$g $${prev:+--reuse-from $$prev} =="; \
+	  $(VENV)/bin/tortoise run experiments/$$e.yaml --grid $$g --jobs $(JOBS) $${prev:+--reuse-from $$prev} \
+	    || exit $$?; prev=$$g; \
 	done; done
 	$(VENV)/bin/tortoise run experiments/coalescing.yaml --grid browser --jobs $(JOBS)
 	$(VENV)/bin/tortoise report --reproduction --grid $(GRID)

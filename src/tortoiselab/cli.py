@@ -133,6 +133,11 @@ def cmd_run(a: argparse.Namespace) -> int:
 
         return cli_verify(a)
     if a.executor == "slurm":
+        if a.reuse_from:
+            from tortoiselab.host import reuse
+
+            n = len(reuse.take_locked(Path(a.file), a.grid, a.reuse_from, Path(a.results)))
+            print(f"reused {n} runs from grid {a.reuse_from} (host/reuse.py)")
         return slurm.cli_run(a)
     slurm.refuse_slurm_options(a)
     shard = parse_shard(a.shard) if a.shard else None
@@ -151,7 +156,7 @@ def cmd_run(a: argparse.Namespace) -> int:
 
         res = run_experiment(Path(a.file), Path(a.results), jobs=a.jobs, backend=a.backend, clock=a.clock,
                              limit=a.limit, on_progress=progress, grid=a.grid, shard=shard,
-                             runs_file=Path(a.runs_file) if a.runs_file else None,
+                             runs_file=Path(a.runs_file) if a.runs_file else None, reuse_from=a.reuse_from,
                              **({"batch": a.batch} if a.batch is not None else {}))
     import pandas as pd
 
@@ -175,6 +180,9 @@ def cmd_run(a: argparse.Namespace) -> int:
         print(f"this invocation: {res['done_now']} runs in {res['wall_seconds']:.1f} s wall "
               f"({res['done_now'] / max(res['wall_seconds'], 1e-9) * 3600:.0f} runs/hour, jobs {a.jobs}); "
               f"simulated page-load time / wall time {sum(loads) / max(res['wall_seconds'], 1e-9):.2f}")
+    if res["reused"]:
+        print(f"reused {res['reused']} runs from grid {a.reuse_from} (same run ids: the same configuration, "
+              "repetition and seed)")
     print(f"results: {res['dir']}  (runs table: {res['table']})")
     return 0 if res["failed_now"] == 0 else 3
 
@@ -408,6 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time", default=None, help="slurm: time limit per array task, e.g. 2:00:00")
     p.add_argument("--mem", default=None, help="slurm: memory per array task, e.g. 2G")
     p.add_argument("--wait", action="store_true", help="slurm: wait until the job is over, then report")
+    p.add_argument("--reuse-from", default=None, metavar="GRID",
+                   help="first take the runs this other grid of the file already did (same run id: the same "
+                        "configuration, repetition and seed), hard-linked from its folder; ok runs only")
     p.add_argument("--verify-determinism", type=int, nargs="?", const=2, default=None, metavar="N",
                    help="rerun N (default 2) completed runs, chosen by the experiment's seed, into a scratch "
                         "folder and compare them with the stored ones (virtual clock only); exit 3 on a difference")

@@ -33,7 +33,7 @@ from tortoiselab.analysis import napkin, whole
 from tortoiselab.analysis.fidelity import handshake_rtt_check
 from tortoiselab.analysis.flights import analyze_pcap, steady_throughput_mbit
 from tortoiselab.analysis.parsers import parse_nghttp_stats
-from tortoiselab.host import backends, pageload, store
+from tortoiselab.host import backends, pageload, reuse, store
 from tortoiselab.host.assets import lab_assets
 from tortoiselab.host.checks import (check_browser_tools, check_guest_paths, check_kernel_paths, check_manifest_urls,
                                     check_site_urls)
@@ -384,14 +384,16 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
                    clock: str = "auto", limit: int | None = None,
                    on_progress: Callable[[dict, int, int], None] | None = None, grid: str | None = None,
                    shard: tuple[int, int] | None = None, runs_file: Path | None = None,
-                   batch: int | None = None) -> dict:
+                   batch: int | None = None, reuse_from: str | None = None) -> dict:
     """Every pending run (of slice shard=(i, N) only, if given; of the runs
     listed in runs_file only, if given), each under its claim, so that
     shards running side by side never do a run twice; up to `batch` runs
     share a lab boot (host/pageload.plan_batches; None: default_batch of
-    the clock)."""
+    the clock); with reuse_from, the runs that grid's folder holds first
+    (host/reuse.py)."""
     if shard is not None:
         parse_shard(f"{shard[0]}/{shard[1]}")
+    reuse_src = reuse.sources(exp_file, grid, reuse_from, results)[0] if reuse_from else None
     exp = load(exp_file, grid=grid)  # a grid runs into results/<name>@<grid>
     sweep = expand(exp)
     ids = [r.run_id for r in sweep]
@@ -415,6 +417,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
         raise RunnerError("jobs: runs on the native backend share the host's kernel; use --jobs 1 (or uml)")
     with experiment_lock(exp_dir, shared=sliced):
         cleaned = clean_stale(exp_dir, keep if sliced else None)
+        reused = reuse.take(reuse_src, exp_dir, exp.name, ids) if reuse_src else []
         with setup_lock(exp_dir), space_is_named(exp_dir):
             (exp_dir / "experiment.yaml").write_text(Path(exp_file).read_text()) \
                 if not (exp_dir / "experiment.yaml").exists() else None
@@ -448,6 +451,6 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
         with setup_lock(exp_dir), space_is_named(exp_dir):
             table = store.rebuild_table(exp_dir)
     return {"experiment": exp.name, "dir": str(exp_dir), "total": len(runs), "pending": len(pending),
-            "done_now": len(records), "failed_now": sum(1 for r in records if not r["ok"]),
+            "done_now": len(records), "failed_now": sum(1 for r in records if not r["ok"]), "reused": len(reused),
             "wall_seconds": round(time.monotonic() - t0, 3), "cleaned": cleaned, "table": str(table),
             "backend": info.backend, "clock": info.clock, "records": records}

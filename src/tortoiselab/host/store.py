@@ -81,6 +81,7 @@ class RunMeta(BaseModel):
     wall_seconds: float | None = None  # host time since the previous run of its batch was stored
     batch: BatchMeta | None = None  # None: stored before batches (format 2)
     phases: dict[str, float] = Field(default_factory=dict)  # wall seconds by phase (host/runner.phases_of_load)
+    reused_from: str | None = None  # taken unchanged from this folder's run of the same id (host/reuse.py)
 
 
 class RunRecord(BaseModel):

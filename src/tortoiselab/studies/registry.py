@@ -10,6 +10,7 @@ result that is not significant is "inconclusive" or "disagree"."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from pathlib import Path
 
@@ -53,6 +54,12 @@ def study(study_id: str) -> Study:
 def experiment_files(s: Study) -> dict[str, str]:
     """experiment name -> file, for a study."""
     return {experiment_name(f): f for f in s.experiments}
+
+
+@functools.cache
+def all_experiment_files() -> dict[str, str]:
+    """experiment name -> file, over every study."""
+    return {name: f for s in STUDIES.values() for name, f in experiment_files(s).items()}
 
 
 def _clean(x) -> float | None:
@@ -144,7 +151,7 @@ def claim_grids(c: Claim, grid: str | None) -> list[str | None]:
     `claims:`; none: the last one)."""
     if c.grid:
         return [c.grid]
-    files = {experiment_name(f): f for s in STUDIES.values() for f in s.experiments}
+    files = all_experiment_files()
     return report_grids(files[c.experiment], grid, c.id) if c.experiment in files else [grid]
 
 

@@ -1,0 +1,92 @@
+"""`tortoise run FILE --grid G --reuse-from F`: the runs grid G shares with
+grid F of the same file, taken from F's folder instead of run again.
+
+A run's id is the hash of its configuration, repetition and the file's seed
+(spec/experiment.py), so a run of results/<name>@F with an id that grid G
+also plans is the run G would do: the same path, the same seeds, on the
+virtual clock the same packets. A powered grid that repeats a reduced one
+with more repetitions (docs/architecture.md) thus only runs its new
+repetitions. Only completed ok runs are taken: a failed one is run again.
+Each is hard-linked (its captures are not copied), its run.json rewritten
+with G's experiment name and `meta.reused_from` = F's folder name; runs G
+already holds are left as they are.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from tortoiselab.host import store
+from tortoiselab.host.errors import RunnerError
+from tortoiselab.host.locks import experiment_lock, setup_lock
+from tortoiselab.spec.experiment import ExperimentError, expand, load
+
+
+class ReuseError(RunnerError):
+    pass
+
+
+def sources(exp_file: Path, grid: str | None, from_grid: str, results: Path) -> tuple[Path, Path, list[str]]:
+    """(F's folder, G's folder, G's run ids), checked before anything is
+    made: both grids defined by the file, not the same, F's folder there."""
+    exp = load(exp_file, grid=grid)
+    if from_grid == (grid or ""):
+        raise ReuseError(f"--reuse-from {from_grid}: the grid being run; name another grid of {exp_file}")
+    try:
+        src = load(exp_file, grid=from_grid)
+    except ExperimentError as e:  # its message names the grids the file has
+        raise ReuseError(f"--reuse-from {from_grid}: {e}") from None
+    src_dir = Path(results).resolve() / src.name
+    if not src_dir.is_dir():
+        raise ReuseError(f"--reuse-from {from_grid}: {src_dir} does not exist (run that grid first, or leave "
+                         "--reuse-from out)")
+    return src_dir, Path(results).resolve() / exp.name, [r.run_id for r in expand(exp)]
+
+
+def _link_tree(src: Path, dst: Path) -> None:
+    """dst as a copy of src whose files are hard links (copies across file systems)."""
+    def link(s: str, d: str) -> None:
+        try:
+            os.link(s, d)
+        except OSError:
+            shutil.copy2(s, d)
+    shutil.copytree(src, dst, copy_function=link)
+
+
+def take(src_dir: Path, exp_dir: Path, name: str, ids: list[str]) -> list[str]:
+    """Take the runs of `ids` that src_dir holds, completed and ok, into
+    exp_dir (named `name`); return their ids. The caller holds exp_dir's
+    experiment lock (the runner does)."""
+    taken = []
+    exp_dir.mkdir(parents=True, exist_ok=True)
+    for rid in ids:
+        if store.completed(exp_dir, rid) or not store.completed(src_dir, rid):
+            continue
+        rec = store.read_record(src_dir / rid)
+        if not rec.ok or rec.run_id != rid:
+            continue
+        tmp = exp_dir / f".reuse-{rid}"
+        shutil.rmtree(tmp, ignore_errors=True)  # ours, left by an interrupted take
+        try:
+            _link_tree(src_dir / rid, tmp)
+            (tmp / store.RECORD).unlink()  # a link to F's record: written anew, F's left alone
+            meta = rec.meta.model_copy(update={"reused_from": src_dir.name})
+            store.write_record(tmp, rec.model_copy(update={"experiment": name, "meta": meta}))
+            tmp.rename(exp_dir / rid)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        taken.append(rid)
+    if taken:
+        with setup_lock(exp_dir):
+            store.rebuild_table(exp_dir)
+    return taken
+
+
+def take_locked(exp_file: Path, grid: str | None, from_grid: str, results: Path) -> list[str]:
+    """`take` under the experiment's lock, for an executor that does not run
+    here (slurm: its array tasks then find these runs done)."""
+    src_dir, exp_dir, ids = sources(exp_file, grid, from_grid, results)
+    with experiment_lock(exp_dir):
+        return take(src_dir, exp_dir, load(exp_file, grid=grid).name, ids)
