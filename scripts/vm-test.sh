@@ -52,6 +52,8 @@ fail() { say "FAILED: $*"; finish 1; }
 # run one step: its name, then the command; output to the terminal and to
 # $out/<n>-<name>.log; its wall time recorded
 step() {
+  local keep_going=""
+  [ "$1" = --keep-going ] && { keep_going=1; shift; }
   local name="$1"; shift
   local n=$(( ${#steps[@]} + 1 ))
   local logf; logf="$out/$(printf %02d "$n")-$name.log"
@@ -67,7 +69,8 @@ step() {
   local dt=$(( $(now) - t0 ))
   steps+=("$name|$dt|$rc")
   say "-- step $n: $name: $( [ "$rc" -eq 0 ] && echo passed || echo "FAILED (exit $rc)" ) in ${dt} s"
-  [ "$rc" -eq 0 ] || fail "step $name (log: $logf)"
+  [ "$rc" -eq 0 ] || [ -n "$keep_going" ] || fail "step $name (log: $logf)"
+  return "$rc"
 }
 
 table() {
@@ -197,14 +200,6 @@ for a in "${algos[@]}"; do [[ "$avail" == *" $a "* ]] || missing+=("$a"); done
 grep -q '^sch_netem ' "$out/$(printf %02d ${#steps[@]})-kernel-algorithms.log" || fail "sch_netem is not loaded in the VM"
 say "the VM's kernel has all ${#algos[@]} algorithms (ours: ${algos[*]: -2}) and sch_netem"
 
-step experiment vm ssh 'sudo -i make -C /vagrant experiment'
-explog="$out/$(printf %02d ${#steps[@]})-experiment.log"
-grep -q "lab-kernel: not building the UML lab kernel" "$explog" || fail "make experiment did not skip the UML lab kernel"
-grep -Eiq "backend[: ]+native" "$explog" || fail "make experiment did not say it ran on the native backend"
-uml="$(vm ssh 'sudo ls -d /root/.cache/tortoiselab/kernel 2>/dev/null | wc -l' | tr -d '\r')"
-[ "$uml" = 0 ] || fail "the VM has a UML kernel cache: something built the lab kernel"
-say "make experiment ran on the native backend; no UML lab kernel in the VM"
-
 # README.md, "Results out" (on plain qemu: scripts/vm-qemu.sh ssh-config in place of vagrant's)
 copy_results() {
   vm ssh-config > .vagrant/ssh-config &&
@@ -212,6 +207,20 @@ copy_results() {
   rsync -a --exclude=.lab/ -e "ssh -F .vagrant/ssh-config" default:/vagrant/results/ "$out/results/" &&
   ls -l "$out/results/quick"
 }
+# on failure, the results are still copied out (below) for a look at the failed runs' records
+step --keep-going experiment vm ssh 'sudo -i make -C /vagrant experiment'
+exp_rc=$?
+explog="$out/$(printf %02d ${#steps[@]})-experiment.log"
+if [ "$exp_rc" -ne 0 ]; then
+  copy_results >"$out/results-out.log" 2>&1 && say "the results as they are: $out/results"
+  fail "step experiment (log: $explog)"
+fi
+grep -q "lab-kernel: not building the UML lab kernel" "$explog" || fail "make experiment did not skip the UML lab kernel"
+grep -Eiq "backend[: ]+native" "$explog" || fail "make experiment did not say it ran on the native backend"
+uml="$(vm ssh 'sudo ls -d /root/.cache/tortoiselab/kernel 2>/dev/null | wc -l' | tr -d '\r')"
+[ "$uml" = 0 ] || fail "the VM has a UML kernel cache: something built the lab kernel"
+say "make experiment ran on the native backend; no UML lab kernel in the VM"
+
 step results-out copy_results
 [ -f "$out/results/quick/runs.parquet" ] || fail "no results/quick/runs.parquet copied out"
 "$here/.venv/bin/python" - "$out/results/quick" <<'EOF' || fail "the copied results are not whole native runs"

@@ -152,7 +152,10 @@ def cmd_run(a: argparse.Namespace) -> int:
             prog.update(task, total=total, completed=n,
                         status=f"failed {failures[0]}; last {rec['run_id']} "
                                f"{'ok' if rec['ok'] else 'FAILED: ' + str(rec['error'])[:60]}")
-            prog.console.print(f"{rec['run_id']} {'ok' if rec['ok'] else 'FAILED'}: {_time_budget(rec['meta'])}")
+            # a failed run's reason stays on the console (and in a log of it), not only in the status bar
+            why = "" if rec["ok"] else f"\n  {rec['error']}"
+            prog.console.print(f"{rec['run_id']} {'ok' if rec['ok'] else 'FAILED'}: {_time_budget(rec['meta'])}{why}",
+                               markup=False)
 
         res = run_experiment(Path(a.file), Path(a.results), jobs=a.jobs, backend=a.backend, clock=a.clock,
                              limit=a.limit, on_progress=progress, grid=a.grid, shard=shard,
