@@ -359,3 +359,17 @@ def test_fidelity_allows_for_the_queue_of_cross_traffic():
     assert grade._fidelity(recorded)[2] == "queue"
     c = grade.check_fidelity([{"run_id": "a", "fidelity": [fid], **cross}], 0.9)
     assert c.ok and c.summary.endswith("(100%; 90% needed; 1 of them within the queue of the cross traffic)")
+
+
+def test_fidelity_queue_of_a_path_without_queue_pkts_is_one_bdp():
+    """A path that names no queue has the lab's default, one BDP: the
+    cubic_plus-fairness dumbbell (100 ms, 20 Mbit/s: 166 frames, 100.5 ms
+    each way). Its handshakes behind the bulk flows measured 128 to 197 ms
+    (labs-check of lab 3); before, the allowance read 0 ms and failed them."""
+    fid = {"quantity": "base RTT", "expected": 100.056, "measured": 196.714, "low": 99.056, "high": 101.056,
+           "unit": "ms", "ok": False}
+    rec = {"fidelity": [fid], "path": {"rtt_ms": 100, "loss_pct": 0, "rate_mbit": 20, "queue_pkts": None},
+           "config": {"topology": {"bulk_flows": 2, "web_loads_per_s": 0.5}}}
+    ok, why, how = grade._fidelity(rec)
+    assert ok is True and how == "queue" and "queue allows up to +201.1 ms" in why, why
+    assert grade._fidelity({**rec, "fidelity": [{**fid, "measured": 310.0}]})[0] is False  # beyond both buffers

@@ -59,6 +59,7 @@ from pydantic import ValidationError
 from tortoiselab.course.handout import GradeError, Lab, LabExperiment, Point, config_key, fmt_value, plain
 from tortoiselab.host import store
 from tortoiselab.spec.experiment import Experiment, ExperimentError, expand, load
+from tortoiselab.spec.pathspec import PathSpec
 
 MAX_LINES = 8  # detail lines per check before "... and N more"
 
@@ -272,8 +273,12 @@ def _cross_traffic(rec: dict) -> bool:
 def _queue_ms(path: dict) -> float:
     """The most queueing delay a packet can meet on a round trip: the
     bottleneck's buffer (queue_pkts full-size frames, both directions) drained
-    at each direction's rate."""
-    q = float(path.get("queue_pkts") or 0)
+    at each direction's rate. A path without queue_pkts has the lab's
+    default, one BDP (PathSpec.queue)."""
+    q = path.get("queue_pkts")
+    if q is None and path.get("rate_mbit") and path.get("rtt_ms"):
+        q = PathSpec(rtt_ms=path["rtt_ms"], rate_mbit=path["rate_mbit"]).bdp_pkts()
+    q = float(q or 0)
     rates = [path.get("rate_mbit"), path.get("rate_up_mbit") or path.get("rate_mbit")]
     return sum(q * FRAME_BITS / (float(r) * 1e3) for r in rates if r)
 
