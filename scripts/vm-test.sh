@@ -94,7 +94,12 @@ finish() {
       || { steps+=("destroy|$(( $(now) - t0 ))|1"); rc=1; }
     vm_up=""
   fi
-  for pid in "${started_daemons[@]}"; do kill "$pid" 2>/dev/null; done
+  if [ -n "$vm_up" ] && [ "${#started_daemons[@]}" -gt 0 ]; then
+    # a kept VM needs libvirtd for vagrant ssh and destroy: left running, ours to stop by these pids
+    say "the VM is kept; the daemons this test started are left running: kill ${started_daemons[*]} after vagrant destroy"
+  else
+    for pid in "${started_daemons[@]}"; do kill "$pid" 2>/dev/null; done
+  fi
   table | tee "$out/timings.txt"
   [ "$rc" -eq 0 ] && say "ok" || say "FAILED"
   exit "$rc"
