@@ -136,7 +136,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         if a.reuse_from:
             from tortoiselab.host import reuse
 
-            n = len(reuse.take_locked(Path(a.file), a.grid, a.reuse_from, Path(a.results)))
+            n = len(reuse.take_locked(Path(a.file), a.grid, a.reuse_from, Path(a.results), a.backend, a.clock))
             print(f"reused {n} runs from grid {a.reuse_from} (host/reuse.py)")
         return slurm.cli_run(a)
     slurm.refuse_slurm_options(a)

@@ -60,3 +60,15 @@ def test_bad_reuse_from_is_refused_before_anything_is_made(results, grid, src, m
     with pytest.raises(reuse.ReuseError, match=msg.replace("(", r"\(")):
         reuse.take_locked(EXP, grid, src, results)
     assert sorted(p.name for p in results.iterdir()) == ["initcwnd@ci"]
+
+
+@pytest.mark.parametrize("backend, clock, n", [
+    ("uml", "virtual", 2), (None, None, 2), ("auto", "auto", 2),
+    ("native", "real", 0), ("uml", "real", 0), ("native", None, 0),
+])
+def test_only_runs_of_the_same_backend_and_clock_are_taken(results, backend, clock, n):
+    # the canned runs are uml on the virtual clock: a native run on the real
+    # clock has other times, and is run again rather than mixed in
+    taken = reuse.take_locked(EXP, "reduced", "ci", results, backend, clock)
+    assert len(taken) == n
+    assert len(store.run_dirs(results / "initcwnd@reduced")) == n

@@ -6,7 +6,10 @@ A run's id is the hash of its configuration, repetition and the file's seed
 also plans is the run G would do: the same path, the same seeds, on the
 virtual clock the same packets. A powered grid that repeats a reduced one
 with more repetitions (docs/architecture.md) thus only runs its new
-repetitions. Only completed ok runs are taken: a failed one is run again.
+repetitions. Only completed ok runs are taken: a failed one is run again. So are runs
+made on another backend or clock than this invocation's (a uml run on the
+virtual clock is not the run a native one on the real clock would make:
+its times differ, docs/architecture.md), so that a folder never mixes them.
 Each is hard-linked (its captures are not copied), its run.json rewritten
 with G's experiment name and `meta.reused_from` = F's folder name; runs G
 already holds are left as they are.
@@ -55,10 +58,12 @@ def _link_tree(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst, copy_function=link)
 
 
-def take(src_dir: Path, exp_dir: Path, name: str, ids: list[str]) -> list[str]:
+def take(src_dir: Path, exp_dir: Path, name: str, ids: list[str], backend: str | None = None,
+         clock: str | None = None) -> list[str]:
     """Take the runs of `ids` that src_dir holds, completed and ok, into
-    exp_dir (named `name`); return their ids. The caller holds exp_dir's
-    experiment lock (the runner does)."""
+    exp_dir (named `name`); return their ids. With backend or clock, only
+    runs made on that backend and clock (None: any). The caller holds
+    exp_dir's experiment lock (the runner does)."""
     taken = []
     exp_dir.mkdir(parents=True, exist_ok=True)
     for rid in ids:
@@ -66,6 +71,8 @@ def take(src_dir: Path, exp_dir: Path, name: str, ids: list[str]) -> list[str]:
             continue
         rec = store.read_record(src_dir / rid)
         if not rec.ok or rec.run_id != rid:
+            continue
+        if backend not in (None, rec.meta.backend) or clock not in (None, rec.meta.clock):
             continue
         tmp = exp_dir / f".reuse-{rid}"
         shutil.rmtree(tmp, ignore_errors=True)  # ours, left by an interrupted take
@@ -84,9 +91,12 @@ def take(src_dir: Path, exp_dir: Path, name: str, ids: list[str]) -> list[str]:
     return taken
 
 
-def take_locked(exp_file: Path, grid: str | None, from_grid: str, results: Path) -> list[str]:
+def take_locked(exp_file: Path, grid: str | None, from_grid: str, results: Path, backend: str | None = None,
+                clock: str | None = None) -> list[str]:
     """`take` under the experiment's lock, for an executor that does not run
-    here (slurm: its array tasks then find these runs done)."""
+    here (slurm: its array tasks then find these runs done); backend and
+    clock as the tasks will have them (None, or "auto": any)."""
     src_dir, exp_dir, ids = sources(exp_file, grid, from_grid, results)
     with experiment_lock(exp_dir):
-        return take(src_dir, exp_dir, load(exp_file, grid=grid).name, ids)
+        return take(src_dir, exp_dir, load(exp_file, grid=grid).name, ids,
+                    backend=None if backend == "auto" else backend, clock=None if clock == "auto" else clock)

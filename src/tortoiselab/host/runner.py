@@ -417,7 +417,8 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
         raise RunnerError("jobs: runs on the native backend share the host's kernel; use --jobs 1 (or uml)")
     with experiment_lock(exp_dir, shared=sliced):
         cleaned = clean_stale(exp_dir, keep if sliced else None)
-        reused = reuse.take(reuse_src, exp_dir, exp.name, ids) if reuse_src else []
+        reused = reuse.take(reuse_src, exp_dir, exp.name, ids, backend=info.backend, clock=info.clock) \
+            if reuse_src else []
         with setup_lock(exp_dir), space_is_named(exp_dir):
             (exp_dir / "experiment.yaml").write_text(Path(exp_file).read_text()) \
                 if not (exp_dir / "experiment.yaml").exists() else None
