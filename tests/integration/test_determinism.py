@@ -1,5 +1,6 @@
 """Deterministic mode (docs/determinism.md): a small sweep run twice on the
-virtual clock, into two results folders, gives identical PLT, bytes,
+virtual clock, into two results folders (of another depth and length: a
+run does not depend on where its results lie), gives identical PLT, bytes,
 retransmission counts and identical server-side packets (time to the
 microsecond, sizes, flags, relative sequence numbers and TCP timestamps);
 then `tortoise run --verify-determinism` reruns one of them and agrees.
@@ -46,11 +47,11 @@ def two_passes(tmp_path_factory, lab_kernel):
     f.write_text(EXP)
     procs = [subprocess.Popen([*TORTOISE, "run", str(f), "--results", str(d / name), "--backend", "uml",
                                "--clock", "virtual", "--jobs", "1"], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for name in ("a", "b")]
+                              stderr=subprocess.STDOUT, text=True) for name in ("a", "bb/ccc")]
     for p in procs:
         out, _ = p.communicate(timeout=1800)
         assert p.returncode == 0, out
-    return f, d / "a" / "determinism", d / "b" / "determinism"
+    return f, d / "a" / "determinism", d / "bb" / "ccc" / "determinism"
 
 
 def _runs(exp_dir: Path) -> list[str]:

@@ -4,6 +4,8 @@ folder made before a page existed served 404 for it)."""
 
 from __future__ import annotations
 
+import json
+
 from tortoiselab.host import assets
 
 
@@ -35,3 +37,35 @@ def test_a_folder_from_before_the_version_file_is_brought_up_to_date(tmp_path):
     (site / "www" / "app.html").unlink(missing_ok=True)
     assets.lab_assets(tmp_path)
     assert (site / "www" / "app.html").exists()
+
+
+def test_a_pki_seen_at_another_path_names_its_files_there(tmp_path):
+    """A uml guest sees the results folder's PKI at a fixed path of its own
+    (host/backends.py GUEST_RO): every file pki.json names moves with it,
+    and nothing else does."""
+    from tortoiselab.web import pki as pkimod
+
+    made = pkimod.make_pki(tmp_path / "r" / ".lab" / "pki", seed_name="t")
+    moved = pkimod.rebased(json.loads((tmp_path / "r" / ".lab" / "pki" / "pki.json").read_text()),
+                           "/run/tortoise-ro/0/pki")
+    assert moved["ca"] == "/run/tortoise-ro/0/pki/ca.pem" and moved["domain"] == made["domain"]
+    for name, v in made["variants"].items():
+        for host in ("www", "static"):
+            if host in v:
+                assert moved["variants"][name][host]["cert"] == \
+                    "/run/tortoise-ro/0/pki" + v[host]["cert"][len(str(tmp_path / "r" / ".lab" / "pki")):]
+    flat = json.dumps(moved)
+    assert str(tmp_path) not in flat
+    assert pkimod.rebased(made, tmp_path / "r" / ".lab" / "pki") == made  # the same place: unchanged
+
+
+def test_a_uml_request_names_its_read_only_folders_at_the_guests_paths():
+    from tortoiselab.host import backends
+
+    req = {"site_dir": "/r/x/.lab/site", "pki_dir": "/r/x/.lab/pki", "ro_paths": ["/r/x/.lab", "/r/x/.lab/tr"],
+           "path": {"trace_down": "/r/x/.lab/tr/lte.down", "other": "/r/x/.labz/f"}, "n": 3}
+    out = backends.guest_ro_paths_of(req, req["ro_paths"])
+    g = backends.GUEST_RO
+    assert out["site_dir"] == f"{g}/0/site" and out["pki_dir"] == f"{g}/0/pki"
+    assert out["path"] == {"trace_down": f"{g}/1/lte.down", "other": "/r/x/.labz/f"}  # the deeper folder's own mount
+    assert out["ro_paths"] == [f"{g}/0", f"{g}/1"] and out["n"] == 3

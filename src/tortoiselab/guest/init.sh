@@ -54,8 +54,17 @@ W=/run/tortoise-work
 mkdir -p "$W"
 mount -t hostfs -o "$TL_WORK" hostfs "$W"
 # the run's own read-only folders (e.g. the experiment's site and PKI): from
-# a file, not the command line, as they differ from results folder to folder
-[ -f "$W/ro_paths" ] && mount_ro "$(cat "$W/ro_paths")"
+# a file, not the command line, as they differ from results folder to folder;
+# the i-th at /run/tortoise-ro/i (host/backends.py GUEST_RO), where the
+# request names them, for the reason the work folder has a fixed path
+if [ -s "$W/ro_paths" ]; then
+  IFS_SAVE="$IFS"; IFS=:; i=0
+  for p in $(cat "$W/ro_paths"); do
+    mkdir -p "/run/tortoise-ro/$i" && mount -t hostfs -r -o "$p" hostfs "/run/tortoise-ro/$i"
+    i=$((i + 1))
+  done
+  IFS="$IFS_SAVE"
+fi
 # the kernel's CRNG from the run's seed, before anything draws from it
 "$TL_PYTHON" -S "$(dirname "$0")/../tools/crng_seed.py" "$W/request.json" ||
   echo "tortoise-guest: could not seed the CRNG; this run's kernel random numbers are not the seed's"

@@ -33,6 +33,10 @@ LAB_GUARD = PKG_DIR / "tools" / "lab_guard.py"
 # where the uml guest mounts the run's work folder (guest/init.sh): one path in
 # every boot, whatever the host's (docs/determinism.md); result paths map back
 GUEST_WORK = "/run/tortoise-work"
+# and the run's own read-only folders (the request's ro_paths: the results
+# folder's site and PKI, trace folders), the i-th at GUEST_RO/i: a run does not
+# depend on where its results folder lies either
+GUEST_RO = "/run/tortoise-ro"
 # the guard's own watchdog fires this long after the host's, which names the
 # timeout in the run's error; the guard's matters when the runner is gone
 GUARD_SLACK_S = 30.0
@@ -210,10 +214,33 @@ def run_task(info: BackendInfo, request: LabRequest, work: Path, timeout_s: floa
         if mods is not None:
             placed["modules_dir"] = str(mods)
     req = type(request).model_validate({**request.model_dump(), **placed})
-    (work / "request.json").write_text(req.model_dump_json(indent=1))
     if info.backend == "native":
+        (work / "request.json").write_text(req.model_dump_json(indent=1))
         return _run_native(work, timeout_s)
+    # the guest reads the run's read-only folders at fixed paths (guest/init.sh)
+    ro = plain_paths(list(req.ro_paths))
+    (work / "ro_paths").write_text(":".join(ro))
+    (work / "request.json").write_text(json.dumps(guest_ro_paths_of(req.model_dump(mode="json"), ro), indent=1))
     return _run_uml(info, req, work, timeout_s)
+
+
+def guest_ro_paths_of(obj, ro: list[str]):
+    """obj with every string under the i-th of the host folders ro rewritten
+    to the same place under GUEST_RO/i, where a uml guest mounts it; the
+    longest folder first, so a folder inside another maps to its own mount."""
+    order = sorted(range(len(ro)), key=lambda i: -len(ro[i]))
+
+    def one(v):
+        if isinstance(v, dict):
+            return {k: one(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [one(x) for x in v]
+        if isinstance(v, str):
+            for i in order:
+                if v == ro[i] or v.startswith(ro[i].rstrip("/") + "/"):
+                    return f"{GUEST_RO}/{i}" + v[len(ro[i].rstrip("/")):]
+        return v
+    return one(obj)
 
 
 def _read_result(work: Path, log_hint: Path | None, backend: str) -> dict:
@@ -391,8 +418,7 @@ def _run_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float) -
     umid = f"tl-{os.getpid() % 10**7:07d}-{int(time.time() * 1000) % 10**8:08d}"
     _compile_package()
     # on the command line only what every boot of a run shares (the kernel
-    # mixes it into its random pool); the run's own folders go in a file
-    (work / "ro_paths").write_text(":".join(plain_paths(list(req.ro_paths))))
+    # mixes it into its random pool); the run's own folders go in a file (run_task)
     log = work / "console.log"
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(work), "TMPDIR": "/dev/shm"}
     userspace, why = uml_userspace(info.kernel)

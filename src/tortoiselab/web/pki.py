@@ -228,6 +228,23 @@ def _leaf_entry(host: str, cert_path: Path, key_path: Path, chain: list[x509.Cer
             "tls13_flight_estimate_bytes": flight, "tls13_flight_segments": segments(flight)}
 
 
+def rebased(pki: dict, to: Path | str) -> dict:
+    """pki (a pki.json) with its files' paths moved from the folder it was
+    made in (its CA's folder) to `to`: the same folder seen at another path,
+    as a uml guest sees the results folder's PKI (host/backends.py GUEST_RO)."""
+    root = str(Path(pki["ca"]).parent).rstrip("/")
+
+    def one(v):
+        if isinstance(v, dict):
+            return {k: one(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [one(x) for x in v]
+        if isinstance(v, str) and (v == root or v.startswith(root + "/")):
+            return str(to).rstrip("/") + v[len(root):]
+        return v
+    return one(pki)
+
+
 def make_pki(out_dir: Path, domain: str = "lab.test", seed_name: str = "", *,
              large_chain_der_bytes: int = LARGE_CHAIN_DER_BYTES, variants: Sequence[str] = VARIANTS) -> dict:
     """Create the lab CA and the three server certificate variants under

@@ -145,7 +145,8 @@ def _site(req: PageLoadRequest) -> tuple[Path, dict, dict]:
     if req.site_dir is not None:
         site = Path(req.site_dir)
         manifest = json.loads((site / "manifest.json").read_text())
-        pki = json.loads((Path(req.pki_dir) / "pki.json").read_text())
+        # made on the host, its paths the host's: here the folder may be elsewhere
+        pki = pkimod.rebased(json.loads((Path(req.pki_dir) / "pki.json").read_text()), req.pki_dir)
     else:
         site = Path("/tmp/site")
         manifest = pages.generate_site(site, seed=req.site_seed, domain=LAB_DOMAIN)
