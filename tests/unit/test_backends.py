@@ -4,6 +4,7 @@ import sys
 import pytest
 
 from tortoiselab.host import backends as B
+from tortoiselab.host import guestpaths as G
 from tortoiselab.spec.pathspec import PathSpec
 from tortoiselab.spec.requests import CcCheckRequest, read_request
 
@@ -31,10 +32,10 @@ def test_guest_work_paths_map_back_to_the_host(tmp_path):
     """The uml guest sees the run's work folder at one fixed path in every
     boot (docs/determinism.md); the paths in its result come back as the
     host's, and nothing else changes."""
-    g = B.GUEST_WORK
+    g = G.GUEST_WORK
     res = {"ok": True, "task": {"loads": [{"pcap": f"{g}/load-000/server.pcap", "har": None, "n": 3,
                                            "names": ["/run/tortoise-web/x", f"{g}x/y", g]}]}}
-    out = B.host_paths(res, tmp_path, "uml")
+    out = G.host_paths(res, tmp_path, "uml")
     ld = out["task"]["loads"][0]
     assert ld["pcap"] == f"{tmp_path}/load-000/server.pcap" and ld["har"] is None and ld["n"] == 3
     assert ld["names"] == ["/run/tortoise-web/x", f"{g}x/y", str(tmp_path)]
@@ -44,8 +45,8 @@ def test_guest_work_paths_map_back_to_the_host(tmp_path):
 def test_a_native_result_keeps_its_paths_even_under_the_guest_work_folder(tmp_path):
     """Native inside a lab guest (tests/integration/test_native_in_guest.py)
     writes under GUEST_WORK: its paths are already the right ones."""
-    res = {"pcap": f"{B.GUEST_WORK}/results/e/.r.tmp-boot/lab/load-000/server.pcap"}
-    assert B.host_paths(res, tmp_path, "native") == res
+    res = {"pcap": f"{G.GUEST_WORK}/results/e/.r.tmp-boot/lab/load-000/server.pcap"}
+    assert G.host_paths(res, tmp_path, "native") == res
 
 
 def test_uml_argv_seccomp_only_when_asked():

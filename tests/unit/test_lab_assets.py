@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from tortoiselab.host import assets
+from tortoiselab.host import assets, guestpaths
+from tortoiselab.web import pki as pkimod
 
 
 def test_made_once_then_reused(tmp_path):
@@ -41,10 +42,8 @@ def test_a_folder_from_before_the_version_file_is_brought_up_to_date(tmp_path):
 
 def test_a_pki_seen_at_another_path_names_its_files_there(tmp_path):
     """A uml guest sees the results folder's PKI at a fixed path of its own
-    (host/backends.py GUEST_RO): every file pki.json names moves with it,
+    (host/guestpaths.py GUEST_RO): every file pki.json names moves with it,
     and nothing else does."""
-    from tortoiselab.web import pki as pkimod
-
     made = pkimod.make_pki(tmp_path / "r" / ".lab" / "pki", seed_name="t")
     moved = pkimod.rebased(json.loads((tmp_path / "r" / ".lab" / "pki" / "pki.json").read_text()),
                            "/run/tortoise-ro/0/pki")
@@ -60,12 +59,10 @@ def test_a_pki_seen_at_another_path_names_its_files_there(tmp_path):
 
 
 def test_a_uml_request_names_its_read_only_folders_at_the_guests_paths():
-    from tortoiselab.host import backends
-
     req = {"site_dir": "/r/x/.lab/site", "pki_dir": "/r/x/.lab/pki", "ro_paths": ["/r/x/.lab", "/r/x/.lab/tr"],
            "path": {"trace_down": "/r/x/.lab/tr/lte.down", "other": "/r/x/.labz/f"}, "n": 3}
-    out = backends.guest_ro_paths_of(req, req["ro_paths"])
-    g = backends.GUEST_RO
+    out = guestpaths.guest_request(req, req["ro_paths"])
+    g = guestpaths.GUEST_RO
     assert out["site_dir"] == f"{g}/0/site" and out["pki_dir"] == f"{g}/0/pki"
     assert out["path"] == {"trace_down": f"{g}/1/lte.down", "other": "/r/x/.labz/f"}  # the deeper folder's own mount
     assert out["ro_paths"] == [f"{g}/0", f"{g}/1"] and out["n"] == 3

@@ -44,7 +44,7 @@ mount_ro() {
   IFS="$IFS_SAVE"
 }
 mount_ro "$TL_RO"  # the project, its venv, our modules: the same in every boot
-# the work folder at one fixed path in every boot (host/backends.py
+# the work folder at one fixed path in every boot (host/guestpaths.py
 # GUEST_WORK), never at its host path: the guest's path lookups cost virtual
 # time by the component (e.g. mount(8) canonicalizes its source with a failing
 # readlink per component), so a run stored under results/ and its rerun under
@@ -55,7 +55,7 @@ mkdir -p "$W"
 mount -t hostfs -o "$TL_WORK" hostfs "$W"
 # the run's own read-only folders (e.g. the experiment's site and PKI): from
 # a file, not the command line, as they differ from results folder to folder;
-# the i-th at /run/tortoise-ro/i (host/backends.py GUEST_RO), where the
+# the i-th at /run/tortoise-ro/i (host/guestpaths.py GUEST_RO), where the
 # request names them, for the reason the work folder has a fixed path
 if [ -s "$W/ro_paths" ]; then
   IFS_SAVE="$IFS"; IFS=:; i=0

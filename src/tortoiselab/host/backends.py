@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tortoiselab.host.cpus import cpu_slot, pinned
+from tortoiselab.host.guestpaths import guest_request, host_paths
 from tortoiselab.project import PKG_DIR, REPO_DIR
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS
 from tortoiselab.spec.requests import LabRequest
@@ -30,13 +31,6 @@ from tortoiselab.spec.requests import LabRequest
 GUEST_INIT = PKG_DIR / "guest" / "init.sh"
 NO_HOST_ENTROPY = PKG_DIR / "tools" / "no_host_entropy.py"
 LAB_GUARD = PKG_DIR / "tools" / "lab_guard.py"
-# where the uml guest mounts the run's work folder (guest/init.sh): one path in
-# every boot, whatever the host's (docs/determinism.md); result paths map back
-GUEST_WORK = "/run/tortoise-work"
-# and the run's own read-only folders (the request's ro_paths: the results
-# folder's site and PKI, trace folders), the i-th at GUEST_RO/i: a run does not
-# depend on where its results folder lies either
-GUEST_RO = "/run/tortoise-ro"
 # the guard's own watchdog fires this long after the host's, which names the
 # timeout in the run's error; the guard's matters when the runner is gone
 GUARD_SLACK_S = 30.0
@@ -220,27 +214,8 @@ def run_task(info: BackendInfo, request: LabRequest, work: Path, timeout_s: floa
     # the guest reads the run's read-only folders at fixed paths (guest/init.sh)
     ro = plain_paths(list(req.ro_paths))
     (work / "ro_paths").write_text(":".join(ro))
-    (work / "request.json").write_text(json.dumps(guest_ro_paths_of(req.model_dump(mode="json"), ro), indent=1))
+    (work / "request.json").write_text(json.dumps(guest_request(req.model_dump(mode="json"), ro), indent=1))
     return _run_uml(info, req, work, timeout_s)
-
-
-def guest_ro_paths_of(obj, ro: list[str]):
-    """obj with every string under the i-th of the host folders ro rewritten
-    to the same place under GUEST_RO/i, where a uml guest mounts it; the
-    longest folder first, so a folder inside another maps to its own mount."""
-    order = sorted(range(len(ro)), key=lambda i: -len(ro[i]))
-
-    def one(v):
-        if isinstance(v, dict):
-            return {k: one(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [one(x) for x in v]
-        if isinstance(v, str):
-            for i in order:
-                if v == ro[i] or v.startswith(ro[i].rstrip("/") + "/"):
-                    return f"{GUEST_RO}/{i}" + v[len(ro[i].rstrip("/")):]
-        return v
-    return one(obj)
 
 
 def _read_result(work: Path, log_hint: Path | None, backend: str) -> dict:
@@ -255,23 +230,6 @@ def _read_result(work: Path, log_hint: Path | None, backend: str) -> dict:
     if not result.get("ok"):
         raise LabError(f"lab task failed: {result.get('error')}\n{result.get('traceback', '')}")
     return result
-
-
-def host_paths(obj, work: Path, backend: str):
-    """A uml guest's result with every string under its work folder
-    (GUEST_WORK) rewritten to the same place under the host's work folder.
-    A native result is the host's already and comes back as it is (a native
-    run whose work folder lies under GUEST_WORK, as inside a lab guest,
-    would otherwise be sent to a folder that does not exist)."""
-    if backend != "uml":
-        return obj
-    if isinstance(obj, dict):
-        return {k: host_paths(v, work, backend) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [host_paths(v, work, backend) for v in obj]
-    if isinstance(obj, str) and (obj == GUEST_WORK or obj.startswith(GUEST_WORK + "/")):
-        return str(work) + obj[len(GUEST_WORK):]
-    return obj
 
 
 def _run_native(work: Path, timeout_s: float) -> dict:

@@ -33,7 +33,7 @@ from tortoiselab.analysis import napkin, whole
 from tortoiselab.analysis.fidelity import handshake_rtt_check
 from tortoiselab.analysis.flights import analyze_pcap, steady_throughput_mbit
 from tortoiselab.analysis.parsers import parse_nghttp_stats
-from tortoiselab.host import backends, pageload, reuse, store
+from tortoiselab.host import backends, guestpaths, pageload, reuse, store
 from tortoiselab.host.assets import lab_assets
 from tortoiselab.host.checks import (check_browser_tools, check_guest_paths, check_kernel_paths, check_manifest_urls,
                                     check_site_urls)
@@ -109,7 +109,7 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
             done = work / f"load-{i:03d}" / "result.json"
             if run.run_id in stored or not done.exists():
                 continue
-            ld = backends.host_paths(json.loads(done.read_text()), work, info.backend)
+            ld = guestpaths.host_paths(json.loads(done.read_text()), work, info.backend)
             boot = boot or json.loads((work / "boot.json").read_text())
             t_store = time.time()
             rec = _record_of_load(run, i, [r.run_id for r in runs], boot, ld, info, site, pki, versions,

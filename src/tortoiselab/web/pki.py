@@ -65,6 +65,8 @@ from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from cryptography.x509.verification import VerificationError
 
+from tortoiselab.project import moved
+
 # *-rsa: the small variants under an RSA-2048 root, for browsers (no Ed25519)
 VARIANTS = ("shared", "separate", "large", "shared-rsa", "separate-rsa")
 MSS_BYTES = 1448  # TCP payload per segment: MTU 1500 - 20 (IP) - 20 (TCP) - 12 (timestamps)
@@ -231,18 +233,8 @@ def _leaf_entry(host: str, cert_path: Path, key_path: Path, chain: list[x509.Cer
 def rebased(pki: dict, to: Path | str) -> dict:
     """pki (a pki.json) with its files' paths moved from the folder it was
     made in (its CA's folder) to `to`: the same folder seen at another path,
-    as a uml guest sees the results folder's PKI (host/backends.py GUEST_RO)."""
-    root = str(Path(pki["ca"]).parent).rstrip("/")
-
-    def one(v):
-        if isinstance(v, dict):
-            return {k: one(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [one(x) for x in v]
-        if isinstance(v, str) and (v == root or v.startswith(root + "/")):
-            return str(to).rstrip("/") + v[len(root):]
-        return v
-    return one(pki)
+    as a uml guest sees the results folder's PKI (host/guestpaths.py)."""
+    return moved(pki, [(str(Path(pki["ca"]).parent), str(to))])
 
 
 def make_pki(out_dir: Path, domain: str = "lab.test", seed_name: str = "", *,
