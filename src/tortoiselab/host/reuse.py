@@ -6,10 +6,11 @@ A run's id is the hash of its configuration, repetition and the file's seed
 also plans is the run G would do: the same path, the same seeds, on the
 virtual clock the same packets. A powered grid that repeats a reduced one
 with more repetitions (docs/architecture.md) thus only runs its new
-repetitions. Only completed ok runs are taken: a failed one is run again. So are runs
-made on another backend or clock than this invocation's (a uml run on the
-virtual clock is not the run a native one on the real clock would make:
-its times differ, docs/architecture.md), so that a folder never mixes them.
+repetitions. Only completed ok runs made on this invocation's backend and
+clock are taken; the others are run again: a failed run, and a run made
+elsewhere (a uml run on the virtual clock is not the run a native one on
+the real clock would make: its times differ, docs/architecture.md), so that
+a folder never mixes them.
 Each is hard-linked (its captures are not copied), its run.json rewritten
 with G's experiment name and `meta.reused_from` = F's folder name; runs G
 already holds are left as they are.
