@@ -12,6 +12,8 @@
 #   scripts/vm-qemu.sh ssh [-c CMD]       a shell in the VM as vagrant (or run CMD)
 #   scripts/vm-qemu.sh rsync              copy the project in again (what `vagrant rsync` does)
 #   scripts/vm-qemu.sh ssh-config         the ssh_config of the VM (Host default), as `vagrant ssh-config`
+#   scripts/vm-qemu.sh port GUEST         the host port forwarded to the VM's GUEST port (22 or 8888),
+#                                         as `vagrant port --guest GUEST`
 #   scripts/vm-qemu.sh destroy            stop the VM (by its recorded pid) and delete its overlay
 #
 # State lives in .vagrant/qemu/ of this clone (the disk overlay, the key,
@@ -168,6 +170,10 @@ case "${1:-}" in
   ssh) shift; if [ "${1:-}" = -c ]; then shift; vm_ssh "$@"; else vm_ssh "$@"; fi ;;
   rsync) cmd_rsync ;;
   ssh-config) cat "$state/ssh-config" ;;
+  port)
+    case "${2:-}" in 22) f=ssh-port ;; 8888) f=jupyter-port ;; *) die "port: 22 or 8888 (the ports forwarded)" ;; esac
+    [ -f "$state/$f" ] || die "no VM of this clone is up ('scripts/vm-qemu.sh up' first)"
+    cat "$state/$f" ;;
   destroy) cmd_destroy ;;
-  *) die "usage: scripts/vm-qemu.sh up | provision STEP | ssh [-c CMD] | rsync | ssh-config | destroy" ;;
+  *) die "usage: scripts/vm-qemu.sh up | provision STEP | ssh [-c CMD] | rsync | ssh-config | port GUEST | destroy" ;;
 esac

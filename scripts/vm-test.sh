@@ -16,7 +16,10 @@
 #   5. `sudo make -C /vagrant experiment` in the VM: the native backend, no
 #      UML lab kernel built
 #   6. the results copied out as README.md says (rsync over `vagrant ssh-config`)
-#   7. `vagrant destroy`
+#   7. Jupyter in the VM reached from the host on the forwarded port, as
+#      docs/course-labs.md says: its page, and a cell run in a kernel of the
+#      venv (scripts/vm-jupyter.sh)
+#   8. `vagrant destroy`
 #
 # Each step prints its wall time; a table of them closes the run. Settings:
 # TORTOISE_VM_CPUS (default 2 here), TORTOISE_VM_MEMORY (4096),
@@ -236,4 +239,6 @@ print(f"vm-test: {len(runs)} runs copied out; columns {cols}: {sorted(set(runs[c
       f"vm-test: {len(runs)} runs; no backend column")
 sys.exit(0 if cols and set(runs[cols[0]]) == {"native"} and len(runs) > 0 else 1)
 EOF
+
+step jupyter bash scripts/vm-jupyter.sh "$path_taken"
 finish 0

@@ -5,28 +5,23 @@ test experiment is run once per session into one temporary results folder
 there. The quickstart's dataset is also where the floor is checked: loss-free
 runs on the virtual clock have measured PLT / floor >= 1."""
 
-import json
 import os
 import secrets
 import signal
 import socket
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import pandas as pd
 import pytest
-import websocket
-from jupyter_client.jsonutil import json_default
-from jupyter_client.session import Session
 from nbclient import NotebookClient
 
 from tests.conftest import REPO, TORTOISE
 from tests.unit.test_notebooks import NOTEBOOKS, declared
 from tortoiselab.spec import experiment
-from tortoiselab import notebook
+from tortoiselab import jupyter_api, notebook
 
 pytestmark = pytest.mark.lab
 
@@ -106,41 +101,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _get(url: str, token: str) -> tuple[int, bytes]:
-    req = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return r.status, r.read()
-
-
-def _api(method: str, url: str, token: str, body: dict | None = None) -> dict:
-    req = urllib.request.Request(url, method=method, data=json.dumps(body).encode() if body else None,
-                                 headers={"Authorization": f"token {token}", "Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=60) as r:
-        text = r.read()
-        return json.loads(text) if text else {}
-
-
-def _run_cell(ws, session: Session, code: str, timeout_s: float) -> list[dict]:
-    """One execute_request over the kernel's websocket (Jupyter's messaging
-    protocol, messages as JSON); the cell's output messages until the kernel
-    is idle again."""
-    msg = session.msg("execute_request", {"code": code, "silent": False, "store_history": True,
-                                          "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
-    msg["channel"] = "shell"
-    ws.send(json.dumps(msg, default=json_default))
-    outputs, deadline = [], time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        reply = json.loads(ws.recv())
-        if reply.get("parent_header", {}).get("msg_id") != msg["header"]["msg_id"]:
-            continue
-        kind = reply["msg_type"]
-        if kind in ("stream", "display_data", "execute_result", "error"):
-            outputs.append({"output_type": kind, **reply["content"]})
-        elif kind == "status" and reply["content"]["execution_state"] == "idle":
-            return outputs
-    raise AssertionError(f"the cell did not finish within {timeout_s} s: {code[:200]}")
-
-
 def test_jupyterlab_serves_the_notebooks_and_runs_one(notebook_results, tmp_path):
     """`make notebook`'s server (scripts/notebook.sh): its page answers, and
     the quickstart runs top to bottom in a kernel it started, driven through
@@ -157,26 +117,18 @@ def test_jupyterlab_serves_the_notebooks_and_runs_one(notebook_results, tmp_path
         deadline = time.monotonic() + 120
         while True:
             try:
-                status, page = _get(f"{base}/lab", token)
+                status, page = jupyter_api.get(f"{base}/lab", token)
                 break
             except OSError:
                 assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read().decode()[-3000:]
                 time.sleep(0.5)
         assert status == 200 and b"JupyterLab" in page
-        listing = _api("GET", f"{base}/api/contents", token)
+        listing = jupyter_api.api("GET", f"{base}/api/contents", token)
         assert "00_quickstart.ipynb" in {c["name"] for c in listing["content"]}
-        nb = _api("GET", f"{base}/api/contents/00_quickstart.ipynb", token)["content"]
-        sess = _api("POST", f"{base}/api/sessions", token,
-                    {"path": "00_quickstart.ipynb", "type": "notebook", "kernel": {"name": "python3"}})
-        ws = websocket.create_connection(f"ws://127.0.0.1:{port}/api/kernels/{sess['kernel']['id']}/channels",
-                                         header=[f"Authorization: token {token}"], timeout=300)
-        try:
-            session = Session(username="test")
-            outputs = [_run_cell(ws, session, "".join(c["source"]) if isinstance(c["source"], list) else c["source"],
-                                 300) for c in nb["cells"] if c["cell_type"] == "code"]
-        finally:
-            ws.close()
-            _api("DELETE", f"{base}/api/sessions/{sess['id']}", token)
+        nb = jupyter_api.api("GET", f"{base}/api/contents/00_quickstart.ipynb", token)["content"]
+        with jupyter_api.kernel(base, token, path="00_quickstart.ipynb") as k:
+            outputs = [k.run("".join(c["source"]) if isinstance(c["source"], list) else c["source"], 300)
+                       for c in nb["cells"] if c["cell_type"] == "code"]
         flat = [o for out in outputs for o in out]
         assert not [o for o in flat if o["output_type"] == "error"], [o for o in flat if o["output_type"] == "error"]
         text = "\n".join(str(o.get("data", {}).get("text/plain", "")) + str(o.get("text", "")) for o in flat)

@@ -109,3 +109,35 @@ def test_plain_qemu_path_refuses_bad_settings_before_anything_starts():
     p = subprocess.run(["bash", str(REPO / "scripts" / "vm-qemu.sh"), "provision", "nope"], capture_output=True,
                        text=True, timeout=30)
     assert p.returncode == 1 and "one of: bootstrap setup kernel reboot verify" in p.stderr
+
+
+def test_plain_qemu_path_names_its_forwarded_ports(tmp_path):
+    """`scripts/vm-qemu.sh port 8888` is `vagrant port --guest 8888` of the
+    plain qemu path: the port `up` took (scripts/vm-jupyter.sh reaches
+    Jupyter through it); with no VM up, or for a port it does not forward,
+    it says so."""
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts" / "vm-qemu.sh"
+    script.write_text((REPO / "scripts" / "vm-qemu.sh").read_text())
+
+    def port(guest: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", str(script), "port", guest], capture_output=True, text=True, timeout=30)
+
+    p = port("8888")
+    assert p.returncode == 1 and "no VM of this clone is up" in p.stderr, p.stderr
+    state = tmp_path / ".vagrant" / "qemu"
+    state.mkdir(parents=True)
+    (state / "jupyter-port").write_text("8899\n")
+    (state / "ssh-port").write_text("40022\n")
+    assert port("8888").stdout.strip() == "8899" and port("22").stdout.strip() == "40022"
+    p = port("80")
+    assert p.returncode == 1 and "port: 22 or 8888" in p.stderr
+
+
+def test_vm_jupyter_check_names_its_paths():
+    p = subprocess.run(["bash", str(REPO / "scripts" / "vm-jupyter.sh"), "virtualbox"], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 2 and "usage: scripts/vm-jupyter.sh libvirt|qemu" in p.stderr
+    # make vm-test runs it on the path it took, after the results are out
+    test = (REPO / "scripts" / "vm-test.sh").read_text()
+    assert test.index('step jupyter bash scripts/vm-jupyter.sh "$path_taken"') > test.index("step results-out")
