@@ -452,7 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "powered,reduced: per experiment, the first its file defines)")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("plan", help="runs each claim of an experiment needs for 80 % power, from a pilot's spread")
+    p = sub.add_parser("plan", help="runs each claim of an experiment needs for 80 %% power, from a pilot's spread")
     p.add_argument("experiment", help="experiment file or name (experiments/tortoise.yaml or tortoise)")
     p.add_argument("--grid", default="reduced", help="the pilot's grid (its results are the pilot; full: the file's "
                                                      "own sweep)")

@@ -1,10 +1,12 @@
 """Bad input is refused with the field's name before anything starts."""
 
+import argparse
 import subprocess
 
 import pytest
 
 from tests.conftest import TORTOISE
+from tortoiselab import cli
 
 
 @pytest.mark.parametrize("args,field", [
@@ -31,3 +33,15 @@ def test_each_run_prints_its_time_budget():
     assert _time_budget({"sim_seconds": 81.7, "load_sim_seconds": 2.98, "wall_seconds": 1.5}) == (
         "load 2.98 s simulated in 1.5 s wall (1.99x real time; the run 81.7 s simulated, 54.5x)")
     assert _time_budget({"wall_seconds": 3.0}) == "3.0 s wall"
+
+
+def test_every_help_page_prints(capsys):
+    """`tortoise --help` and each subcommand's: argparse formats help strings
+    with %, so a bare "80 % power" made `tortoise --help` raise."""
+    parser = cli.build_parser()
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for argv in (["--help"], *([name, "--help"] for name in subs)):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(argv)
+        assert exc.value.code == 0, argv
+        assert "usage: tortoise" in capsys.readouterr().out, argv
