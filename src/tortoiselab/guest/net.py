@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import threading
@@ -51,6 +52,9 @@ LAB_PREFIX = "10.0.0.0/8"  # every lab address (spec/topology.py)
 # settings of the root namespace that PathLab.configure changes: on the
 # native backend (the host's kernel) mininet_path puts them back afterwards
 ROOT_SYSCTLS = ("net.ipv4.tcp_allowed_congestion_control",)
+# the soft open-file limit Mininet's node shells start under (the kernel's
+# default): see shells_under_default_fd_limit
+SHELL_NOFILE = 1024
 
 
 @dataclass
@@ -123,6 +127,26 @@ def _no_ipv6_from_birth(ex: Executor) -> None:
 
 
 @contextmanager
+def shells_under_default_fd_limit() -> Iterator[None]:
+    """Mininet starts each node's shell through `mnexec -c`, which closes
+    every file descriptor below the soft RLIMIT_NOFILE one by one; Mininet
+    raises that limit to 16384 (mininet.util.fixLimits), so each node cost
+    16k system calls: about 165 ms in the UML lab kernel, 70 % of building
+    a topology (docs/kernel-7.3.md, "Mininet's node shells"). The shells run
+    only Mininet's own configuration commands, so they start under the
+    kernel's default limit; the lab's own processes, which this process
+    starts through Node.popen after the nodes exist, keep Mininet's. (Our
+    descriptors are close-on-exec, Python's default, so none above the
+    lower limit reaches a shell.)"""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, SHELL_NOFILE), hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@contextmanager
 def mininet_path(ctx: LabContext, graph: Graph = ONE_PATH) -> Iterator["PathLab"]:
     """Build the graph in Mininet and stop it again, also on error."""
     setLogLevel("warning")
@@ -135,11 +159,12 @@ def mininet_path(ctx: LabContext, graph: Graph = ONE_PATH) -> Iterator["PathLab"
     net = Mininet(topo=None, build=False, controller=None, autoSetMacs=True,
                   autoStaticArp=True, waitConnected=False)
     nodes = {}
-    for h in graph.hosts:
-        nodes[h.name] = net.addHost(h.name, ip=h.ip)
-    for s in graph.switches:
-        opts = {"failMode": "standalone"} if ctx.switch == "ovs" else {}
-        nodes[s] = net.addSwitch(s, cls=switch_cls, **opts)
+    with shells_under_default_fd_limit():  # each node's shell starts here
+        for h in graph.hosts:
+            nodes[h.name] = net.addHost(h.name, ip=h.ip)
+        for s in graph.switches:
+            opts = {"failMode": "standalone"} if ctx.switch == "ovs" else {}
+            nodes[s] = net.addSwitch(s, cls=switch_cls, **opts)
     links = {}
     for i, (a, b) in enumerate(graph.links, 1):
         # switch ports get fixed MACs (hosts get theirs from autoSetMacs): the
