@@ -28,6 +28,7 @@ LAYERS = {
     "report": {"project", "spec", "analysis", "host"},
     "course": {"project", "spec", "host"},
     "notebook": {"project", "spec", "analysis", "host", "report", "studies"},
+    "jupyter_api": set(),
     "cli": {"project", "spec", "analysis", "host", "report", "studies", "course"},
 }
 MAX_MODULE_LINES = 500
