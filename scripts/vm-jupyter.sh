@@ -28,9 +28,9 @@ case "${1:-}" in
     # auto_correct nor `vagrant port`: the port is the Vagrantfile's, and
     # the tunnel's pid file says whether it runs
     host_port() {
-      local p="${TORTOISE_JUPYTER_PORT:-8888}" pidf
-      pidf="$(ls .vagrant/machines/*/libvirt/pids/ssh_"$p".pid 2>/dev/null | head -1)"
-      [ -n "$pidf" ] && kill -0 "$(cat "$pidf")" 2>/dev/null \
+      local p="${TORTOISE_JUPYTER_PORT:-8888}" tunnel_pidf
+      tunnel_pidf="$(ls .vagrant/machines/*/libvirt/pids/ssh_"$p".pid 2>/dev/null | head -1)"
+      [ -n "$tunnel_pidf" ] && kill -0 "$(cat "$tunnel_pidf")" 2>/dev/null \
         || die "no port forward to the VM's 8888 runs on 127.0.0.1:$p (taken by something else? TORTOISE_JUPYTER_PORT=<free port> vagrant reload)"
       echo "$p"
     } ;;
@@ -41,7 +41,7 @@ case "${1:-}" in
 esac
 
 log=/tmp/tortoiselab-jupyter.log
-pidf=/tmp/tortoiselab-jupyter.pgid
+pidf=/tmp/tortoiselab-jupyter.pgid  # in the VM: the server's process group
 stop_server() {
   vssh "sudo sh -c 'test -f $pidf && kill -TERM -\$(cat $pidf) 2>/dev/null; rm -f $pidf'" || true
 }
