@@ -279,7 +279,7 @@ def cmd_grade(a: argparse.Namespace) -> int:
     from tortoiselab.course.handout import find_lab, load_lab
 
     lab = load_lab(find_lab(a.lab))
-    sections = grade(lab, Path(a.results))
+    sections = grade(lab, Path(a.results), audit_k=a.audit, audit_seed=a.audit_seed)
     print(format_grade(lab, sections))
     return 0 if complete(sections) else 1
 
@@ -467,6 +467,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("lab", help="the lab handout: labs/01-tortoise.md, labs/01-tortoise or labs/01")
     p.add_argument("results", nargs="?", default="results",
                    help="the lab's results folder (results/<experiment>@<grid>) or the results root (default)")
+    p.add_argument("--audit", type=int, default=0, metavar="K", help="rerun K runs per experiment on the virtual "
+                   "clock; fail on any number unlike its record (default 0: none; docs/course-labs.md)")
+    p.add_argument("--audit-seed", type=int, metavar="S", help="picks the audited runs (default: a new seed, printed)")
     p.set_defaults(func=cmd_grade)
 
     p = sub.add_parser("regions", help="the region path profiles (topologies/regions.yaml + yours)")

@@ -113,3 +113,78 @@ def test_verify_refuses_the_real_clock_and_empty_results(tmp_path, monkeypatch):
         D.verify(f, tmp_path / "results")
     with pytest.raises(D.DeterminismError, match="at least 1"):
         D.verify(f, tmp_path / "results", n=0)
+
+
+LINKED = """
+name: v
+seed: 3
+path: {rtt_ms: 100, loss_pct: 2}
+sweep:
+  server.cc+path.rtt_ms: [[cubic, 100], [hybla, 50]]
+  server.initcwnd_pkts: [10]
+"""
+
+
+def test_linked_axes_are_labelled_field_by_field():
+    assert D.point_label({"server.cc+path.rtt_ms": ["hybla", 50], "server.initcwnd_pkts": 10}) == \
+        "cc=hybla, rtt_ms=50, initcwnd_pkts=10"
+    assert D.point_label({"server.cc": "cubic"}) == "cc=cubic" and D.point_label({}) == ""
+
+
+def test_verify_reruns_inside_the_results_folder_and_removes_them_when_runs_differ(tmp_path, monkeypatch, capsys):
+    """Issue 35, weak attack: the scratch folder was a sibling of --results
+    and was kept when runs differed; linked axes came out as
+    "rtt_ms=['hybla', 50]". Now: <exp>/.verify-<pid>, removed, the
+    differences printed, the point labelled field by field."""
+    import argparse
+    import os
+
+    from tortoiselab.host import store
+    from tortoiselab.spec.experiment import expand, load
+
+    f = tmp_path / "v.yaml"
+    f.write_text(LINKED)
+    results = tmp_path / "results"
+    exp_dir = results / "v"
+    (exp_dir / ".lab").mkdir(parents=True)
+    (exp_dir / ".lab" / "READY").write_text("ok\n")
+    for r in expand(load(f)):
+        _fake_run(exp_dir, r.run_id)
+    monkeypatch.setattr(backends, "choose", lambda b, c, ccs: backends.BackendInfo("uml", "virtual"))
+    seen = []
+
+    def rerun(batch, out, *args):  # the rerun of a run whose record says PLT None: 123.0 now
+        seen.append(out)
+        assert store.run_dirs(exp_dir) and all(d.parent == exp_dir for d in store.run_dirs(exp_dir))
+        for spec in batch:
+            (out / spec.run_id).mkdir()
+            (out / spec.run_id / "run.json").write_text(json.dumps({"run_id": spec.run_id, "ok": True,
+                                                                    "summary": {"plt_ms": 123.0}}))
+
+    monkeypatch.setattr(D, "run_batch", rerun)
+    a = argparse.Namespace(file=str(f), results=str(results), verify_determinism=2, jobs=1, backend="uml",
+                           clock="virtual", grid=None)
+    assert D.cli_verify(a) == 3
+    assert seen and all(o == exp_dir.resolve() / f".verify-{os.getpid()}" for o in seen)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results", "v.yaml"]  # nothing beside the results
+    assert not list(exp_dir.glob(".verify-*"))  # and nothing left inside
+    out = capsys.readouterr().out
+    assert "plt_ms: None vs 123.0" in out and "0 of 2 runs identical" in out
+    assert "cc=cubic, rtt_ms=100, initcwnd_pkts=10, rep 0" in out and "cc=hybla, rtt_ms=50, initcwnd_pkts=10, rep 0" in out
+    assert "reruns kept" not in out
+
+
+def test_scratch_folder_is_removed_on_error_and_refuses_one_that_exists(tmp_path):
+    import os
+
+    with pytest.raises(RuntimeError):
+        with D.scratch_folder(tmp_path) as d:
+            assert d == tmp_path / f".verify-{os.getpid()}" and d.is_dir()
+            (d / "x").write_text("x")
+            raise RuntimeError("a rerun failed")
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / f".verify-{os.getpid()}").mkdir()
+    with pytest.raises(D.DeterminismError, match=r"exists .*remove it \(rm -r "):
+        with D.scratch_folder(tmp_path):
+            pass
+    assert (tmp_path / f".verify-{os.getpid()}").is_dir()  # not ours: left alone

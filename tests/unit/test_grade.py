@@ -105,7 +105,7 @@ def test_complete_folder_passes(repo):
     lab, sections, checks = graded(repo, folder)
     assert grade.complete(sections)
     assert [c.name for c in sections[0].checks] == ["experiment", "sweep points", "repetitions", "failed runs",
-                                                    "fidelity"]
+                                                    "fidelity", "physics"]
     text = grade.format_grade(lab, sections)
     assert "complete: every requirement" in text and "MISSING" not in text
     assert "uml backend, virtual clock (16 runs)" in text

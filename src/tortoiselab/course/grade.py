@@ -36,7 +36,13 @@ The checks, per experiment, each printed with what is missing and the fix:
 - failed runs: at most `max_failed_share` of the folder's matching runs
   failed, each listed with its error;
 - fidelity: at least `fidelity_ok_share` of the completed runs measured the
-  configured handshake RTT (run.json `fidelity`).
+  configured handshake RTT (run.json `fidelity`);
+- physics: no completed run has numbers no run can measure (a loss-free PLT
+  below its napkin floor, a PLT below the path's RTT, bytes that are not the
+  page's: analysis/gates.py), each such run named;
+- audit (`--audit K`, the grader's choice): K completed runs, chosen by
+  `--audit-seed`, rerun on the virtual clock give their records' numbers
+  (host/audit.py; docs/course-labs.md, "Audited grades").
 
 A point is a sweep point of the grid, i.e. one arm in one condition. The
 folder for experiment <name> is RESULTS itself when RESULTS is named
@@ -47,6 +53,7 @@ from the results root or from either folder.
 
 from __future__ import annotations
 
+import random
 import shlex
 from collections import Counter
 from dataclasses import dataclass, field
@@ -57,7 +64,7 @@ import yaml
 from pydantic import ValidationError
 
 from tortoiselab.course.handout import GradeError, Lab, LabExperiment, Point, config_key, fmt_value, plain
-from tortoiselab.host import store
+from tortoiselab.host import audit, store
 from tortoiselab.spec.experiment import Experiment, ExperimentError, expand, load
 from tortoiselab.spec.pathspec import PathSpec
 
@@ -336,7 +343,47 @@ def check_fidelity(ok_runs: list[dict], share_needed: float) -> GradeCheck:
     return GradeCheck("fidelity", False, summary, _more(lines), fix if n else None)
 
 
-def grade_experiment(lab: Lab, le: LabExperiment, results: Path) -> Section:
+def check_physics(le: LabExperiment, folder: Path, ok_runs: list[dict]) -> GradeCheck:
+    """Every completed run's numbers are ones a run can measure (the physics
+    gate, analysis/gates.py, with the folder's own site): a loss-free PLT not
+    below its napkin floor, no PLT below the path's RTT, the page's bytes."""
+    bad = audit.gate_runs(folder, ok_runs)
+    n = len(ok_runs)
+    if not bad:
+        return GradeCheck("physics", True, f"all {n} completed runs pass the physics gate (PLT >= the napkin floor "
+                          "on loss-free paths and >= the RTT, the page's bytes)")
+    lines = [f"{rid}: {'; '.join(why)}" for rid, why in bad.items()]
+    return GradeCheck("physics", False, f"{len(bad)} of {n} completed runs have numbers no run can measure: "
+                      f"{', '.join(bad)}", _more(lines),
+                      f"these records were edited or measured another page: move those runs' folders out of "
+                      f"{folder} (keep them), then {run_command(le, folder)}   (it redoes the missing runs)")
+
+
+def check_audit(le: LabExperiment, folder: Path, ok_runs: list[dict], k: int, seed: int) -> GradeCheck:
+    """Rerun k of the completed runs (chosen by seed) on the virtual clock
+    and compare every number the grade, a report or a verdict reads
+    (host/audit.py): the lab's determinism is the audit
+    (docs/course-labs.md, "Audited grades")."""
+    reps = max([int(r.get("repetition") or 0) + 1 for r in ok_runs] + [le.exp.repetitions])
+    exp = le.exp.model_copy(update={"repetitions": reps})
+    res = audit.audit(folder, exp, [str(r.get("run_id")) for r in ok_runs], k, seed)
+    cmd = run_command(le, folder)
+    if res.refused:
+        return GradeCheck("audit", False, f"could not rerun {len(res.chosen)} runs (seed {seed}): {res.refused}",
+                          fix=f"run the lab on the uml backend's virtual clock ({cmd}) and grade where the lab "
+                              "kernel is built (make kernel; the course VM has it)")
+    if res.ok:
+        return GradeCheck("audit", True, f"{len(res.chosen)} of {len(ok_runs)} completed runs rerun on the virtual "
+                          f"clock (seed {seed}, {res.wall_seconds} s) gave their records' numbers"
+                          + (f": {', '.join(res.chosen)}" if res.chosen else ""))
+    lines = [f"{rid} ({res.labels.get(rid, '')}): {'; '.join(d)}" for rid, d in res.mismatches.items()]
+    return GradeCheck("audit", False, f"{len(res.mismatches)} of {len(res.chosen)} runs rerun on the virtual clock "
+                      f"(seed {seed}) differ from their records: {', '.join(res.mismatches)}", _more(lines),
+                      f"a record must hold what the lab measured: move those runs' folders out of {folder} "
+                      f"(keep them), then {cmd}   (it redoes the missing runs), and do not edit results")
+
+
+def grade_experiment(lab: Lab, le: LabExperiment, results: Path, audit_k: int = 0, audit_seed: int = 0) -> Section:
     folder = lab_results_folder(results, le.exp)
     if not folder.is_dir():
         return Section(le.exp.name, folder, [GradeCheck(
@@ -362,14 +409,24 @@ def grade_experiment(lab: Lab, le: LabExperiment, results: Path) -> Section:
     failures = check_failures(le, folder, matched_all, lab.spec.max_failed_share)
     checks = [check_experiment(le, folder, runs, matched, unmatched), check_points(le, folder, done),
               check_repetitions(le, folder, done, failed, failures.ok), failures,
-              check_fidelity(ok_runs, lab.spec.fidelity_ok_share)]
+              check_fidelity(ok_runs, lab.spec.fidelity_ok_share), check_physics(le, folder, ok_runs)]
+    if audit_k > 0:
+        checks.append(check_audit(le, folder, ok_runs, audit_k, audit_seed))
     envs = Counter(f"{(r.get('meta') or {}).get('backend')} backend, {(r.get('meta') or {}).get('clock')} clock"
                    for r in ok_runs)
     info = ["ran on: " + "; ".join(f"{e} ({n} runs)" for e, n in envs.most_common())] if envs else []
     return Section(le.exp.name, folder, checks, info)
 
 
-def grade(lab: Lab, results: Path) -> list[Section]:
+def grade(lab: Lab, results: Path, audit_k: int = 0, audit_seed: int | None = None) -> list[Section]:
+    """The lab's checks on every experiment's folder; audit_k > 0 adds the
+    audit of that many runs per experiment, picked by audit_seed (None: a
+    seed of the grader's own, printed in the audit's line so that it can be
+    repeated with --audit-seed)."""
+    if audit_k < 0:
+        raise GradeError(f"--audit {audit_k}: K is the number of runs to rerun per experiment, 0 (no audit) or "
+                         "more; e.g. --audit 2")
+    audit_seed = random.SystemRandom().randrange(2**31) if audit_seed is None else audit_seed
     results = Path(results)
     if results.exists() and not results.is_dir():
         raise GradeError(f"RESULTS {results}: is a file; give the results folder `tortoise run` printed "
@@ -378,7 +435,7 @@ def grade(lab: Lab, results: Path) -> list[Section]:
         names = ", ".join(str(lab_results_folder(Path("results"), le.exp)) for le in lab.experiments)
         raise GradeError(f"RESULTS {results}: no such folder; run the lab first (its handout, {lab.path}, says "
                          f"how), then give its folder ({names}) or the results root")
-    return [grade_experiment(lab, le, results) for le in lab.experiments]
+    return [grade_experiment(lab, le, results, audit_k, audit_seed) for le in lab.experiments]
 
 
 def format_grade(lab: Lab, sections: list[Section]) -> str:

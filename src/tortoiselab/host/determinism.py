@@ -14,8 +14,10 @@ module holds what checks it:
   their first value: ports, initial sequence numbers and timestamp offsets
   are random in the kernel and change nothing else);
 - `compare_fingerprints(a, b)`: every difference between two fingerprints;
-- `verify(...)`: rerun a sample of completed runs into a scratch folder,
-  with the stored experiment's own pages and certificates, and compare;
+- `verify(...)`: rerun a sample of completed runs into a scratch folder
+  inside the results folder (`scratch_folder`: <exp>/.verify-<pid>, removed
+  afterwards), with the stored experiment's own pages and certificates, and
+  compare (`rerun_and_compare`, also the grader's audit: host/audit.py);
 - `run_seeds(...)`: every seed a run used, recorded in run.json with the
   digest of the code that ran in the guest (guest.code_digest), so that a
   rerun can be checked against it.
@@ -23,14 +25,15 @@ module holds what checks it:
 
 from __future__ import annotations
 
+import contextlib
 import json
-import secrets
-import string
+import os
 import random
+import shlex
 import shutil
-import socket
 import struct
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -200,7 +203,9 @@ def verify(exp_file: Path, results: Path, n: int = 2, jobs: int = 1, backend: st
            clock: str = "auto", grid: str | None = None, scratch: Path | None = None,
            on_progress=None) -> dict:
     """Rerun n sampled completed runs of the experiment into a scratch folder
-    (never into its results) and compare each with its stored run. The
+    inside its results folder (`scratch_folder`: never among its runs, and
+    removed afterwards, also when runs differ: the comparisons say what
+    differed) and compare each with its stored run. The
     reruns use the stored experiment's pages and certificates (.lab), so
     that they get the same bytes."""
 
@@ -226,11 +231,21 @@ def verify(exp_file: Path, results: Path, n: int = 2, jobs: int = 1, backend: st
             f"clock a run depends on the machine's load and is not repeatable (stored runs: "
             f"{', '.join(sorted(map(str, stored_clocks)))} clock; this rerun: {info.backend}, {info.clock} clock). "
             "bench/determinism.py shows the spread of real-clock reruns.")
-    scratch = Path(scratch).resolve() if scratch else scratch_like(Path(results).resolve())
-    work_dir = scratch / exp.name
-    work_dir.mkdir(parents=True, exist_ok=True)
-    versions = tool_versions()
     t0 = time.monotonic()
+    with scratch_folder(exp_dir, scratch) as work_dir:
+        comps = rerun_and_compare(exp_dir, chosen, specs, info, work_dir, jobs, on_progress)
+    return {"experiment": exp.name, "stored": str(exp_dir), "scratch": str(work_dir), "comparisons": comps,
+            "wall_seconds": round(time.monotonic() - t0, 1),
+            "backend": info.backend, "clock": info.clock}
+
+
+def rerun_and_compare(exp_dir: Path, chosen: list[str], specs: dict, info: backends.BackendInfo, work_dir: Path,
+                      jobs: int = 1, on_progress=None) -> list[Comparison]:
+    """Rerun each chosen stored run of exp_dir into work_dir (with the
+    folder's own pages and certificates, .lab) and compare it with its
+    stored run. specs: run id -> RunSpec of the experiment."""
+    lab = exp_dir / ".lab"
+    versions = tool_versions()
 
     def one(run_id: str) -> Comparison:
         # the run's own batch again: on the virtual clock a run repeats exactly in
@@ -246,10 +261,7 @@ def verify(exp_file: Path, results: Path, n: int = 2, jobs: int = 1, backend: st
         return c
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        comps = list(pool.map(one, chosen))
-    return {"experiment": exp.name, "stored": str(exp_dir), "scratch": str(scratch), "comparisons": comps,
-            "wall_seconds": round(time.monotonic() - t0, 1),
-            "backend": info.backend, "clock": info.clock}
+        return list(pool.map(one, chosen))
 
 
 def stored_batch(run_dir: Path, specs: dict) -> list:
@@ -264,42 +276,60 @@ def stored_batch(run_dir: Path, specs: dict) -> list:
     return [specs[r] for r in ids]
 
 
-def scratch_like(results: Path) -> Path:
-    """A new scratch folder beside the results folder, with a name as long as
-    its name: the same depth, the same lengths. The guest sees its run's
-    folder at the host's path and makes it anew in its own /tmp when the
-    path lies there, and the shape of that path moves a run by a microsecond
-    or two (seen: a rerun under a /tmp path of other depth and length
-    differed by 1-2 us; runs under two results folders of one shape did
-    not). Hidden (a leading dot) where the name has room for one."""
-    n = len(results.name)
-    for _ in range(100):
-        tail = "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(n))
-        cand = results.parent / (("." + tail[1:]) if n >= 2 else tail)
-        try:
-            cand.mkdir()
-            return cand
-        except FileExistsError:
-            continue
-    raise DeterminismError(f"verify-determinism: found no free scratch name beside {results}")
+SCRATCH_PREFIX = ".verify-"  # a dot folder: the store, the runner and `tortoise clean` pass it by
+
+
+@contextlib.contextmanager
+def scratch_folder(exp_dir: Path, scratch: Path | None = None) -> Iterator[Path]:
+    """A new folder for reruns inside the results folder, <exp>/.verify-<pid>
+    (a dot folder the store ignores: store.run_dirs), removed when the block
+    ends, however it ends; what differed is in the comparisons, not in the
+    folder. Where the reruns lie does not matter to them: the guest sees its
+    work folder and the site at fixed paths (docs/determinism.md, "the work
+    folder's place", "the results folder's place"). scratch: a folder of the
+    caller's to use instead (made if missing, removed after)."""
+    d = Path(scratch).resolve() if scratch else Path(exp_dir) / f"{SCRATCH_PREFIX}{os.getpid()}"
+    try:
+        d.mkdir(parents=bool(scratch))
+    except FileExistsError:
+        raise DeterminismError(f"verify-determinism: {d} exists (left by an earlier check that was killed?); "
+                               f"remove it (rm -r {shlex.quote(str(d))}) and try again") from None
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def point_label(point: dict) -> str:
+    """A sweep point as field=value pairs, each field by its last name; a
+    linked axis ("server.cc+path.rtt_ms": [hybla, 100]) gives one pair per
+    field (cc=hybla, rtt_ms=100)."""
+    pairs = []
+    for k, v in point.items():
+        names = k.split("+")
+        if len(names) > 1 and isinstance(v, (list, tuple)) and len(v) == len(names):
+            pairs += list(zip(names, v))
+        else:
+            pairs.append((k, v))
+    return ", ".join(f"{k.split('.')[-1]}={v}" for k, v in pairs)
 
 
 def _label(spec) -> str:
-    point = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in spec.point.items())
+    point = point_label(spec.point)
     return f"{point + ', ' if point else ''}rep {spec.repetition}"
 
 
 def format_verification(rep: dict) -> str:
     lines = [f"verify-determinism: {rep['experiment']}: {len(rep['comparisons'])} runs rerun on the "
-             f"{rep['clock']} clock into {rep['scratch']} ({rep['wall_seconds']} s)",
-             f"{'run':<13} {'point':<32} {'PLT ms stored':>14} {'rerun':>11} {'bytes':>8} {'retrans':>8} "
-             f"{'packets':>8} {'max |dt| us':>11}  verdict"]
+             f"{rep['clock']} clock into {rep['scratch']} (removed) ({rep['wall_seconds']} s)",
+             f"{'run':<13} {'PLT ms stored':>14} {'rerun':>11} {'bytes':>8} {'retrans':>8} "
+             f"{'packets':>8} {'max |dt| us':>11}  {'verdict':<9}  point"]
     for c in rep["comparisons"]:
         same = lambda x, y: "same" if x == y else "DIFF"  # noqa: E731
-        lines.append(f"{c.run_id:<13} {c.label[:32]:<32} {_f(c.a.plt_ms):>14} {_f(c.b.plt_ms):>11} "
+        lines.append(f"{c.run_id:<13} {_f(c.a.plt_ms):>14} {_f(c.b.plt_ms):>11} "
                      f"{same(c.a.bytes, c.b.bytes):>8} {same(c.a.retransmissions, c.b.retransmissions):>8} "
                      f"{len(c.b.packets):>8} {_f(c.max_dt_us):>11}  "
-                     f"{'identical' if c.identical else 'DIFFERENT'}")
+                     f"{'identical' if c.identical else 'DIFFERENT':<9}  {c.label}")
         for d in c.differences:
             lines.append(f"    {d}")
         if not c.identical and c.a.code and c.b.code and c.a.code != c.b.code:
@@ -317,16 +347,11 @@ def _f(x) -> str:
 
 def cli_verify(a) -> int:
     """`tortoise run FILE --verify-determinism [N]`: 0 when every rerun run is
-    identical to its stored run, 3 otherwise (the scratch folder is kept
-    then, for a look; it is removed when all match)."""
+    identical to its stored run, 3 otherwise (what differed is printed; the
+    scratch folder inside the results folder is removed either way)."""
     rep = verify(Path(a.file), Path(a.results), n=a.verify_determinism, jobs=a.jobs, backend=a.backend,
                  clock=a.clock, grid=getattr(a, "grid", None),
                  on_progress=lambda c: print(f"  {c.run_id}: {'identical' if c.identical else 'DIFFERENT'}",
                                              flush=True))
     print(format_verification(rep))
-    ok = all(c.identical for c in rep["comparisons"])
-    if ok:
-        shutil.rmtree(rep["scratch"], ignore_errors=True)
-    else:
-        print(f"reruns kept in {rep['scratch']} on {socket.gethostname()}")
-    return 0 if ok else 3
+    return 0 if all(c.identical for c in rep["comparisons"]) else 3

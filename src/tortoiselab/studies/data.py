@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from tortoiselab.host import store
+from tortoiselab.analysis.gates import physics_gate
+from tortoiselab.host import audit, store
 from tortoiselab.host.store import RunRecord
 from tortoiselab.project import REPO_DIR as REPO
 from tortoiselab.studies.connections import second_origin_connections
@@ -207,11 +208,17 @@ def load_runs(exp_dir: str | Path, run_ids: set[str] | None = None,
     content_download2_ms / repeat_new_conns, conn_reuse_ratio (reuse
     counted in origins' connections, _conn_reuse), conns_reused / conns_new
     (the load's connections to other origins, reused or opened:
-    connections.second_origin_connections) and tcp_conns (TCP
-    connections in the server capture), then run_dir. run_ids: only these
+    connections.second_origin_connections), tcp_conns (TCP connections
+    in the server capture) and physics (why the run fails the physics
+    gate, analysis/gates.py, "" when it passes: such a run has ok False),
+    then run_dir. run_ids: only these
     runs (those of the experiment file's current grid); points: run id ->
     sweep point (current_points) to pair by, over what a record says."""
-    df = store.load_runs(Path(exp_dir), run_ids, extra=STUDY_COLUMNS)
+    manifest, pki = audit.folder_site(Path(exp_dir))
+    gate = {"physics": lambda r: "; ".join(physics_gate(r.model_dump(mode="json"), manifest, pki))}
+    df = store.load_runs(Path(exp_dir), run_ids, extra={**STUDY_COLUMNS, **gate})
+    # a run whose numbers no run can measure is not ok for a verdict (analysis/gates.py); `physics` says why
+    df["ok"] = df["ok"].astype(bool) & (df["physics"] == "")
     if points:
         df["cond"] = [points.get(rid, c) for rid, c in zip(df["run_id"], df["cond"])]
     for col in ("connect_ms", "dns_ms", "plt2_ms", "ttfb2_ms", "content_download2_ms", "beta", "conn_reuse_ratio",

@@ -17,6 +17,7 @@ from tortoiselab.studies.connections import (MSS, first_conn, handshake_flight_b
                                              hybla_rho, transfer)
 from tortoiselab.studies.data import load_runs
 
+GATE = "physics gate: loss-free PLT >= napkin floor, PLT >= RTT, the page's bytes"
 SLOW_START = "slow start: k rounds carry IW*MSS*(2^k - 1)"
 HANDSHAKE = "handshake round trips match the TLS version"
 HYBLA = "hybla's first window equals rho = RTT/RTT0 (RTT0 = 25 ms)"
@@ -91,6 +92,18 @@ def physics_checks(exp_dir: str | Path, run_ids: set[str] | None = None, max_run
     for _, r in df.iterrows():
         _check_run(checks, r)
     return _finish(checks)
+
+
+def gate_check(exp_dir: str | Path, run_ids: set[str] | None = None) -> PhysicsCheck:
+    """The physics gate (analysis/gates.py) over every completed run of an
+    experiment: the runs that fail it are named, and left out of the
+    verdicts (studies/data.load_runs gives them ok False)."""
+    df = load_runs(exp_dir, run_ids)
+    bad = df[df["physics"] != ""].sort_values("run_id")
+    n = int(df["ok"].sum()) + len(bad)
+    return PhysicsCheck(GATE, None if n == 0 else bad.empty, "every completed run", f"{n - len(bad)} of {n} runs pass",
+                        n, "failing runs are left out of the verdicts" if len(bad) else "",
+                        [f"{rid}: {why}" for rid, why in zip(bad["run_id"], bad["physics"])])
 
 
 def _check_run(checks: _Checks, r: pd.Series) -> None:

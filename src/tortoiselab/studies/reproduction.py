@@ -11,7 +11,7 @@ from pathlib import Path
 from tortoiselab.host import store
 from tortoiselab.studies.data import current_run_ids, report_grids, study_folder
 from tortoiselab.studies.model import VERDICTS, Study, Verdict
-from tortoiselab.studies.physics import physics_checks
+from tortoiselab.studies.physics import gate_check, physics_checks
 from tortoiselab.studies.registry import STUDIES, claim_grid, evaluate, experiment_files
 
 WHY_WE_DIFFER = {
@@ -200,7 +200,8 @@ def _study_section(s: Study, vs: list[Verdict], results: Path, grid: str | None)
 
 def _checks_section(results: Path, grid: str | None) -> list[str]:
     lines = ["## The physicist's checks", "",
-             "On the server-side captures (flights.py, the ACK clock), at most 40 runs per experiment:", "",
+             "The physics gate on every completed run (analysis/gates.py: runs that fail it are left out of the "
+             "verdicts), then on the server-side captures (flights.py, the ACK clock), at most 40 runs per experiment:", "",
              "| experiment | check | expected | measured | pass | notes |",
              "| --- | --- | --- | --- | --- | --- |"]
     for s in STUDIES.values():
@@ -208,7 +209,8 @@ def _checks_section(results: Path, grid: str | None) -> list[str]:
             d = study_folder(f, fg, results)
             if not d.is_dir():
                 continue
-            for c in physics_checks(d, current_run_ids(f, fg)):
+            ids = current_run_ids(f, fg)
+            for c in [gate_check(d, ids), *physics_checks(d, ids)]:
                 note = "; ".join([x for x in (c.detail, *c.failures[:3]) if x])
                 lines.append(f"| {d.name} | {_md(c.name)} | {_md(c.expected)} | {_md(c.measured)} | "
                              f"{'-' if c.ok is None else ('yes' if c.ok else '**NO**')} | {_md(note)} |")

@@ -1,0 +1,151 @@
+"""What a grader checks of a results folder beyond its records: the physics
+gate with the folder's own site, and the audit, reruns of stored runs on
+the virtual clock (docs/course-labs.md, "Audited grades").
+
+- `folder_site(exp_dir)`: the site manifest and PKI description the runner
+  made for the folder (<exp>/.lab/site/manifest.json, .lab/pki/pki.json);
+- `gate_runs(exp_dir, records)`: run id -> why its numbers cannot be
+  (analysis/gates.physics_gate), for the runs that fail the gate;
+- `audit(exp_dir, exp, run_ids, k, seed)`: rerun k of the run ids, chosen
+  by seed, each in its own stored batch (docs/determinism.md, "Batches":
+  a run repeats to the microsecond in the boot it ran in), into a scratch
+  folder inside the results folder (determinism.scratch_folder, removed
+  afterwards) and compare every number a grade, a report or a verdict
+  reads of it (AUDITED) and its server capture (determinism.Comparison).
+  On the virtual clock a run repeats exactly with the same code and lab
+  kernel, so any difference is a number that was not measured so.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tortoiselab.analysis.gates import physics_gate
+from tortoiselab.host import backends, determinism
+from tortoiselab.spec.experiment import Experiment, expand
+
+# the numbers of a record the audit compares (dotted paths into run.json)
+AUDITED = ("ok", "summary.plt_ms", "summary.bytes", "summary.ttfb_ms", "summary.dns_ms",
+           "summary.plt_from_request_ms", "summary.content_download_ms", "summary.connections_opened",
+           "summary.repeat.plt_ms", "summary.repeat.ttfb_ms", "summary.data_bytes", "summary.throughput_mbit",
+           "summary.steady_throughput_mbit", "fidelity.0.measured")
+
+
+def _read_json(f: Path) -> dict | None:
+    try:
+        doc = json.loads(f.read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def folder_site(exp_dir: Path) -> tuple[dict | None, dict | None]:
+    """(site manifest, PKI description) of a results folder; None for one
+    that is missing or unreadable."""
+    lab = Path(exp_dir) / ".lab"
+    return _read_json(lab / "site" / "manifest.json"), _read_json(lab / "pki" / "pki.json")
+
+
+def gate_runs(exp_dir: Path, records: list[dict]) -> dict[str, list[str]]:
+    """run id -> the physics gate's reasons, for every record that fails it."""
+    manifest, pki = folder_site(exp_dir)
+    out = {}
+    for rec in records:
+        why = physics_gate(rec, manifest, pki)
+        if why:
+            out[str(rec.get("run_id"))] = why
+    return out
+
+
+def value_at(rec: dict, dotted: str) -> Any:
+    """rec's value at a dotted path ("summary.repeat.plt_ms", "fidelity.0.measured"); None if absent."""
+    v: Any = rec
+    for part in dotted.split("."):
+        if isinstance(v, dict):
+            v = v.get(part)
+        elif isinstance(v, list) and part.isdigit() and int(part) < len(v):
+            v = v[int(part)]
+        else:
+            return None
+    return v
+
+
+def number_diffs(stored: dict, rerun: dict) -> list[str]:
+    """"name: stored X, rerun Y" for every AUDITED number that differs."""
+    out = []
+    for k in AUDITED:
+        a, b = value_at(stored, k), value_at(rerun, k)
+        if a != b:
+            out.append(f"{k.removeprefix('summary.')}: stored {a}, rerun {b}")
+    return out
+
+
+@dataclass
+class AuditResult:
+    k: int
+    seed: int
+    chosen: list[str] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    mismatches: dict[str, list[str]] = field(default_factory=dict)  # run id -> what differed
+    refused: str | None = None  # why the audit could not run (then it fails)
+    wall_seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.refused is None and not self.mismatches
+
+
+def _refusal(exp_dir: Path, chosen: list[str]) -> str | None:
+    if not (Path(exp_dir) / ".lab" / "READY").exists():
+        return f"{exp_dir} has no .lab/READY (the site and PKI its runs used): they cannot be rerun as they ran"
+    real = [r for r in chosen if value_at(_read_json(Path(exp_dir) / r / "run.json") or {}, "meta.clock") != "virtual"]
+    if real:
+        return (f"runs {', '.join(real)} did not run on the virtual clock: only a virtual-clock run repeats "
+                "exactly (docs/determinism.md)")
+    return None
+
+
+def audit(exp_dir: Path, exp: Experiment, run_ids: list[str], k: int, seed: int, jobs: int = 1,
+          backend: str = "uml") -> AuditResult:
+    """Rerun k of run_ids (completed ok runs of exp in exp_dir, sampled by
+    seed from their sorted ids) and compare each with its stored record and
+    capture. exp: the experiment with the repetitions the folder holds (its
+    run ids, and those of the runs' batches, come from expand(exp))."""
+    res = AuditResult(k, seed)
+    specs = {r.run_id: r for r in expand(exp)}
+    pool = sorted(r for r in run_ids if r in specs)  # another seed's runs: the grade's experiment check names them
+    res.chosen = random.Random(seed).sample(pool, min(k, len(pool)))
+    if not res.chosen:
+        return res
+    res.refused = _refusal(exp_dir, res.chosen)
+    if res.refused:
+        return res
+    res.labels = {r: f"{determinism.point_label(specs[r].point)}, rep {specs[r].repetition}" for r in res.chosen}
+    try:
+        info = backends.choose(backend, "virtual", sorted({specs[r].config["server"]["cc"] for r in res.chosen}))
+    except backends.LabError as exc:
+        res.refused = f"the lab cannot run here: {exc}"
+        return res
+    t0 = time.monotonic()
+    try:
+        with determinism.scratch_folder(exp_dir) as work:
+            comps = determinism.rerun_and_compare(Path(exp_dir), res.chosen, specs, info, work, jobs)
+            for c in comps:
+                rerun = next(work.rglob(f"{c.run_id}/run.json"), None)
+                diffs = number_diffs(_read_json(Path(exp_dir) / c.run_id / "run.json") or {},
+                                     _read_json(rerun) or {} if rerun else {})
+                diffs += [d for d in c.differences if not d.startswith(("plt_ms", "bytes"))]
+                if diffs and c.a.code and c.b.code and c.a.code != c.b.code:
+                    diffs.append(f"note: the lab's code differs from the code the run was made with (digest "
+                                 f"{c.a.code[:12]} vs {c.b.code[:12]}); a run repeats only with the same code")
+                if diffs:
+                    res.mismatches[c.run_id] = diffs
+    except (determinism.DeterminismError, backends.LabError, OSError) as exc:
+        res.refused = f"the reruns failed: {exc}"
+    res.wall_seconds = round(time.monotonic() - t0, 1)
+    return res
