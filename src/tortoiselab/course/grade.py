@@ -349,10 +349,13 @@ def check_physics(le: LabExperiment, folder: Path, ok_runs: list[dict]) -> Grade
     below its napkin floor, no PLT below the path's RTT, the page's bytes."""
     bad = audit.gate_runs(folder, ok_runs)
     n = len(ok_runs)
+    site = folder / ".lab" / "site" / "manifest.json"
+    note = [] if site.is_file() else [f"bytes and napkin floors not checked: no {site} (a copy without .lab; "
+                                      "grade the folder where it was run)"]
     if not bad:
         return GradeCheck("physics", True, f"all {n} completed runs pass the physics gate (PLT >= the napkin floor "
-                          "on loss-free paths and >= the RTT, the page's bytes)")
-    lines = [f"{rid}: {'; '.join(why)}" for rid, why in bad.items()]
+                          "on loss-free paths and >= the RTT, the page's bytes)", note)
+    lines = note + [f"{rid}: {'; '.join(why)}" for rid, why in bad.items()]
     return GradeCheck("physics", False, f"{len(bad)} of {n} completed runs have numbers no run can measure: "
                       f"{', '.join(bad)}", _more(lines),
                       f"these records were edited or measured another page: move those runs' folders out of "
