@@ -124,8 +124,8 @@ def test_verify_determinism_cli(two_passes):
                        timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "1 of 1 runs identical" in p.stdout
-    # stored runs untouched, nothing added to the results folder, the scratch beside it removed
-    assert len(_runs(a)) == 8 and not list(a.glob(".*.tmp-*"))
+    # stored runs untouched, nothing added to the results folder, the scratch inside it removed
+    assert len(_runs(a)) == 8 and not list(a.glob(".*.tmp-*")) and not list(a.glob(".verify-*"))
     assert sorted(x.name for x in a.parent.parent.iterdir()) == before
     r = subprocess.run([*TORTOISE, "run", str(f), "--results", str(a.parent), "--backend", "uml",
                         "--clock", "real", "--verify-determinism"], capture_output=True, text=True, timeout=120)
