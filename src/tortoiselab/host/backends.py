@@ -24,6 +24,8 @@ from pathlib import Path
 
 from tortoiselab.host.cpus import cpu_slot, pinned
 from tortoiselab.host.guestpaths import guest_request, host_paths
+from tortoiselab.host.procid import dumps as proc_dumps
+from tortoiselab.host.procid import record as proc_record
 from tortoiselab.project import PKG_DIR, REPO_DIR
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS
 from tortoiselab.spec.requests import LabRequest
@@ -396,8 +398,14 @@ def _boot_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float, 
         with open(log, "w") as fh:
             p = subprocess.Popen(guarded(argv, timeout_s, 0), stdin=subprocess.PIPE, stdout=fh,
                                  stderr=subprocess.STDOUT, start_new_session=True, env=env, cwd=work)
-            (work / "uml.pgid").write_text(str(p.pid))
             try:
+                try:
+                    (work / "uml.pgid").write_text(str(p.pid))
+                    # what proves later that this group is the lab (host/locks.clean_stale, host/procid.py)
+                    (work / "uml.proc.json").write_text(proc_dumps(proc_record(p.pid)))
+                except BaseException:
+                    kill_group(p)  # a lab nobody could clean up later does not run
+                    raise
                 _wait_or_kill(p, timeout_s)
             finally:
                 shutil.rmtree(work / ".uml", ignore_errors=True)
