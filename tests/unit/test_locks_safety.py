@@ -177,3 +177,47 @@ def test_a_member_is_not_signalled_as_a_group(lab_like):
     ok, why = procid.kill_group_if_ours(procid.record(member))
     assert not ok and why == f"pid {member} no longer leads its process group (group {p.pid})"
     assert p.poll() is None and group_alive(p.pid)
+
+
+# --- the scripts' recorded pids (scripts/procid.sh) ---------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _sh(script: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", f". {REPO / 'scripts' / 'procid.sh'}; {script}", "sh", *args],
+                          capture_output=True, text=True, timeout=30)
+
+
+def test_the_scripts_record_and_check_a_pid_as_the_host_does(tmp_path, sleeper):
+    rec = _sh('proc_record "$1"', str(sleeper.pid))
+    pid, start, boot = rec.stdout.split()
+    assert (int(pid), int(start), boot) == (sleeper.pid, procid.start_ticks(sleeper.pid), procid.boot_id())
+    f = tmp_path / "x.id"
+    for text, rc, why in [
+        (rec.stdout, 0, ""),
+        (f"{pid} {int(start) + 1} {boot}\n", 1, f"pid {pid} is another process now"),
+        (f"{pid} {start} 00000000-0000-0000-0000-000000000000\n", 1, "another machine or boot"),
+        (f"1 {start} {boot}\n", 1, "not a pid record"),
+        ("junk\n", 1, "not a pid record"),
+    ]:
+        f.write_text(text)
+        p = _sh('proc_ours "$1"', str(f))
+        assert p.returncode == rc and why in p.stderr, (text, p.stderr)
+    assert sleeper.poll() is None
+
+
+def test_vm_qemu_destroy_spares_a_foreign_pid_its_state_names(tmp_path, sleeper):
+    """A state folder copied from another clone or kept across a reboot:
+    its qemu.pid names a process of this machine that is no VM of ours."""
+    (tmp_path / "scripts").mkdir()
+    for name in ("vm-qemu.sh", "procid.sh"):
+        (tmp_path / "scripts" / name).write_text((REPO / "scripts" / name).read_text())
+    state = tmp_path / ".vagrant" / "qemu"
+    state.mkdir(parents=True)
+    (state / "qemu.pid").write_text(f"{sleeper.pid}\n")
+    p = subprocess.run(["bash", str(tmp_path / "scripts" / "vm-qemu.sh"), "destroy"], capture_output=True,
+                       text=True, timeout=60)
+    time.sleep(0.2)
+    assert sleeper.poll() is None, "a foreign process was signalled"
+    assert p.returncode == 0 and f"did not signal pid {sleeper.pid}: no record" in p.stdout, p.stdout + p.stderr
