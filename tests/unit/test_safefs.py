@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -112,14 +113,28 @@ def test_a_claims_folder_that_is_a_link_is_refused(tmp_path, victim):
     assert _state(victim) == before
 
 
-def test_clean_leaves_linked_work_folders_in_place_and_says_so(tmp_path, victim):
+@pytest.fixture
+def foreign():
+    """A process group of this test's own, foreign to any lab, that a planted
+    uml.pgid names (never a fixed pid: run against unfixed code, a test must
+    signal nothing but its own process); ended by its pid afterwards."""
+    p = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        yield p
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+
+
+def test_clean_leaves_linked_work_folders_in_place_and_says_so(tmp_path, victim, foreign):
     """`tortoise clean` says what it did not do: links it leaves in place
     are named as such, never reported as removed."""
     res = tmp_path / "res"
     exp_dir = res / "tiny"
     exp_dir.mkdir(parents=True)
     (victim / "lab").mkdir()
-    (victim / "lab" / "uml.pgid").write_text("1")
+    (victim / "lab" / "uml.pgid").write_text(str(foreign.pid))
     for name in (".aaaaaaaaaaaa.tmp-1", ".lab.tmp-1", ".runs.parquet.tmp-1"):
         (exp_dir / name).symlink_to(victim if "parquet" not in name else victim / "precious")
     (exp_dir / ".bbbbbbbbbbbb.tmp-2").mkdir()  # a real one, removed
@@ -132,6 +147,8 @@ def test_clean_leaves_linked_work_folders_in_place_and_says_so(tmp_path, victim)
         assert len(said) == 1 and said[0].startswith(f"tiny: left {name} in place: it is a link to "), lines
         assert (exp_dir / name).is_symlink()
     assert not any("removed .aaaaaaaaaaaa" in ln or "removed .lab" in ln for ln in lines)
+    time.sleep(0.2)
+    assert foreign.poll() is None
 
 
 def test_clean_does_not_enter_an_experiment_folder_that_is_a_link(tmp_path, victim):
@@ -145,18 +162,24 @@ def test_clean_does_not_enter_an_experiment_folder_that_is_a_link(tmp_path, vict
     assert lines == [f"tiny: left alone: it is a link to {victim}; clean it where it points, or remove the link"]
 
 
-def test_a_stale_work_folder_with_a_linked_record_signals_nothing(tmp_path, victim):
+def test_a_stale_work_folder_with_a_linked_record_signals_nothing(tmp_path, victim, foreign):
     """Links inside a work folder are not followed to read a pgid; the
     folder is removed, its links as links (their targets untouched)."""
     exp_dir = tmp_path / "res" / "tiny"
     (exp_dir / ".aaaaaaaaaaaa.tmp-1").mkdir(parents=True)
-    (victim / "uml.pgid").write_text(str(os.getpid()))
+    (victim / "uml.pgid").write_text(str(foreign.pid))
+    _linked_record(exp_dir, victim)
+    time.sleep(0.2)
+    assert foreign.poll() is None, "a group named behind a link was signalled"
+
+
+def _linked_record(exp_dir: Path, victim: Path) -> None:
     (exp_dir / ".aaaaaaaaaaaa.tmp-1" / "lab").symlink_to(victim)
     (exp_dir / ".cccccccccccc.tmp-1" / "lab").mkdir(parents=True)
     (exp_dir / ".cccccccccccc.tmp-1" / "lab" / "uml.pgid").symlink_to(victim / "uml.pgid")
     before = _state(victim)
-    lines, _ = clean_results(tmp_path / "res")
-    assert _state(victim) == before  # and this test process is still here
+    lines, _ = clean_results(exp_dir.parent)
+    assert _state(victim) == before
     assert not (exp_dir / ".cccccccccccc.tmp-1").exists() and not (exp_dir / ".aaaaaaaaaaaa.tmp-1").exists()
     a_lab = exp_dir / ".aaaaaaaaaaaa.tmp-1" / "lab"
     assert lines[:4] == [
