@@ -27,7 +27,6 @@ import json
 import secrets
 import string
 import random
-import shutil
 import socket
 import struct
 import time
@@ -38,7 +37,7 @@ from pathlib import Path
 import dpkt
 
 from tortoiselab.analysis.flights import RETRANS_KINDS, analyze_pcap
-from tortoiselab.host import backends
+from tortoiselab.host import backends, safefs
 from tortoiselab.host.provenance import tool_versions
 from tortoiselab.host.runner import run_batch
 from tortoiselab.spec.experiment import expand, load, run_order
@@ -228,7 +227,7 @@ def verify(exp_file: Path, results: Path, n: int = 2, jobs: int = 1, backend: st
             "bench/determinism.py shows the spread of real-clock reruns.")
     scratch = Path(scratch).resolve() if scratch else scratch_like(Path(results).resolve())
     work_dir = scratch / exp.name
-    work_dir.mkdir(parents=True, exist_ok=True)
+    safefs.makedirs(work_dir, scratch.parent, doing=f"verify-determinism scratch {scratch}")  # no link followed
     versions = tool_versions()
     t0 = time.monotonic()
 
@@ -238,7 +237,7 @@ def verify(exp_file: Path, results: Path, n: int = 2, jobs: int = 1, backend: st
         # runs are rerun too, and only this one compared
         batch = stored_batch(exp_dir / run_id, specs)
         out = work_dir / f"{run_id}.batch" if len(batch) > 1 else work_dir
-        out.mkdir(parents=True, exist_ok=True)
+        safefs.mkdir(out, scratch.parent, exist_ok=True, doing=f"verify-determinism scratch {scratch}")
         run_batch(batch, out, info, lab / "site", lab / "pki", versions)
         c = compare_fingerprints(fingerprint(exp_dir / run_id), fingerprint(out / run_id), _label(specs[run_id]))
         if on_progress:
@@ -325,8 +324,8 @@ def cli_verify(a) -> int:
                                              flush=True))
     print(format_verification(rep))
     ok = all(c.identical for c in rep["comparisons"])
-    if ok:
-        shutil.rmtree(rep["scratch"], ignore_errors=True)
+    if ok:  # never through a link (host/safefs.py)
+        safefs.rmtree(Path(rep["scratch"]), Path(rep["scratch"]).parent, doing="removing the scratch folder")
     else:
         print(f"reruns kept in {rep['scratch']} on {socket.gethostname()}")
     return 0 if ok else 3
