@@ -395,3 +395,18 @@ def test_no_operation_changes_anything_outside_the_root(tmp_path_factory, links,
         except (OSError, safefs.LinkRefused):
             pass
     assert _state(outside) == before
+
+
+def test_a_slurm_submission_refuses_a_linked_slurm_folder(tmp_path, victim):
+    """.slurm -> elsewhere: nothing is written there (its job script, logs,
+    frozen experiment), refused before Slurm or the lab kernel is asked."""
+    from tortoiselab.host import slurm
+
+    f, exp_dir = _tiny_folder(tmp_path)
+    exp_dir.mkdir(parents=True)
+    (exp_dir / ".slurm").symlink_to(victim)
+    before = _state(victim)
+    with pytest.raises(safefs.LinkRefused) as exc:
+        slurm.submit(f, exp_dir.parent)
+    _refused(exc, exp_dir / ".slurm")
+    assert _state(victim) == before
