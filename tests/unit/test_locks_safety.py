@@ -221,3 +221,29 @@ def test_vm_qemu_destroy_spares_a_foreign_pid_its_state_names(tmp_path, sleeper)
     time.sleep(0.2)
     assert sleeper.poll() is None, "a foreign process was signalled"
     assert p.returncode == 0 and f"did not signal pid {sleeper.pid}: no record" in p.stdout, p.stdout + p.stderr
+
+
+def test_a_reaped_leaders_pid_is_signalled_only_while_no_other_process_has_it(sleeper):
+    """host/backends.kill_group after the lab's leader was reaped: a process
+    with that pid and another start time is not our lab's group."""
+    started = procid.start_ticks(sleeper.pid)
+    assert procid.group_may_be_ours(sleeper.pid, started) is True
+    assert procid.group_may_be_ours(sleeper.pid, started - 1) is False  # the pid given anew
+    sleeper.kill()
+    sleeper.wait()
+    assert procid.group_may_be_ours(sleeper.pid, started) is True  # gone: only its own group can hold the id
+
+
+def test_kill_group_leaves_a_pid_given_anew_alone(sleeper):
+    """A Popen whose recorded start is not the start of the process that has
+    its pid now (as after the lab's leader was reaped and the pid reused):
+    kill_group signals nothing."""
+    from tortoiselab.host.backends import kill_group
+
+    sleeper.tl_started = procid.start_ticks(sleeper.pid) - 1
+    kill_group(sleeper)
+    time.sleep(0.2)
+    assert sleeper.poll() is None and group_alive(sleeper.pid)
+    sleeper.tl_started += 1
+    kill_group(sleeper)
+    assert sleeper.poll() is not None

@@ -23,6 +23,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import time
 from pathlib import Path
 
 PROC = Path("/proc")
@@ -97,6 +99,18 @@ def is_ours(recorded: object, group: bool = False) -> tuple[bool, str]:
     return True, ""
 
 
+def group_may_be_ours(pid: int, started: int | None) -> bool:
+    """Whether the group of a process we started (start time `started`,
+    read at launch) may still be signalled by its id, its leader perhaps
+    reaped by us already: the leader still runs (or is our zombie) with
+    that start time, or no process has the pid (then only the group's own
+    remaining members can hold that id: Linux does not give a pid anew
+    while a process group of that id exists). A process with the pid and
+    another start time is someone else's."""
+    now = start_ticks(pid)
+    return now is None or started is None or now == started
+
+
 def kill_group_if_ours(recorded: object, sig: int = signal.SIGKILL) -> tuple[bool, str]:
     """Signal the process group the recorded process leads, only if it is
     provably ours (is_ours): (True, what was done) or (False, why not)."""
@@ -109,6 +123,47 @@ def kill_group_if_ours(recorded: object, sig: int = signal.SIGKILL) -> tuple[boo
     except ProcessLookupError:
         return False, f"process group {pid} ended meanwhile"
     return True, f"signalled lab process group {pid} ({signal.Signals(sig).name})"
+
+
+def launched(p: subprocess.Popen) -> None:
+    """Note on a process just started (a lab's group leader) its start time,
+    which kill_group compares before each signal."""
+    p.tl_started = start_ticks(p.pid)  # type: ignore[attr-defined]
+
+
+def kill_group(p: subprocess.Popen, quiet: bool = False) -> None:
+    """End the process group p leads (SIGTERM, SIGKILL after 5 s), by its id
+    only while that id is still our lab's (group_may_be_ours: once
+    the leader is reaped, a process that got its pid anew is someone else's)."""
+    def ours() -> bool:
+        return group_may_be_ours(p.pid, getattr(p, "tl_started", None))
+
+    try:
+        if not ours():
+            return
+        os.killpg(p.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        p.poll()  # reap the group's leader: a zombie still counts as a member
+        try:
+            if not ours():
+                break
+            os.killpg(p.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        try:
+            if ours():
+                os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        p.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def dumps(recorded: dict) -> str:
