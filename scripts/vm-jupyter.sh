@@ -41,9 +41,14 @@ case "${1:-}" in
 esac
 
 log=/tmp/tortoiselab-jupyter.log
-pidf=/tmp/tortoiselab-jupyter.pgid  # in the VM: the server's process group
+# in the VM: the server's process group "PGID START BOOT_ID", its leader's start time
+# (field 22 of /proc/PGID/stat) and the VM's boot id taken at launch; the group is
+# signalled only while they match (a record kept across a reboot of the VM, its /tmp on
+# disk, names no server: scripts/procid.sh does the same on the host)
+pidf=/tmp/tortoiselab-jupyter.pgid
+ours="test -f $pidf && read p s b < $pidf && set -- \$(cat /proc/\$p/stat 2>/dev/null) && [ \"\${22:-}\" = \"\$s\" ] && [ \"\$b\" = \"\$(cat /proc/sys/kernel/random/boot_id)\" ]"
 stop_server() {
-  vssh "sudo sh -c 'test -f $pidf && kill -TERM -\$(cat $pidf) 2>/dev/null; rm -f $pidf'" || true
+  vssh "sudo sh -c '$ours && kill -TERM -\$p 2>/dev/null; rm -f $pidf'" || true
 }
 trap stop_server EXIT
 
@@ -51,14 +56,14 @@ port="$(host_port)"
 say "the VM's Jupyter port 8888 is forwarded to 127.0.0.1:$port"
 # as the handout says, in a process group of its own whose id is recorded (setsid: the
 # shell is the group's leader, then it becomes make)
-vssh "sudo sh -c 'cd /vagrant && rm -f $log && NOTEBOOK_IP=0.0.0.0 setsid sh -c \"echo \\\$\\\$ > $pidf; exec make notebook\" >$log 2>&1 </dev/null &'"
+vssh "sudo sh -c 'cd /vagrant && rm -f $log && NOTEBOOK_IP=0.0.0.0 setsid sh -c \"set -- \\\$(cat /proc/\\\$\\\$/stat); echo \\\$\\\$ \\\${22} \\\$(cat /proc/sys/kernel/random/boot_id) > $pidf; exec make notebook\" >$log 2>&1 </dev/null &'"
 t0=$(date +%s)
 token=""
 until [ -n "$token" ]; do
   sleep 5
   token="$(vssh "sudo grep -o -m1 'token=[0-9a-f]*' $log" 2>/dev/null | tr -d '\r' | head -1 | cut -d= -f2 || true)"
   if [ -z "$token" ]; then
-    vssh "sudo sh -c 'test -f $pidf && kill -0 -\$(cat $pidf)'" >/dev/null 2>&1 \
+    vssh "sudo sh -c '$ours && kill -0 -\$p'" >/dev/null 2>&1 \
       || { vssh "sudo tail -20 $log" || true; die "make notebook stopped before it printed its token"; }
     [ $(( $(date +%s) - t0 )) -lt "$wait_s" ] || die "no token in ${wait_s} s (its log in the VM: $log)"
   fi

@@ -53,7 +53,11 @@ ssh_opts() { echo "-F $state/ssh-config"; }
 port_free() { python3 -c 'import socket,sys; socket.socket().bind(("127.0.0.1", int(sys.argv[1])))' "$1" 2>/dev/null; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 vm_ssh() { ssh -F "$state/ssh-config" default "$@"; }
-running() { [ -f "$state/qemu.pid" ] && kill -0 "$(cat "$state/qemu.pid")" 2>/dev/null; }
+# qemu's pid is signalled only while it is the qemu this script started (scripts/procid.sh):
+# qemu.id records its start time and the boot, taken when it came up
+# shellcheck source=scripts/procid.sh
+. "$here/scripts/procid.sh"
+running() { proc_ours "$state/qemu.id" 2>/dev/null; }
 
 write_ssh_config() {  # $1: the private key
   cat > "$state/ssh-config" <<EOF
@@ -90,11 +94,11 @@ box_image() {
 }
 
 cmd_up() {
-  running && die "a VM of this clone runs already (pid $(cat "$state/qemu.pid")); 'scripts/vm-qemu.sh destroy' first"
+  running && die "a VM of this clone runs already (pid $(proc_pid "$state/qemu.id")); 'scripts/vm-qemu.sh destroy' first"
   command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing: run 'make vm-setup'"
   local img; img="$(box_image)"
   mkdir -p "$state"
-  rm -f "$state"/{disk.qcow2,id_ed25519,id_ed25519.pub,serial.log,qemu.pid}
+  rm -f "$state"/{disk.qcow2,id_ed25519,id_ed25519.pub,serial.log,qemu.pid,qemu.id}
   qemu-img create -q -f qcow2 -b "$img" -F qcow2 "$state/disk.qcow2"
   # ports on the loopback: a free one for ssh; Jupyter's, or a free one if it is taken (as
   # Vagrant's auto_correct)
@@ -109,6 +113,7 @@ cmd_up() {
     -drive "file=$state/disk.qcow2,format=qcow2,if=virtio" \
     -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$(cat "$state/ssh-port")-:22,hostfwd=tcp:127.0.0.1:$(cat "$state/jupyter-port")-:8888" \
     -device virtio-net-pci,netdev=n0
+  proc_record "$(cat "$state/qemu.pid")" > "$state/qemu.id"  # -daemonize: the pid file is there on return
   # first Vagrant's insecure key (the box's), then a key of this VM's own in its place, as `vagrant up` does
   local insecure; insecure="$(ls /usr/share/rubygems-integration/all/gems/vagrant-*/keys/vagrant 2>/dev/null | head -1 || true)"
   [ -n "$insecure" ] || die "no Vagrant insecure key (install vagrant: make vm-setup)"
@@ -155,11 +160,13 @@ cmd_provision() {
 
 cmd_destroy() {
   if running; then
-    local pid; pid="$(cat "$state/qemu.pid")"
+    local pid; pid="$(proc_pid "$state/qemu.id")"
     kill "$pid"
-    for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-    kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+    for _ in $(seq 30); do running || break; sleep 1; done
+    running && kill -9 "$pid"
     say "stopped qemu (pid $pid)"
+  elif [ -f "$state/qemu.pid" ]; then
+    say "did not signal pid $(cat "$state/qemu.pid"): $(proc_ours "$state/qemu.id" 2>&1)"
   fi
   rm -rf "$state"
 }

@@ -35,7 +35,9 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$here"
 out="${TORTOISE_VM_TEST_OUT:-$here/build/vm-test}"
 mkdir -p "$out"
-rm -f "$out"/*.pid
+rm -f "$out"/*.pid "$out"/*.id
+# shellcheck source=scripts/procid.sh
+. "$here/scripts/procid.sh"
 [ -n "${TORTOISE_VM_TEST_FROM:-}" ] || rm -f "$out"/[0-9][0-9]-*.log
 export TORTOISE_VM_CPUS="${TORTOISE_VM_CPUS:-2}" TORTOISE_VM_MEMORY="${TORTOISE_VM_MEMORY:-4096}"
 export VAGRANT_DEFAULT_PROVIDER=libvirt
@@ -99,9 +101,10 @@ finish() {
   fi
   if [ -n "$vm_up" ] && [ "${#started_daemons[@]}" -gt 0 ]; then
     # a kept VM needs libvirtd for vagrant ssh and destroy: left running, ours to stop by these pids
-    say "the VM is kept; the daemons this test started are left running: kill ${started_daemons[*]} after vagrant destroy"
+    say "the VM is kept; the daemons this test started are left running: kill $(for f in "${started_daemons[@]}"; do printf '%s ' "$(proc_pid "$f")"; done)after vagrant destroy"
   else
-    for pid in "${started_daemons[@]}"; do kill "$pid" 2>/dev/null; done
+    # each only while it is the daemon this test started (scripts/procid.sh)
+    for idf in "${started_daemons[@]}"; do proc_ours "$idf" && kill "$(proc_pid "$idf")" 2>/dev/null || true; done
   fi
   table | tee "$out/timings.txt"
   [ "$rc" -eq 0 ] && say "ok" || say "FAILED"
@@ -128,12 +131,17 @@ start_libvirtd() {
     systemctl start libvirtd virtlogd
   else
     # no init system to start it (a container): run the daemons for this test only
-    rm -f "$out/libvirtd.pid" "$out/virtlogd.pid"
+    rm -f "$out/libvirtd.pid" "$out/virtlogd.pid" "$out/libvirtd.id" "$out/virtlogd.id"
     [ -S /run/libvirt/virtlogd-sock ] || virtlogd -d -p "$out/virtlogd.pid"
     libvirtd -d -p "$out/libvirtd.pid"
   fi
   for _ in $(seq 30); do libvirt_ready && break; sleep 1; done
   libvirt_ready || { say "libvirtd does not answer on qemu:///system"; return 1; }
+  # what proves later that a pid is still the daemon started here (scripts/procid.sh)
+  for f in libvirtd virtlogd; do
+    [ -f "$out/$f.pid" ] && proc_record "$(cat "$out/$f.pid")" > "$out/$f.id"
+  done
+  true
   say "libvirtd started for this test (pids: $(for f in "$out"/*.pid; do [ -f "$f" ] && printf '%s ' "$(cat "$f")"; done)or by systemd)"
 }
 probe_kvm() {
@@ -181,7 +189,7 @@ step hypervisor hypervisor
 path_taken="$(sed -n 's/^vm-test path: \([a-z]*\).*/\1/p' "$out/$(printf %02d ${#steps[@]})-hypervisor.log" | tail -1)"
 [ -n "$path_taken" ] || fail "the hypervisor step chose no path"
 # the daemons that step started (in a subshell: their pid files) are this test's to stop
-for f in libvirtd virtlogd; do [ -f "$out/$f.pid" ] && started_daemons+=("$(cat "$out/$f.pid")"); done
+for f in libvirtd virtlogd; do [ -f "$out/$f.id" ] && started_daemons+=("$out/$f.id"); done
 probe_kvm
 say "accelerator: $accel ($accel_why)"
 if [ "$accel" = kvm ]; then export TORTOISE_VM_DRIVER=kvm; else export TORTOISE_VM_DRIVER=qemu; fi

@@ -242,15 +242,10 @@ def cmd_show(a: argparse.Namespace) -> int:
 
 
 def cmd_clean(a: argparse.Namespace) -> int:
-    from tortoiselab.host.locks import clean_stale, experiment_lock
+    from tortoiselab.host.locks import clean_results
 
-    n = 0
-    for d in sorted(p for p in Path(a.results).glob("*") if p.is_dir()):
-        with experiment_lock(d):
-            for line in clean_stale(d):
-                print(f"{d.name}: {line}")
-                n += 1
-    print(f"clean: {n} actions; completed runs untouched")
+    lines, n = clean_results(Path(a.results))
+    print("\n".join([*lines, f"clean: {n} actions; completed runs untouched"]))
     return 0
 
 

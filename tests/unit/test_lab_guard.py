@@ -164,3 +164,38 @@ def test_a_sigterm_to_the_guard_ends_a_detached_lab():
         p.stdin.close()
         if _pid_alive(lab):
             os.kill(lab, signal.SIGKILL)
+
+
+def _guard_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lab_guard", GUARD)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_guard_signals_programs_pid_only_while_it_is_program():
+    """After the guard reaped PROGRAM, its pid may be another process's:
+    that one's group is not signalled (a start time other than the one
+    recorded at fork); a gone pid may still be PROGRAM's orphaned group."""
+    g = _guard_module()
+    stat = "4242 (sh) S 1 4242 4242 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 {start} 1 2 3"
+    assert g.start_ticks(stat.format(start=777)) == 777
+    assert g.start_ticks("4242 (a) b) c)) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 99 0") == 99
+    assert g.still_ours(777, stat.format(start=777)) is True
+    assert g.still_ours(777, stat.format(start=778)) is False
+    assert g.still_ours(777, None) is True
+    assert g.start_ticks(None) is None
+
+
+def test_the_guard_reads_a_live_processes_start_as_the_host_does():
+    from tortoiselab.host import procid
+
+    g = _guard_module()
+    p = subprocess.Popen(["sleep", "30"])
+    try:
+        assert g.start_ticks(g._stat(p.pid)) == procid.start_ticks(p.pid) is not None
+    finally:
+        p.kill()
+        p.wait()

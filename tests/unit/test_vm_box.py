@@ -119,6 +119,7 @@ def test_plain_qemu_path_names_its_forwarded_ports(tmp_path):
     (tmp_path / "scripts").mkdir()
     script = tmp_path / "scripts" / "vm-qemu.sh"
     script.write_text((REPO / "scripts" / "vm-qemu.sh").read_text())
+    (tmp_path / "scripts" / "procid.sh").write_text((REPO / "scripts" / "procid.sh").read_text())
 
     def port(guest: str) -> subprocess.CompletedProcess:
         return subprocess.run(["bash", str(script), "port", guest], capture_output=True, text=True, timeout=30)

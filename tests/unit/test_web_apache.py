@@ -2,6 +2,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -149,6 +150,27 @@ def test_stop_by_pidfile_stops_only_the_recorded_pid(tmp_path):
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_pid_used_again_by_another_process_is_not_signalled(tmp_path):
+    """A pid file whose pid is another process's now (a start time other
+    than the server's when it came up): nothing is signalled; the server's
+    own start time stops it."""
+    foreign = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        pidf = tmp_path / "httpd.pid"
+        pidf.write_text(f"{foreign.pid}\n")
+        started = apache.start_ticks(foreign.pid)
+        assert started is not None
+        assert apache.stop_by_pidfile(pidf, timeout=1, started=started - 1) is False
+        time.sleep(0.2)
+        assert foreign.poll() is None
+        assert apache.stop_by_pidfile(pidf, timeout=5, started=started) is True
+        assert foreign.wait(timeout=5) == -15
+    finally:
+        if foreign.poll() is None:
+            foreign.kill()
+        foreign.wait()
 
 
 def test_wait_for_pid_reports_the_error_log(tmp_path):

@@ -57,6 +57,7 @@ class WebLab:
         WEB_RUN.mkdir(parents=True, exist_ok=True)
         self.apache_key: tuple | None = None
         self.apache_pidfile: Path | None = None
+        self.started: dict[Path, int | None] = {}  # pid file -> its server's start time (web/apache.py)
         self.dns_key: tuple | None = None
         self.dns_proc: subprocess.Popen | None = None
 
@@ -93,8 +94,10 @@ class WebLab:
             self.origin_pidfile = pidfile  # stop_apache finds it even if the start fails
         else:
             self.apache_pidfile = pidfile
+        pidfile.unlink(missing_ok=True)  # one left by an earlier boot names no server of this one
         self.ctx.ex.run(apache.apache_argv(conf), host=host)
-        apache.wait_for_pid(pidfile, timeout=APACHE_START_S, error_log=run_dir / apache.ERROR_LOG)
+        pid = apache.wait_for_pid(pidfile, timeout=APACHE_START_S, error_log=run_dir / apache.ERROR_LOG)
+        self.started[pidfile] = apache.start_ticks(pid)  # signalled later only while it is this server
         return pidfile
 
     def stop_apache(self) -> None:
@@ -106,10 +109,12 @@ class WebLab:
                         (self.ctx.work / f"{name}-{kind}.log").write_text(log.read_text()[-20000:])
         try:
             if self.apache_pidfile is not None:
-                apache.stop_by_pidfile(self.apache_pidfile, timeout=PROCESS_STOP_S)
+                apache.stop_by_pidfile(self.apache_pidfile, timeout=PROCESS_STOP_S,
+                                       started=self.started.pop(self.apache_pidfile, None))
         finally:
             if self.origin_pidfile is not None:
-                apache.stop_by_pidfile(self.origin_pidfile, timeout=PROCESS_STOP_S)
+                apache.stop_by_pidfile(self.origin_pidfile, timeout=PROCESS_STOP_S,
+                                       started=self.started.pop(self.origin_pidfile, None))
         self.apache_key, self.apache_pidfile, self.origin_pidfile = None, None, None
 
     def dns(self, names: dict[str, str]) -> None:

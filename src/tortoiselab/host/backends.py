@@ -15,7 +15,6 @@ import json
 import mmap
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -24,6 +23,9 @@ from pathlib import Path
 
 from tortoiselab.host.cpus import cpu_slot, pinned
 from tortoiselab.host.guestpaths import guest_request, host_paths
+from tortoiselab.host.procid import dumps as proc_dumps
+from tortoiselab.host.procid import kill_group, launched
+from tortoiselab.host.procid import record as proc_record
 from tortoiselab.project import PKG_DIR, REPO_DIR
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS
 from tortoiselab.spec.requests import LabRequest
@@ -238,6 +240,7 @@ def _run_native(work: Path, timeout_s: float) -> dict:
         p = subprocess.Popen(guarded([sys.executable, "-m", "tortoiselab.guest", str(work / "request.json")],
                                      timeout_s, NATIVE_GRACE_S),
                              stdin=subprocess.PIPE, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        launched(p)
         _wait_or_kill(p, timeout_s)
     return _read_result(work, log, "native")
 
@@ -396,8 +399,15 @@ def _boot_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float, 
         with open(log, "w") as fh:
             p = subprocess.Popen(guarded(argv, timeout_s, 0), stdin=subprocess.PIPE, stdout=fh,
                                  stderr=subprocess.STDOUT, start_new_session=True, env=env, cwd=work)
-            (work / "uml.pgid").write_text(str(p.pid))
+            launched(p)
             try:
+                try:
+                    (work / "uml.pgid").write_text(str(p.pid))
+                    # what proves later that this group is the lab (host/locks.clean_stale, host/procid.py)
+                    (work / "uml.proc.json").write_text(proc_dumps(proc_record(p.pid)))
+                except BaseException:
+                    kill_group(p)  # a lab nobody could clean up later does not run
+                    raise
                 _wait_or_kill(p, timeout_s)
             finally:
                 shutil.rmtree(work / ".uml", ignore_errors=True)
@@ -441,30 +451,6 @@ def _wait_or_kill(p: subprocess.Popen, timeout_s: float) -> None:
             p.stdin.close()  # after the wait: the guard takes end of file for a dead runner
     # UML helper processes can outlive the main one for a moment
     kill_group(p, quiet=True)
-
-
-def kill_group(p: subprocess.Popen, quiet: bool = False) -> None:
-    try:
-        os.killpg(p.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        p.poll()  # reap the group's leader: a zombie still counts as a member
-        try:
-            os.killpg(p.pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    try:
-        p.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def main(argv: list[str]) -> int:

@@ -30,7 +30,6 @@ import json
 import os
 import random
 import shlex
-import shutil
 import struct
 import time
 from collections.abc import Iterator
@@ -41,7 +40,7 @@ from pathlib import Path
 import dpkt
 
 from tortoiselab.analysis.flights import RETRANS_KINDS, analyze_pcap
-from tortoiselab.host import backends
+from tortoiselab.host import backends, safefs
 from tortoiselab.host.provenance import tool_versions
 from tortoiselab.host.runner import run_batch
 from tortoiselab.spec.experiment import expand, load, run_order
@@ -253,7 +252,8 @@ def rerun_and_compare(exp_dir: Path, chosen: list[str], specs: dict, info: backe
         # runs are rerun too, and only this one compared
         batch = stored_batch(exp_dir / run_id, specs)
         out = work_dir / f"{run_id}.batch" if len(batch) > 1 else work_dir
-        out.mkdir(parents=True, exist_ok=True)
+        if out != work_dir:  # never through a link (host/safefs.py)
+            safefs.mkdir(out, work_dir, exist_ok=True, doing=f"verify-determinism scratch {work_dir}")
         run_batch(batch, out, info, lab / "site", lab / "pki", versions)
         c = compare_fingerprints(fingerprint(exp_dir / run_id), fingerprint(out / run_id), _label(specs[run_id]))
         if on_progress:
@@ -289,15 +289,19 @@ def scratch_folder(exp_dir: Path, scratch: Path | None = None) -> Iterator[Path]
     folder's place", "the results folder's place"). scratch: a folder of the
     caller's to use instead (made if missing, removed after)."""
     d = Path(scratch).resolve() if scratch else Path(exp_dir) / f"{SCRATCH_PREFIX}{os.getpid()}"
-    try:
-        d.mkdir(parents=bool(scratch))
+    root = d.parent
+    doing = f"verify-determinism scratch {d}"
+    try:  # never through a link (host/safefs.py)
+        root.mkdir(parents=True, exist_ok=True) if scratch else None  # the caller's own folder
+        safefs.mkdir(d, root, doing=doing)
     except FileExistsError:
         raise DeterminismError(f"verify-determinism: {d} exists (left by an earlier check that was killed?); "
                                f"remove it (rm -r {shlex.quote(str(d))}) and try again") from None
     try:
         yield d
     finally:
-        shutil.rmtree(d, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            safefs.rmtree(d, root, doing=doing)
 
 
 def point_label(point: dict) -> str:

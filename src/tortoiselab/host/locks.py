@@ -6,10 +6,14 @@ results/<experiment>/
   .setup.lock             held for seconds: lab assets, cleaning, runs.parquet
   .claims/<run_id>.lock   held while a run is done (flock); its lines are the
                           run's attempts: "start <host> <pid> <utc>", "done <utc>"
-  .<run_id>.tmp-<pid>/    a run in progress (or interrupted: redone next time)
+  .<run_id>.tmp-<pid>/    a run in progress (or interrupted: redone next time);
+                          its lab/uml.pgid and lab/uml.proc.json name the lab's
+                          process group and what proves it is ours (host/procid.py)
 
 All locks are flocks: the kernel (or NFS's lock manager) releases them when
-their holder dies, so a SIGKILL leaves no stale lock.
+their holder dies, so a SIGKILL leaves no stale lock. None of these files
+is opened through a link (host/safefs.py): a planted .lock -> ~/.bashrc is
+refused, not truncated.
 """
 
 from __future__ import annotations
@@ -17,15 +21,17 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import shutil
-import signal
 import socket
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
+from tortoiselab.host import procid, safefs
 from tortoiselab.host.errors import RunnerError
+
+# beside uml.pgid in a lab's work folder: what proves the group is ours (host/procid.py)
+PROC_RECORD = "uml.proc.json"
 
 
 
@@ -37,7 +43,7 @@ def experiment_lock(exp_dir: Path, shared: bool = False) -> Iterator[None]:
     (per-run claims keep them apart), while a plain runner or `tortoise
     clean` refuses as long as any shard runs, and the other way round."""
     exp_dir.mkdir(parents=True, exist_ok=True)
-    fh = open(exp_dir / ".lock", "a+")
+    fh = safefs.open_file(exp_dir / ".lock", "a+", exp_dir.parent, doing=f"locking {exp_dir}")
     try:
         fcntl.flock(fh, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -65,7 +71,7 @@ def setup_lock(exp_dir: Path) -> Iterator[None]:
     """The few steps concurrent shards share, one at a time: cleaning,
     making the lab assets, rebuilding runs.parquet (seconds each)."""
     exp_dir.mkdir(parents=True, exist_ok=True)
-    with open(exp_dir / ".setup.lock", "a+") as fh:
+    with safefs.open_file(exp_dir / ".setup.lock", "a+", exp_dir.parent, doing=f"locking {exp_dir}") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
@@ -97,8 +103,8 @@ def claim(exp_dir: Path, run_id: str) -> Iterator:
     holder is either a runner doing this very run (the caller finds it
     complete afterwards) or a look of a second by clean_stale or ls."""
     f = _claim_file(exp_dir, run_id)
-    f.parent.mkdir(exist_ok=True)
-    with open(f, "a+") as fh:
+    safefs.mkdir(f.parent, exp_dir.parent, exist_ok=True, doing=f"claiming run {run_id}")
+    with safefs.open_file(f, "a+", exp_dir.parent, doing=f"claiming run {run_id}") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield fh
@@ -111,10 +117,10 @@ def probe_claim(exp_dir: Path, run_id: str) -> Iterator[tuple[bool, str]]:
     """(free, last 'start' line) of a run's claim, holding it (shared) in
     the block when free so that no runner starts the run meanwhile."""
     f = _claim_file(exp_dir, run_id)
-    if not f.exists():  # never claimed: work of a runner older than claims
+    if not os.path.lexists(f):  # never claimed: work of a runner older than claims
         yield True, ""
         return
-    with open(f, "a+") as fh:
+    with safefs.open_file(f, "a+", exp_dir.parent, doing=f"looking at the claim of run {run_id}") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -128,39 +134,86 @@ def probe_claim(exp_dir: Path, run_id: str) -> Iterator[tuple[bool, str]]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def clean_results(results: Path) -> tuple[list[str], int]:
+    """`tortoise clean`: clean_stale in every experiment folder of results,
+    each under its lock; (what was and was not done, line by line; the
+    number of actions). A folder that is or holds a link where the lock
+    goes is left alone and named (host/safefs.py)."""
+    lines, n = [], 0
+    for d in sorted(p for p in Path(results).glob("*") if p.is_dir()):
+        if d.is_symlink():  # never followed
+            lines.append(f"{d.name}: left alone: it is a link to {safefs.target(d)}; clean it where it points, "
+                         "or remove the link")
+            continue
+        try:
+            with experiment_lock(d):
+                for line in clean_stale(d):
+                    lines.append(f"{d.name}: {line}")
+                    n += not line.startswith(("left ", "did not "))
+        except safefs.LinkRefused as exc:
+            lines.append(f"{d.name}: left alone: {exc}")
+    return lines, n
+
+
 def clean_stale(exp_dir: Path, run_ids: set[str] | None = None) -> list[str]:
-    """Remove what interrupted runs left: kill the UML process group each one
-    recorded (uml.pgid) if it still runs, then delete its folder. Only work
-    whose owner is gone is touched (its claim is free), never a live shard's,
-    and a process group is killed only if its owner ran on this host (the id
-    means nothing on another node). run_ids limits it to those runs (a shard
+    """Remove what interrupted runs left, and say what was and was not done:
+    end the lab process group each one recorded if it provably still is
+    that lab (host/procid.py: same machine, boot, start time and command
+    line; never a group a copied or edited folder names), then delete its
+    folder. Only work whose owner is gone is touched (its claim is free),
+    never a live shard's. Links are left in place and named, never followed
+    or removed (host/safefs.py). run_ids limits it to those runs (a shard
     cleans its own slice). Completed runs are not touched."""
     done = []
     with setup_lock(exp_dir):
         for tmp in stale_work(exp_dir):
             m = RUN_TMP.match(tmp.name)
-            if m is None:  # lab assets or runs.parquet, made only under setup_lock
-                if tmp.is_dir():
-                    shutil.rmtree(tmp, ignore_errors=True)
-                else:
-                    tmp.unlink(missing_ok=True)
-                done.append(f"removed {tmp.name}")
+            if m is not None and run_ids is not None and m.group(1) not in run_ids:
                 continue
-            if run_ids is not None and m.group(1) not in run_ids:
+            if safefs.is_link(tmp):
+                done.append(f"left {tmp.name} in place: it is a link to {safefs.target(tmp)}, which clean never "
+                            f"follows or removes; remove it yourself (rm {tmp})")
                 continue
-            with probe_claim(exp_dir, m.group(1)) as (free, last_start):
-                if not free:
+            try:
+                if m is None:  # lab assets or runs.parquet, made only under setup_lock
+                    safefs.rmtree(tmp, exp_dir.parent)
+                    done.append(f"removed {tmp.name}")
                     continue
-                host = last_start.split()[1] if last_start else socket.gethostname()
-                pg = tmp / "lab" / "uml.pgid"
-                if pg.exists() and host == socket.gethostname():
+                with probe_claim(exp_dir, m.group(1)) as (free, last_start):
+                    if not free:
+                        done.append(f"left {tmp.name} in place: its run is under way (claimed by a live runner)")
+                        continue
+                    host = last_start.split()[1] if last_start else socket.gethostname()
                     try:
-                        os.killpg(int(pg.read_text()), signal.SIGKILL)
-                        done.append(f"killed lab process group {pg.read_text().strip()} of {tmp.name}")
-                    except (ProcessLookupError, ValueError):
-                        pass
-                shutil.rmtree(tmp, ignore_errors=True)
-                done.append(f"removed {tmp.name}")
+                        done += _end_lab(exp_dir, tmp, host)
+                    except safefs.LinkRefused as exc:  # the folder goes, its links as links
+                        done.append(f"did not signal the lab of {tmp.name}: {exc}")
+                    safefs.rmtree(tmp, exp_dir.parent)
+                    done.append(f"removed {tmp.name}")
+            except safefs.LinkRefused as exc:
+                done.append(f"left {tmp.name} in place: {exc}")
     return done
 
 
+def _end_lab(exp_dir: Path, tmp: Path, host: str) -> list[str]:
+    """SIGKILL the lab process group an interrupted run's work folder
+    records, if it is provably that lab (procid.kill_group_if_ours); what
+    was done, or why nothing was signalled."""
+    lab = tmp / "lab"
+    pg, rec = lab / "uml.pgid", lab / PROC_RECORD
+    if not (os.path.lexists(pg) or os.path.lexists(rec)):
+        return []
+    named = safefs.read_text(pg, exp_dir.parent).strip() if os.path.lexists(pg) else "?"
+    if host != socket.gethostname():
+        return [f"did not signal process group {named} of {tmp.name}: its run ran on {host}, not here"]
+    if not os.path.lexists(rec):
+        return [f"did not signal process group {named} of {tmp.name}: no {PROC_RECORD} proves it is a lab's "
+                "(a folder from before such records, or an edited one)"]
+    recorded = procid.loads(safefs.read_text(rec, exp_dir.parent))
+    if isinstance(recorded, dict) and named not in ("?", str(recorded.get("pid"))):
+        return [f"did not signal process group {named} of {tmp.name}: uml.pgid and {PROC_RECORD} disagree "
+                f"(pid {recorded.get('pid')})"]
+    ok, why = procid.kill_group_if_ours(recorded)
+    if ok:
+        return [f"killed lab process group {recorded['pid']} of {tmp.name}"]  # type: ignore[index]
+    return [f"did not signal process group {named} of {tmp.name}: {why}"]

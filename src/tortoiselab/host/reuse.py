@@ -22,7 +22,7 @@ import os
 import shutil
 from pathlib import Path
 
-from tortoiselab.host import store
+from tortoiselab.host import safefs, store
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import experiment_lock, setup_lock
 from tortoiselab.spec.experiment import ExperimentError, expand, load
@@ -76,13 +76,14 @@ def take(src_dir: Path, exp_dir: Path, name: str, ids: list[str], backend: str |
         if backend not in (None, rec.meta.backend) or clock not in (None, rec.meta.clock):
             continue
         tmp = exp_dir / f".reuse-{rid}"
-        shutil.rmtree(tmp, ignore_errors=True)  # ours, left by an interrupted take
+        doing = f"taking run {rid} into {exp_dir}"
+        safefs.rmtree(tmp, exp_dir.parent, doing)  # ours, left by an interrupted take; never a link's target
         try:
             _link_tree(src_dir / rid, tmp)
             (tmp / store.RECORD).unlink()  # a link to F's record: written anew, F's left alone
             meta = rec.meta.model_copy(update={"reused_from": src_dir.name})
             store.write_record(tmp, rec.model_copy(update={"experiment": name, "meta": meta}))
-            tmp.rename(exp_dir / rid)
+            safefs.replace(tmp, exp_dir / rid, exp_dir.parent, doing)  # never onto a link
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         taken.append(rid)

@@ -33,7 +33,7 @@ from tortoiselab.analysis import napkin, whole
 from tortoiselab.analysis.fidelity import handshake_rtt_check
 from tortoiselab.analysis.flights import analyze_pcap, steady_throughput_mbit
 from tortoiselab.analysis.parsers import parse_nghttp_stats
-from tortoiselab.host import backends, guestpaths, pageload, reuse, store
+from tortoiselab.host import backends, guestpaths, pageload, reuse, safefs, store
 from tortoiselab.host.assets import lab_assets
 from tortoiselab.host.checks import (check_browser_tools, check_guest_paths, check_kernel_paths, check_manifest_urls,
                                     check_site_urls)
@@ -97,8 +97,8 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
     tmps = {r.run_id: exp_dir / f".{r.run_id}.tmp-{tag}" for r in runs}
     boot_dir = exp_dir / f".{runs[0].run_id}.tmp-{tag}-boot"  # its claim is the first run's
     work = boot_dir / "lab"
-    for d in (*tmps.values(), boot_dir):
-        shutil.rmtree(d, ignore_errors=True)
+    for d in (*tmps.values(), boot_dir):  # never through a link (host/safefs.py)
+        safefs.rmtree(d, exp_dir.parent, doing=f"run {runs[0].run_id}")
     stored: dict[str, dict] = {}
     boot: dict = {}  # boot.json, read once: the guest writes it before the first load
     t_last, started = time.monotonic(), datetime.now(timezone.utc).isoformat()
@@ -126,8 +126,10 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
 
     try:
         for run in runs:
-            tmps[run.run_id].mkdir()
-            (tmps[run.run_id] / "config.json").write_text(json.dumps(run.as_dict(), indent=1, sort_keys=True))
+            safefs.mkdir(tmps[run.run_id], exp_dir.parent, doing=f"run {run.run_id}")
+            safefs.write_text(tmps[run.run_id] / "config.json", json.dumps(run.as_dict(), indent=1, sort_keys=True),
+                              exp_dir.parent, doing=f"run {run.run_id}")
+        safefs.mkdir(boot_dir, exp_dir.parent, doing=f"run {runs[0].run_id}")
         req = pageload.run_request(runs, site, pki)
         t_start = time.time()  # the host's wall clock, as the guest reads it (guest/clock.HostWall)
         lab_error = _run_lab(info, req, work, timeout_s * len(runs), while_waiting=store_finished)
@@ -296,7 +298,8 @@ def _store(run: RunSpec, exp_dir: Path, tmp: Path, record: dict, work: Path) -> 
                 shutil.copyfile(work / name, tmp / name)
         store.write_record(tmp, record)
         time.sleep(float(os.environ.get(FAULT_PAUSE_ENV, 0)))
-        os.rename(tmp, exp_dir / run.run_id)  # the run appears whole, or not at all
+        # the run appears whole, or not at all; never onto a link (host/safefs.py)
+        safefs.replace(tmp, exp_dir / run.run_id, exp_dir.parent, doing=f"storing run {run.run_id}")
     except OSError as exc:
         _refuse_if_full(exp_dir, run, tmp, exc)
         raise
@@ -406,6 +409,8 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
     mine = [r for r in runs if r.run_id in keep]
     sliced = shard is not None or runs_file is not None
     exp_dir = Path(results).resolve() / exp.name  # the guest is given absolute paths only
+    # a folder that is or holds links is refused before anything is written (host/safefs.py)
+    safefs.refuse_links(exp_dir, f"results folder {exp_dir}")
     check_site_urls(runs)
     check_browser_tools(runs)
     ccs = sorted({r.config["server"]["cc"] for r in runs})
@@ -420,8 +425,9 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
         reused = reuse.take(reuse_src, exp_dir, exp.name, ids, backend=info.backend, clock=info.clock) \
             if reuse_src else []
         with setup_lock(exp_dir), space_is_named(exp_dir):
-            (exp_dir / "experiment.yaml").write_text(Path(exp_file).read_text()) \
-                if not (exp_dir / "experiment.yaml").exists() else None
+            safefs.write_text(exp_dir / "experiment.yaml", Path(exp_file).read_text(), exp_dir.parent,
+                              exclusive=True, doing=f"results folder {exp_dir}") \
+                if not os.path.lexists(exp_dir / "experiment.yaml") else None
             site, pki = lab_assets(exp_dir)
         check_manifest_urls(mine, site)
         pending = [r for r in mine if not store.completed(exp_dir, r.run_id)]

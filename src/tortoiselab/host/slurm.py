@@ -33,7 +33,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tortoiselab.host import backends
+from tortoiselab.host import backends, safefs
 from tortoiselab.spec.experiment import expand, load
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import probe_claim, setup_lock
@@ -260,6 +260,7 @@ def submit(exp_file: Path, results: Path, partition: str | None = None, parallel
     runs = expand(exp)
     results = results.resolve()  # the nodes must find the very same folder
     exp_dir = results / exp.name
+    safefs.refuse_links(exp_dir, f"results folder {exp_dir}")  # .slurm/ and the rest: no link followed
     kernel, _ = check_lab()
     if shutil.which("sbatch") is None:
         raise RunnerError("executor: sbatch not found; Slurm's client commands must be on PATH "

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tortoiselab.analysis import napkin
 from tortoiselab.analysis.fidelity import cross_rates_mbit
+from tortoiselab.host import safefs
 from tortoiselab.spec.experiment import ClientCfg, PathCfg, ServerCfg
 
 FORMAT_VERSION = 3  # 3: meta.batch (runs sharing a lab boot); sim_seconds is the run's own share
@@ -114,8 +115,9 @@ def write_record(run_dir: Path, record: dict | RunRecord) -> RunRecord:
     """Validate a record and write run_dir/run.json (the runner renames the
     whole folder into place afterwards, so a run appears whole or not at all)."""
     rec = record if isinstance(record, RunRecord) else RunRecord.model_validate(record)
-    (Path(run_dir) / RECORD).write_text(json.dumps(rec.model_dump(mode="json"), indent=1, sort_keys=True,
-                                                   default=str))
+    # never through a link (host/safefs.py)
+    safefs.write_text(Path(run_dir) / RECORD, json.dumps(rec.model_dump(mode="json"), indent=1, sort_keys=True,
+                                                         default=str), Path(run_dir).parent)
     return rec
 
 
@@ -379,8 +381,11 @@ def rebuild_table(exp_dir: Path) -> Path:
     df = df.sort_values("run_id").reset_index(drop=True) if len(df) else df
     out = Path(exp_dir) / TABLE
     tmp = Path(exp_dir) / f".{TABLE}.tmp-{os.getpid()}"
-    df.to_parquet(tmp, index=False)
-    os.replace(tmp, out)
+    root = Path(exp_dir).parent  # neither file is written through a link (host/safefs.py)
+    safefs.rmtree(tmp, root, doing=f"writing {out}")
+    with safefs.open_file(tmp, "xb", root, doing=f"writing {out}") as fh:
+        df.to_parquet(fh, index=False)
+    safefs.replace(tmp, out, root, doing=f"writing {out}")
     return out
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import math
+import os
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,6 +23,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from tortoiselab.analysis import stats
+from tortoiselab.host import safefs
 from tortoiselab.report.context import (
     METRICS,
     PRIORITY_AXIS,
@@ -156,6 +158,11 @@ def write_report(exp_dir: Path, out: Path | None = None, n_resamples: int = stat
         page = render_page(ctx, summary, comp, fidelity_summary(ctx), metadata(ctx), figs, n_resamples)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp_out = out.with_name(f".{out.name}.tmp")
-    tmp_out.write_text(page, encoding="utf-8")
-    tmp_out.replace(out)
+    # in the results folder, never written through a link (host/safefs.py); elsewhere
+    # (--out) neither the file nor its temporary is a link followed
+    inside = Path(os.path.abspath(out.parent)) == Path(os.path.abspath(ctx.exp_dir))
+    root, doing = (ctx.exp_dir.parent if inside else out.parent), f"writing the report {out}"
+    safefs.rmtree(tmp_out, root, doing)
+    safefs.write_text(tmp_out, page, root, doing, exclusive=True)
+    safefs.replace(tmp_out, out, root, doing)
     return out

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from tortoiselab.analysis import flights
+from tortoiselab.host import safefs
 
 MSS = 1448
 HYBLA_RTT0_MS = 25  # tcp_hybla's rtt0 module parameter (Linux default)
@@ -20,11 +21,16 @@ CACHE = ".studies-cache"  # beside the run folders of an experiment
 def _conns(run_dir: str | Path) -> list[dict]:
     """The server capture's connections (flights.analyze_pcap), cached in
     the experiment folder's .studies-cache/ (the run folder itself is never
-    written to) so that a report reads each pcap once."""
+    written to) so that a report reads each pcap once. A cache folder or
+    file that is a link is neither read nor written (host/safefs.py): the
+    capture is analysed again."""
     d = Path(run_dir)
     cache = d.parent / CACHE / f"{d.name}.flights.json"
-    if cache.exists():
-        return json.loads(cache.read_text())
+    root = d.parent.parent  # the experiment folder is not a link either
+    try:
+        return json.loads(safefs.read_text(cache, root))
+    except (FileNotFoundError, NotADirectoryError, safefs.LinkRefused):
+        pass
     pcap = d / "server.pcap"
     if not pcap.exists():
         return []
@@ -32,9 +38,9 @@ def _conns(run_dir: str | Path) -> list[dict]:
     for c in conns:
         c.pop("series", None)
     try:
-        cache.parent.mkdir(exist_ok=True)
-        cache.write_text(json.dumps(conns))
-    except OSError:  # a read-only results folder: analyse again next time
+        safefs.mkdir(cache.parent, root, exist_ok=True)
+        safefs.write_text(cache, json.dumps(conns), root)
+    except (OSError, safefs.LinkRefused):  # a read-only results folder, or links: analyse again next time
         pass
     return conns
 

@@ -18,7 +18,10 @@ The UML kernel calls setsid() first thing (arch/um/os-Linux/main.c), so it
 leads a process group of its own, whose id is its pid: ending the lab ends
 that group too, and a SIGTERM to the guard (the host's kill_group) ends
 the lab before the guard goes. Cleanup goes by these two recorded ids alone
-(docs/architecture.md, "Style").
+(docs/architecture.md, "Style"), and PROGRAM's id only while it is PROGRAM:
+once the guard has reaped it, a process of that pid with another start time
+(field 22 of /proc/<pid>/stat, recorded at fork) is someone else's, and its
+group is left alone (host/procid.py does the same for the host).
 
 Stdlib only and started with -S: it runs for every lab boot.
 """
@@ -31,13 +34,40 @@ import signal
 import sys
 import time
 
-def _signal_lab(child: int, sig: int) -> None:
-    """sig to PROGRAM's own group (its pid, once it has called setsid) and
-    to this guard's group."""
+def start_ticks(stat_text: str | None) -> int | None:
+    """A process's start time in clock ticks since boot (field 22) from its
+    /proc/<pid>/stat text (None: no such process). The command name (field
+    2) may hold spaces and ')': the fields follow its last ')'."""
+    return None if stat_text is None else int(stat_text.rsplit(")", 1)[1].split()[22 - 3])
+
+
+def still_ours(started: int | None, stat_text: str | None) -> bool:
+    """Whether PROGRAM's pid may still be signalled as its group: the
+    process is PROGRAM (same start time), or no process has the pid (only
+    PROGRAM's own group, outliving it, can then hold that id)."""
+    now = start_ticks(stat_text)
+    return now is None or now == started
+
+
+def _stat(pid: int) -> str | None:
     try:
-        os.killpg(child, sig)
-    except (ProcessLookupError, PermissionError):
-        pass  # not (yet, or no more) a group of its own: this group holds it
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+CHILD_START: int | None = None  # PROGRAM's start time, read right after the fork
+
+
+def _signal_lab(child: int, sig: int) -> None:
+    """sig to PROGRAM's own group (its pid, once it has called setsid) while
+    that pid is still PROGRAM's (still_ours), and to this guard's group."""
+    if still_ours(CHILD_START, _stat(child)):
+        try:
+            os.killpg(child, sig)
+        except (ProcessLookupError, PermissionError):
+            pass  # not (yet, or no more) a group of its own: this group holds it
     os.killpg(os.getpgrp(), sig)
 
 
@@ -66,6 +96,8 @@ def main(argv: list[str]) -> int:
             os.execv(program[0], program)
         finally:
             os._exit(127)
+    global CHILD_START
+    CHILD_START = start_ticks(_stat(child))  # not reaped yet: it is PROGRAM (or its zombie)
     # the host ends a lab by SIGTERM to this group: take PROGRAM's own group along
     signal.signal(signal.SIGTERM, lambda *_: _end_group(child, grace_s))
     deadline = time.monotonic() + timeout_s

@@ -15,9 +15,13 @@ and reads the keys, then its children run as www-data):
 
 Lifecycle: `apache_argv(conf)` is `apache2 -f conf -k start`: it returns once
 the server has detached, and the server writes its pid file (`pid_file(run_dir)`)
-when it listens. Stop it by that pid: `stop_by_pidfile(pid_file)` sends SIGTERM to
-the recorded pid and waits (or run `apache_stop_argv(conf)`, which does the
-same through httpd). `running(...)` wraps both as a context manager.
+when it listens. Stop it by that pid: `stop_by_pidfile(pid_file, started=...)` sends
+SIGTERM to the recorded pid and waits (or run `apache_stop_argv(conf)`, which does the
+same through httpd). `running(...)` wraps both as a context manager. A pid
+is signalled only while it is the server that wrote it: `started`, its start
+time read when it came up (`start_ticks`), must still match, so a pid file
+left over, with its pid used again by another process, ends nothing (as
+host/procid.py does for the host's recorded pids).
 """
 
 from __future__ import annotations
@@ -211,6 +215,21 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def start_ticks(pid: int) -> int | None:
+    """A process's start time in clock ticks since boot (field 22 of
+    /proc/<pid>/stat; the fields follow the command name's last ')'), or
+    None if there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[22 - 3])
+    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+        return None
+
+
+def _same(pid: int, started: int | None) -> bool:
+    return started is None or start_ticks(pid) == started
+
+
 def wait_for_pid(pid_path: Path, timeout: float = 10.0, error_log: Path | None = None) -> int:
     """Wait until httpd has written its pid file; return the pid."""
     deadline = time.monotonic() + timeout
@@ -225,20 +244,23 @@ def wait_for_pid(pid_path: Path, timeout: float = 10.0, error_log: Path | None =
     raise RuntimeError(f"apache did not write {pid_path} within {timeout} s. {tail}")
 
 
-def stop_by_pidfile(pid_path: Path, timeout: float = 10.0) -> bool:
+def stop_by_pidfile(pid_path: Path, timeout: float = 10.0, started: int | None = None) -> bool:
     """SIGTERM the pid recorded in pid_path (httpd's parent: it stops its
     children and removes the file) and wait until it is gone. Returns False
-    if there was nothing to stop; SIGKILLs the recorded pid after timeout."""
+    if there was nothing to stop, or (started given: its start_ticks when it
+    came up) if the pid is another process's now; SIGKILLs the recorded pid
+    after timeout, if it still is that server."""
     pid = read_pid(pid_path)
-    if pid is None or not _alive(pid):
+    if pid is None or not _alive(pid) or not _same(pid, started):
         return False
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not _alive(pid):
+        if not _alive(pid) or not _same(pid, started):
             return True
         time.sleep(0.05)
-    os.kill(pid, signal.SIGKILL)
+    if _same(pid, started):
+        os.kill(pid, signal.SIGKILL)
     return True
 
 
@@ -253,8 +275,13 @@ def running(conf_path: Path, *, run: Callable[[list[str]], object] | None = None
     pidf, err = conf_path.parent / PID_NAME, conf_path.parent / ERROR_LOG
     if read_pid(pidf) is not None and _alive(read_pid(pidf)):
         raise RuntimeError(f"{pidf} names a running process; stop it first")
+    pidf.unlink(missing_ok=True)  # a stale one (its pid not running) is not the new server's
     (run or (lambda argv: subprocess.run(argv, check=True)))(apache_argv(conf_path))
+    started = None
     try:
-        yield wait_for_pid(pidf, timeout, err)
+        pid = wait_for_pid(pidf, timeout, err)
+        started = start_ticks(pid)
+        yield pid
     finally:
-        stop_by_pidfile(pidf, timeout)
+        # before it came up, the file can only be the new server's (the stale one is gone)
+        stop_by_pidfile(pidf, timeout, started)
