@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tortoiselab.host.backends import LabError
 from tortoiselab.host.errors import RunnerError
+from tortoiselab.host.stopping import interrupted
 from tortoiselab.spec.ccparams import ParamError, parse_assignments
 from tortoiselab.spec.experiment import ExperimentError, expand, load
 from tortoiselab.spec.pathspec import PathError, parse_path
@@ -21,8 +22,8 @@ LAZY_IMPORTS = ("each subcommand imports the layers it needs inside its function
                 "pandas and the report matplotlib (1-1.5 s), while `tortoise --help` and `validate` start in 0.2 s")
 
 
-def _sigterm_as_interrupt(signum, frame):  # so the lab's finally-blocks run
-    raise KeyboardInterrupt
+def _sigterm_as_interrupt(signum, frame):  # so the lab's finally-blocks run; the runner names the signal
+    raise KeyboardInterrupt("SIGTERM")
 
 
 def cmd_probe(a: argparse.Namespace) -> int:
@@ -486,9 +487,10 @@ def main(argv: list[str] | None = None) -> int:
     except (PathError, LabError, ParamError, ExperimentError, RunnerError, ValueError) as exc:
         print(f"tortoise: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("tortoise: interrupted; the lab was stopped", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM (_sigterm_as_interrupt): say what was stopped
+        what, code = interrupted(exc)
+        print(f"tortoise: {what}", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":
