@@ -388,8 +388,8 @@ def _stopped(signal_name: str, exp_dir: Path, total: int, pending: list[RunSpec]
             store.rebuild_table(exp_dir)
     except Exception as exc:  # the message says so; the stored runs are safe either way
         table = f"runs.parquet NOT rebuilt ({type(exc).__name__}: {exc})"
-    done = {r["run_id"] for r in records}
-    not_started = sum(1 for r in pending if r.run_id not in done and r.run_id not in set(ended))
+    accounted = {r["run_id"] for r in records} | set(ended)
+    not_started = sum(1 for r in pending if r.run_id not in accounted)
     return Stopped(stop_message(signal_name, ended, list(records), not_started, len(store.run_dirs(exp_dir)),
                                 total, table, errors), signal_name)
 

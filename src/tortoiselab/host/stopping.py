@@ -20,6 +20,8 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 
+from tortoiselab.host.errors import RunnerError
+
 # how soon a lab notices that its runner is being stopped
 STOP_POLL_S = 0.2
 # how long the main thread waits for the batches to end their labs and store
@@ -32,7 +34,7 @@ class LabInterrupted(RuntimeError):
     group) before it finished, or never started."""
 
 
-class RunInterrupted(RuntimeError):
+class RunInterrupted(RunnerError):
     """The runner was stopped while these runs' lab ran: nothing of them is
     stored, they stay pending (run_ids)."""
 
