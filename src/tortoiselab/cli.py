@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tortoiselab.host.backends import LabError
 from tortoiselab.host.errors import RunnerError
+from tortoiselab.host.stopping import interrupted
 from tortoiselab.spec.ccparams import ParamError, parse_assignments
 from tortoiselab.spec.experiment import ExperimentError, expand, load
 from tortoiselab.spec.pathspec import PathError, parse_path
@@ -21,8 +22,8 @@ LAZY_IMPORTS = ("each subcommand imports the layers it needs inside its function
                 "pandas and the report matplotlib (1-1.5 s), while `tortoise --help` and `validate` start in 0.2 s")
 
 
-def _sigterm_as_interrupt(signum, frame):  # so the lab's finally-blocks run
-    raise KeyboardInterrupt
+def _sigterm_as_interrupt(signum, frame):  # so the lab's finally-blocks run; the runner names the signal
+    raise KeyboardInterrupt("SIGTERM")
 
 
 def cmd_probe(a: argparse.Namespace) -> int:
@@ -124,7 +125,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
     from rich.table import Table
 
-    from tortoiselab.host import slurm
+    from tortoiselab.host import runsummary, slurm
     from tortoiselab.host.runner import run_experiment
     from tortoiselab.host.shards import parse_shard
 
@@ -168,15 +169,10 @@ def cmd_run(a: argparse.Namespace) -> int:
     keys = [k for k in dict.fromkeys(swept) if k in df and df[k].nunique(dropna=False) > 1] or ["server.cc"]
     t = Table(title=f"{res['experiment']}: {len(df)} of {res['total']} runs complete "
                     f"({res['backend']}, {res['clock']} clock)")
-    for col in (" ".join(keys), "runs", "ok", "PLT p50 ms", "PLT p90 ms", "throughput Mbit/s"):
+    for col in (" ".join(keys), *runsummary.HEADERS):
         t.add_column(col)
-    for key, g in df.groupby(keys, dropna=False):
-        ok = g[g["ok"]]
-        plt = ok["plt_ms"].dropna()
-        thr = ok["throughput_mbit"].dropna()
-        t.add_row(" ".join(map(str, key if isinstance(key, tuple) else (key,))), str(len(g)), str(len(ok)),
-                  f"{plt.quantile(0.5):.1f}" if len(plt) else "-", f"{plt.quantile(0.9):.1f}" if len(plt) else "-",
-                  f"{thr.median():.2f}" if len(thr) else "-")
+    for row in runsummary.summary_rows(df, keys):
+        t.add_row(*row)
     Console().print(t)
     loads = [r["meta"].get("load_sim_seconds") or 0 for r in res["records"] if r.get("ok")]
     if res["records"]:
@@ -187,7 +183,10 @@ def cmd_run(a: argparse.Namespace) -> int:
         print(f"reused {res['reused']} runs from grid {a.reuse_from} (same run ids: the same configuration, "
               "repetition and seed)")
     print(f"results: {res['dir']}  (runs table: {res['table']})")
-    return 0 if res["failed_now"] == 0 else 3
+    off = runsummary.unfaithful_note(res["records"])
+    if off:
+        print(off)
+    return runsummary.exit_code(res["records"])
 
 
 def _time_budget(meta: dict) -> str:
@@ -486,9 +485,10 @@ def main(argv: list[str] | None = None) -> int:
     except (PathError, LabError, ParamError, ExperimentError, RunnerError, ValueError) as exc:
         print(f"tortoise: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("tortoise: interrupted; the lab was stopped", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM (_sigterm_as_interrupt): say what was stopped
+        what, code = interrupted(exc)
+        print(f"tortoise: {what}", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

@@ -152,8 +152,8 @@ def test_native_refuses_a_host_without_netem(monkeypatch):
 
 def test_run_task_writes_the_typed_request_with_where_it_runs(tmp_path, monkeypatch):
     seen = {}
-    monkeypatch.setattr(B, "_run_native", lambda work, timeout_s: seen.setdefault("native", (work, timeout_s)))
-    monkeypatch.setattr(B, "_run_uml", lambda info, req, work, timeout_s: seen.setdefault("uml", req))
+    monkeypatch.setattr(B, "_run_native", lambda work, timeout_s, stop=None: seen.setdefault("native", (work, timeout_s)))
+    monkeypatch.setattr(B, "_run_uml", lambda info, req, work, timeout_s, stop=None: seen.setdefault("uml", req))
     monkeypatch.setattr(B, "modules_path", lambda kernel: tmp_path / "modules-x")
     req = CcCheckRequest(path=PathSpec(rtt_ms=40), algorithms=["cubic"], seed=5)
     B.run_task(B.BackendInfo("native", "real"), req, tmp_path / "n")

@@ -32,7 +32,7 @@ class FakeLab:
     def __init__(self, die_at: list[int | None], fail_load: str | None = None) -> None:
         self.die_at, self.fail_load, self.boots = list(die_at), fail_load, []
 
-    def __call__(self, info, req, work: Path, timeout_s: float) -> dict:
+    def __call__(self, info, req, work: Path, timeout_s: float, stop=None) -> dict:
         work.mkdir(parents=True)
         self.boots.append([ld.label for ld in req.loads])
         die = self.die_at.pop(0) if self.die_at else None

@@ -8,8 +8,10 @@ import pytest
 
 from tortoiselab import cli
 from tortoiselab import studies
+from tortoiselab.analysis.fidelity import handshake_rtt_check
 from tortoiselab.course import grade, handout
 from tortoiselab.spec.experiment import expand, load
+from tortoiselab.spec.pathspec import PathSpec
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -373,3 +375,17 @@ def test_fidelity_queue_of_a_path_without_queue_pkts_is_one_bdp():
     ok, why, how = grade._fidelity(rec)
     assert ok is True and how == "queue" and "queue allows up to +201.1 ms" in why, why
     assert grade._fidelity({**rec, "fidelity": [{**fid, "measured": 310.0}]})[0] is False  # beyond both buffers
+
+
+def test_a_run_whose_every_handshake_waited_is_not_judged():
+    """Issue 35 item 9: a run whose only handshake lost its SYN-ACK (1138 ms
+    at 1 % loss) is not judged by the runner (ok None); the grade neither
+    counts it against the lab's fidelity share nor for it."""
+    path = PathSpec(rtt_ms=100, rate_mbit=10, loss_pct=1)
+    lost = {"run_id": "a", "path": path.model_dump(), "fidelity": [handshake_rtt_check(path, [1138.0], 1).as_dict()]}
+    good = {"run_id": "b", "path": path.model_dump(), "fidelity": [handshake_rtt_check(path, [100.2], 1).as_dict()]}
+    ok, why, how = grade._fidelity(lost)
+    assert (ok, how) == (None, "not judged") and "waited out a retransmission timeout" in why
+    c = grade.check_fidelity([lost, good], 0.9)
+    assert c.ok and c.summary == ("1 of 1 completed runs measured the configured path (100%; 90% needed); "
+                                  "1 not judged (every handshake waited out a retransmission timeout)")

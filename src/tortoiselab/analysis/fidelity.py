@@ -36,7 +36,7 @@ class Check:
     low: float  # accepted (or confidence) interval
     high: float
     unit: str
-    ok: bool
+    ok: bool | None  # None: not judged (the note says why)
     note: str = ""
 
     def as_dict(self) -> dict:
@@ -53,13 +53,43 @@ def rtt_check(path: PathSpec, min_ms: float | None, replies: int, sent: int) -> 
 
 def handshake_rtt_check(path: PathSpec, rtts_ms: list[float], connections: int) -> Check:
     """Base RTT of a page-load run = the smallest SYN -> SYN-ACK -> ACK round
-    trip the server's capture saw (analysis/flights.py). Expected =
-    configured RTT plus the serialization of one handshake frame at the
-    bottleneck each way. Tolerance as for ping."""
+    trip the server's capture saw (analysis/flights.py) among the handshakes
+    that are samples of the path (path_handshakes: one that waited for a lost
+    SYN, SYN-ACK or ACK to be sent again is none). Expected = configured RTT
+    plus the serialization of one handshake frame at the bottleneck each way.
+    Tolerance as for ping. When every handshake waited, the path is not
+    judged: ok is None (unknown), never False, since a lost packet on a path
+    with loss is what the path was told to do."""
     ser_ms = SYNACK_FRAME_BYTES * 8e3 / (path.rate_mbit * 1e6) + ACK_FRAME_BYTES * 8e3 / (path.rate_up * 1e6)
-    return _rtt_check(path, min(rtts_ms) if rtts_ms else None, ser_ms,
+    expected, tol = path.rtt_ms + ser_ms, _rtt_tolerance(path)
+    samples, waited = path_handshakes(rtts_ms, expected, tol)
+    if waited and not samples:
+        return Check("base RTT", path.rtt_ms, round(expected, 3), min(waited), round(expected - tol, 3),
+                     round(expected + tol, 3), "ms", None,
+                     f"not judged: each of the {len(waited)} TCP handshakes in the server capture waited out a "
+                     f"retransmission timeout (at least {HANDSHAKE_RTO_MS:g} ms over the path's round trip: a "
+                     "lost SYN, SYN-ACK or ACK), so none is a sample of the path (Karn's rule, RFC 6298)")
+    left = (f"; {len(waited)} handshake{'s' if len(waited) > 1 else ''} that waited out a retransmission timeout "
+            f"({', '.join(f'{w:g}' for w in waited)} ms) left out") if waited else ""
+    return _rtt_check(path, min(samples) if samples else None, ser_ms,
                       f"no TCP handshake in the server capture ({connections} connections)",
-                      f"min of {len(rtts_ms)} TCP handshakes in the server capture")
+                      f"min of {len(samples)} TCP handshakes in the server capture{left}")
+
+
+# Linux's initial retransmission timeout (TCP_TIMEOUT_INIT, RFC 6298 2.1): a
+# lost SYN-ACK is sent again no sooner, and a lost SYN or handshake ACK costs
+# at least as long, so a handshake that took this much longer than the path's
+# round trip (less the tolerance) waited for a lost packet
+HANDSHAKE_RTO_MS = 1000.0
+
+
+def path_handshakes(rtts_ms: list[float], expected_ms: float, tol_ms: float) -> tuple[list[float], list[float]]:
+    """The handshake round trips that are samples of the path, and those
+    that waited out a retransmission timeout (at least expected_ms +
+    HANDSHAKE_RTO_MS - tol_ms): a round trip with a retransmission in it
+    measures the loss, not the path's delay (Karn's rule, RFC 6298 section 3)."""
+    cut = expected_ms + HANDSHAKE_RTO_MS - tol_ms
+    return [r for r in rtts_ms if r < cut], sorted(r for r in rtts_ms if r >= cut)
 
 
 def jitter_checks(path: PathSpec, rtts_ms: list[float], sent: int, confidence: float = 0.95) -> list[Check]:
@@ -92,9 +122,13 @@ def jitter_checks(path: PathSpec, rtts_ms: list[float], sent: int, confidence: f
     return [rtt, jit]
 
 
+def _rtt_tolerance(path: PathSpec) -> float:
+    return max(0.5, 0.01 * path.rtt_ms)
+
+
 def _rtt_check(path: PathSpec, min_ms: float | None, ser_ms: float, none_note: str, note: str) -> Check:
     expected = path.rtt_ms + ser_ms
-    tol = max(0.5, 0.01 * path.rtt_ms)
+    tol = _rtt_tolerance(path)
     if min_ms is None:
         return Check("base RTT", path.rtt_ms, round(expected, 3), float("nan"), expected - tol, expected + tol,
                      "ms", False, none_note)
@@ -201,7 +235,7 @@ def format_table(checks: list[Check]) -> str:
     rows = [head, "-" * len(head)]
     for c in checks:
         rows.append(f"{c.quantity:<16} {c.configured:>11.3f} {c.expected:>10.3f} {c.measured:>10.3f} "
-                    f"{'[' + f'{c.low:.3f}, {c.high:.3f}' + ']':>21}  {'yes' if c.ok else 'NO'}  {c.unit}")
+                    f"{'[' + f'{c.low:.3f}, {c.high:.3f}' + ']':>21}  {'yes' if c.ok else '-' if c.ok is None else 'NO'}  {c.unit}")
         if c.note:
             rows.append(f"{'':<16} {c.note}")
     return "\n".join(rows)

@@ -308,6 +308,8 @@ def _fidelity(rec: dict) -> tuple[bool | None, str, str]:
     ok, measured, expected = bool(fid.get("ok")), fid.get("measured"), fid.get("expected")
     why = (f"{fid.get('quantity', 'RTT')} measured {measured} {fid.get('unit', '')}, expected {expected} "
            f"[{fid.get('low')}, {fid.get('high')}]")
+    if "ok" in fid and fid["ok"] is None:  # not judged: no handshake was a sample of the path
+        return None, f"{why}; {fid.get('note')}", NOT_JUDGED
     path = rec.get("path") or {}
     jitter = float(path.get("jitter_ms") or 0)
     cross = _cross_traffic(rec)
@@ -325,15 +327,25 @@ def _fidelity(rec: dict) -> tuple[bool | None, str, str]:
             + (f", jitter {jitter:g} ms +-{band:.1f} ms" if jitter else ""), "queue")
 
 
+# a run whose every handshake waited out a retransmission timeout (a lost SYN,
+# SYN-ACK or ACK: analysis/fidelity.handshake_rtt_check): its path is not
+# judged, so it counts neither for nor against the share
+NOT_JUDGED = "not judged"
+
+
 def check_fidelity(ok_runs: list[dict], share_needed: float) -> GradeCheck:
-    verdicts = [(r, *_fidelity(r)) for r in ok_runs]
+    every = [(r, *_fidelity(r)) for r in ok_runs]
+    verdicts = [v for v in every if v[3] != NOT_JUDGED]
     good = sum(1 for _, v, _, _ in verdicts if v)
     n = len(verdicts)
     share = good / n if n else 0.0
     allowed = Counter(how for _, v, _, how in verdicts if v and how)
     by = {"jitter": "within the path's jitter", "queue": "within the queue of the cross traffic"}
+    unjudged = len(every) - n
     summary = (f"{good} of {n} completed runs measured the configured path ({share:.0%}; {share_needed:.0%} needed"
-               + "".join(f"; {allowed[k]} of them {by[k]}" for k in by if allowed[k]) + ")")
+               + "".join(f"; {allowed[k]} of them {by[k]}" for k in by if allowed[k]) + ")"
+               + (f"; {unjudged} not judged (every handshake waited out a retransmission timeout)"
+                  if unjudged else ""))
     lines = [f"{r['run_id']}: {why}" for r, v, why, _ in verdicts if not v]
     if n and share >= share_needed:
         return GradeCheck("fidelity", True, summary, _more(lines))

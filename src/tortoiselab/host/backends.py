@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from tortoiselab.host.guestpaths import guest_request, host_paths
 from tortoiselab.host.procid import dumps as proc_dumps
 from tortoiselab.host.procid import kill_group, launched
 from tortoiselab.host.procid import record as proc_record
+from tortoiselab.host.stopping import LabInterrupted, wait_unless_stopped
 from tortoiselab.project import PKG_DIR, REPO_DIR
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS
 from tortoiselab.spec.requests import LabRequest
@@ -198,11 +200,17 @@ def choose(backend: str, clock: str, algorithms: list[str]) -> BackendInfo:
     return BackendInfo("uml", "virtual" if clock in ("auto", "virtual") else "real", str(kernel))
 
 
-def run_task(info: BackendInfo, request: LabRequest, work: Path, timeout_s: float = TASK_TIMEOUT_S) -> dict:
+def run_task(info: BackendInfo, request: LabRequest, work: Path, timeout_s: float = TASK_TIMEOUT_S,
+             stop: threading.Event | None = None) -> dict:
     """Run one typed lab request (spec/requests.py) on the chosen backend:
     add where it runs (backend, clock, private_ovs, our modules for a uml
     kernel), write it as request.json into work and return the guest's
-    result.json. A uml lab runs on a host CPU of its own (host/cpus.py)."""
+    result.json. A uml lab runs on a host CPU of its own (host/cpus.py).
+    Once `stop` is set the lab is ended within STOP_POLL_S and its process
+    group's shutdown (kill_group), or never started: LabInterrupted
+    (host/stopping.py)."""
+    if stop is not None and stop.is_set():
+        raise LabInterrupted("the runner is being stopped: the lab was not started")
     work.mkdir(parents=True, exist_ok=True)
     placed = {"backend": info.backend, "clock": info.clock, "private_ovs": info.backend == "uml"}
     if info.backend == "uml":
@@ -212,12 +220,12 @@ def run_task(info: BackendInfo, request: LabRequest, work: Path, timeout_s: floa
     req = type(request).model_validate({**request.model_dump(), **placed})
     if info.backend == "native":
         (work / "request.json").write_text(req.model_dump_json(indent=1))
-        return _run_native(work, timeout_s)
+        return _run_native(work, timeout_s, stop)
     # the guest reads the run's read-only folders at fixed paths (guest/init.sh)
     ro = plain_paths(list(req.ro_paths))
     (work / "ro_paths").write_text(":".join(ro))
     (work / "request.json").write_text(json.dumps(guest_request(req.model_dump(mode="json"), ro), indent=1))
-    return _run_uml(info, req, work, timeout_s)
+    return _run_uml(info, req, work, timeout_s, stop)
 
 
 def _read_result(work: Path, log_hint: Path | None, backend: str) -> dict:
@@ -234,14 +242,14 @@ def _read_result(work: Path, log_hint: Path | None, backend: str) -> dict:
     return result
 
 
-def _run_native(work: Path, timeout_s: float) -> dict:
+def _run_native(work: Path, timeout_s: float, stop: threading.Event | None = None) -> dict:
     log = work / "native.log"
     with open(log, "w") as fh:
         p = subprocess.Popen(guarded([sys.executable, "-m", "tortoiselab.guest", str(work / "request.json")],
                                      timeout_s, NATIVE_GRACE_S),
                              stdin=subprocess.PIPE, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
         launched(p)
-        _wait_or_kill(p, timeout_s)
+        _wait_or_kill(p, timeout_s, stop)
     return _read_result(work, log, "native")
 
 
@@ -372,7 +380,8 @@ def _compile_package() -> None:
     compileall.compile_dir(str(PKG_DIR), quiet=2)
 
 
-def _run_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float) -> dict:
+def _run_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float,
+             stop: threading.Event | None = None) -> dict:
     assert info.kernel is not None
     work = Path(work).resolve()  # HOME below: UML panics in make_umid on a relative $HOME/.uml
     # fixed length: the umid is on the guest's command line (docs/determinism.md)
@@ -384,11 +393,11 @@ def _run_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float) -
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(work), "TMPDIR": "/dev/shm"}
     userspace, why = uml_userspace(info.kernel)
     with cpu_slot() as cpu:
-        return _boot_uml(info, req, work, timeout_s, cpu, umid, log, env, userspace, why)
+        return _boot_uml(info, req, work, timeout_s, cpu, umid, log, env, userspace, why, stop)
 
 
 def _boot_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float, cpu: int | None, umid: str,
-              log: Path, env: dict, userspace: str, why: str) -> dict:
+              log: Path, env: dict, userspace: str, why: str, stop: threading.Event | None = None) -> dict:
     """Boot the lab (again in ptrace mode if the host refuses seccomp) and
     read its result."""
     while True:
@@ -408,7 +417,7 @@ def _boot_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float, 
                 except BaseException:
                     kill_group(p)  # a lab nobody could clean up later does not run
                     raise
-                _wait_or_kill(p, timeout_s)
+                _wait_or_kill(p, timeout_s, stop)
             finally:
                 shutil.rmtree(work / ".uml", ignore_errors=True)
         refused = _seccomp_refusal(log) if userspace == "seccomp" else None
@@ -435,11 +444,12 @@ def guarded(argv: list[str], timeout_s: float, grace_s: float) -> list[str]:
     return [sys.executable, "-S", str(LAB_GUARD), f"{timeout_s + GUARD_SLACK_S:g}", f"{grace_s:g}", *argv]
 
 
-def _wait_or_kill(p: subprocess.Popen, timeout_s: float) -> None:
-    """Wait for the lab process; on timeout or interrupt kill its process
-    group (the one this call started, by its recorded id) and re-raise."""
+def _wait_or_kill(p: subprocess.Popen, timeout_s: float, stop: threading.Event | None = None) -> None:
+    """Wait for the lab process; on timeout, interrupt or `stop` kill its
+    process group (the one this call started, by its recorded id) and
+    re-raise (LabInterrupted for `stop`)."""
     try:
-        p.wait(timeout=timeout_s)
+        wait_unless_stopped(p, timeout_s, stop)
     except subprocess.TimeoutExpired:
         kill_group(p)
         raise LabError(f"the lab did not finish within {timeout_s:.0f} s of wall time (watchdog); killed it")

@@ -41,12 +41,8 @@ from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import claim, clean_stale, experiment_lock, note, setup_lock
 from tortoiselab.host.provenance import run_seeds, tool_versions
 from tortoiselab.host.shards import parse_shard, read_run_list, shard_slice
+from tortoiselab.host.stopping import LabInterrupted, RunInterrupted, Stopped, stop_message, wind_down
 from tortoiselab.spec.experiment import RunSpec, expand, load, run_order
-
-
-class RunInterrupted(RunnerError):
-    """The runner was stopped while this run's lab ran: nothing is stored,
-    the run stays pending."""
 
 
 class ResultsFull(RunnerError):
@@ -132,7 +128,7 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
         safefs.mkdir(boot_dir, exp_dir.parent, doing=f"run {runs[0].run_id}")
         req = pageload.run_request(runs, site, pki)
         t_start = time.time()  # the host's wall clock, as the guest reads it (guest/clock.HostWall)
-        lab_error = _run_lab(info, req, work, timeout_s * len(runs), while_waiting=store_finished)
+        lab_error = _run_lab(info, req, work, timeout_s * len(runs), while_waiting=store_finished, stop=stop)
         store_finished()
     except OSError as exc:
         _refuse_if_full(exp_dir, runs[0], boot_dir, exc, also=tmps.values())
@@ -145,7 +141,7 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
         if lab_error is not None and stop is not None and stop.wait(0.5):
             for d in (*(tmps[r.run_id] for r in rest), boot_dir):
                 shutil.rmtree(d, ignore_errors=True)
-            raise RunInterrupted(f"run {rest[0].run_id}: interrupted") from lab_error
+            raise RunInterrupted(f"run {rest[0].run_id}: interrupted", [r.run_id for r in rest]) from lab_error
         # a lab that failed for want of space is not a failed run either
         _refuse_if_full(exp_dir, rest[0], boot_dir, also=tmps.values())
         why = f"lab: {lab_error}" if lab_error is not None else "lab: the lab wrote no result for this run's load"
@@ -164,18 +160,20 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
 
 
 def _run_lab(info: backends.BackendInfo, req, work: Path, timeout_s: float,
-             while_waiting: Callable[[], None]) -> backends.LabError | None:
+             while_waiting: Callable[[], None],
+             stop: threading.Event | None = None) -> backends.LabError | LabInterrupted | None:
     """The lab's boot in a thread of its own, calling while_waiting every
-    half second until it ends; the lab's error, or None."""
+    half second until it ends; the lab's error, or None. Once `stop` is
+    set the lab is ended within seconds (host/stopping.py)."""
     with ThreadPoolExecutor(max_workers=1) as lab_thread:
-        lab = lab_thread.submit(backends.run_task, info, req, work, timeout_s=timeout_s)
+        lab = lab_thread.submit(backends.run_task, info, req, work, timeout_s=timeout_s, stop=stop)
         while True:
             try:
                 lab.result(timeout=0.5)
                 return None
             except FutureTimeout:
                 while_waiting()
-            except backends.LabError as exc:
+            except (backends.LabError, LabInterrupted) as exc:
                 return exc
 
 
@@ -383,6 +381,22 @@ def _claimed_batch(batch: list[RunSpec], exp_dir: Path, *args, stop: threading.E
         return run_batch(mine, exp_dir, *args, stop=stop, on_stored=stored) if mine else []
 
 
+def _stopped(signal_name: str, exp_dir: Path, total: int, pending: list[RunSpec], records: list[dict],
+             ended: list[str], errors: list[str]) -> Stopped:
+    """After wind_down: runs.parquet rebuilt from what is stored, and what
+    to tell the user (host/stopping.stop_message)."""
+    table = "runs.parquet"
+    try:
+        with setup_lock(exp_dir), space_is_named(exp_dir):
+            store.rebuild_table(exp_dir)
+    except Exception as exc:  # the message says so; the stored runs are safe either way
+        table = f"runs.parquet NOT rebuilt ({type(exc).__name__}: {exc})"
+    accounted = {r["run_id"] for r in records} | set(ended)
+    not_started = sum(1 for r in pending if r.run_id not in accounted)
+    return Stopped(stop_message(signal_name, ended, list(records), not_started, len(store.run_dirs(exp_dir)),
+                                total, table, errors), signal_name)
+
+
 def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 1, backend: str = "auto",
                    clock: str = "auto", limit: int | None = None,
                    on_progress: Callable[[dict, int, int], None] | None = None, grid: str | None = None,
@@ -451,7 +465,10 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
             try:
                 for fut in as_completed(futs):
                     fut.result()
-            except BaseException:  # interrupted: runs under way store nothing, queued ones never start
+            except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM (cli.py): end the labs, keep what they finished
+                ended, errors = wind_down(pool, futs, stop)
+                raise _stopped(str(exc) or "SIGINT", exp_dir, len(runs), pending, records, ended, errors) from None
+            except BaseException:  # a batch failed: its siblings end their labs, queued ones never start
                 stop.set()
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
