@@ -28,10 +28,9 @@ def table_differences(table: pd.DataFrame, records: pd.DataFrame) -> list[tuple[
     "(columns)" when the columns differ. Pure; empty when they agree."""
     if list(table.columns) != list(records.columns):
         return [("", "(columns)", list(table.columns), list(records.columns))]
-    if table["run_id"].duplicated().any():
-        return [(str(r), "(row)", "twice", None) for r in table["run_id"][table["run_id"].duplicated()]]
-    mine, theirs = table.set_index("run_id", drop=False), records.set_index("run_id", drop=False)
-    out: list[tuple[str, str, Any, Any]] = []
+    dup = table["run_id"].duplicated()
+    out: list[tuple[str, str, Any, Any]] = [(str(r), "(row)", "a second row", None) for r in table["run_id"][dup]]
+    mine, theirs = table[~dup].set_index("run_id", drop=False), records.set_index("run_id", drop=False)
     for rid in sorted(set(mine.index) | set(theirs.index), key=str):
         if rid not in theirs.index or rid not in mine.index:
             out.append((str(rid), "(row)", rid if rid in mine.index else None, rid if rid in theirs.index else None))

@@ -257,7 +257,8 @@ def check_table(exp_dir: Path, stored: list[store.Stored]) -> tuple[list[Problem
         elif col == "(row)" and mine is None:
             notes.append(f"{f}: stale, no row of run {rid} (stored after the table was written); {rebuild_fix(exp_dir)}")
         elif col == "(row)":
-            by_run.setdefault(rid, []).append("a row without a run record" if theirs is None else f"row {mine}")
+            by_run.setdefault(rid, []).append(mine if isinstance(mine, str) and rid != mine else
+                                              "a row without a run record")
         else:
             by_run.setdefault(rid, []).append(f"{col}: the table says {mine!r}, the record {theirs!r}")
     problems = [Problem(rid, f, "disagrees with the run's record: " + "; ".join(whats[:4])
