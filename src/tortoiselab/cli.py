@@ -186,7 +186,8 @@ def cmd_run(a: argparse.Namespace) -> int:
     if res["reused"]:
         print(f"reused {res['reused']} runs from grid {a.reuse_from} (same run ids: the same configuration, "
               "repetition and seed)")
-    print(f"results: {res['dir']}  (runs table: {res['table']})")
+    print("".join(f"moved a damaged run aside (kept) and redid it: {m}\n" for m in res["moved_aside"])
+          + f"results: {res['dir']}  (runs table: {res['table']})")
     return 0 if res["failed_now"] == 0 else 3
 
 

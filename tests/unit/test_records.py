@@ -240,3 +240,19 @@ def test_write_manifest_refuses_links_and_an_existing_manifest(tmp_path):
     with pytest.raises(FileExistsError):
         verify.write_manifest(d)
     assert os.path.getsize(d / verify.MANIFEST) > 0
+
+
+def test_the_reproduction_refuses_damaged_runs_or_leaves_them_out(tmp_path, capsys):
+    root = tmp_path / "runs"
+    shutil.copytree(CANNED, root, ignore=shutil.ignore_patterns("tortoise@ci"))
+    folder = stored_copy("tortoise@ci", root)
+    a = _ids(folder)[0]
+    (folder / a / "stray.txt").write_text("added later")
+    out = tmp_path / "REPRODUCTION.md"
+    argv = ["report", "--reproduction", "--grid", "ci", "--results", str(root), "--out", str(out)]
+    assert cli.main(argv) == 2 and not out.exists()
+    err = capsys.readouterr().err
+    assert f"tortoise report --reproduction: 1 damaged runs (tortoise@ci/{a})" in err
+    assert f"{folder / a / 'stray.txt'}: not in the manifest" in err
+    assert cli.main([*argv, "--skip-damaged"]) == 0 and out.exists()
+    assert f"left out (damaged): tortoise@ci/{a}: stray.txt: not in the manifest" in capsys.readouterr().out
