@@ -79,7 +79,8 @@ def test_a_tampered_plt_in_runs_parquet_only_is_caught(folder, capsys):
 
 def test_any_cell_of_the_table_is_compared(folder):
     a, _ = _ids(folder)
-    for col, value in (("ok", False), ("server.cc", "reno"), ("error", "edited"), ("fidelity_ok", False), ("path.rtt_ms", float("nan"))):
+    for col, value in (("ok", False), ("server.cc", "reno"), ("error", "edited"), ("fidelity_ok", False),
+                       ("path.rtt_ms", float("nan"))):
         f = stored_copy(NAME, folder.parent / col.replace(".", "_"))
         _set_table_cell(f, a, col, value)
         assert store.read_table(f)[1], col
@@ -256,3 +257,16 @@ def test_the_reproduction_refuses_damaged_runs_or_leaves_them_out(tmp_path, caps
     assert f"{folder / a / 'stray.txt'}: not in the manifest" in err
     assert cli.main([*argv, "--skip-damaged"]) == 0 and out.exists()
     assert f"left out (damaged): tortoise@ci/{a}: stray.txt: not in the manifest" in capsys.readouterr().out
+
+
+def test_a_fifo_or_a_link_in_a_run_folder_is_named_never_opened(folder, tmp_path):
+    a, b = _ids(folder)
+    (folder / a / store.RECORD).unlink()
+    os.mkfifo(folder / a / store.RECORD)  # reading it would block for ever
+    (tmp_path / "victim.json").write_text("{}")
+    (folder / b / verify.MANIFEST).unlink()
+    (folder / b / verify.MANIFEST).symlink_to(tmp_path / "victim.json")
+    check = verify.verify_folder(folder, table=False)
+    assert set(check.damaged) == {a, b}
+    assert {(p.run, p.file.name) for p in check.problems if "not a regular file" in p.what} == {
+        (a, store.RECORD), (b, verify.MANIFEST)}

@@ -198,27 +198,29 @@ def check_run(run_dir: Path) -> tuple[list[Problem], list[str]]:
     rid, fix = run_dir.name, store.redo_fix(run_dir)
     if run_dir.is_symlink() or not run_dir.is_dir():
         return [Problem(rid, run_dir, "not a folder (a link?): a run is a folder of files", fix)], []
-    problems = []
+    present, odd = _walk(run_dir)  # a link or a FIFO is named, never opened
+    problems = [Problem(rid, run_dir / rel, "not a regular file (a link?)", fix) for rel in odd]
     rec = None
     try:
-        rec = store.read_record(run_dir)
-        if rec.run_id != rid:
+        if store.RECORD not in odd:
+            rec = store.read_record(run_dir)
+        if rec is not None and rec.run_id != rid:
             problems.append(Problem(rid, run_dir / store.RECORD, f"its run_id is {rec.run_id}, not the folder's", fix))
     except store.DamagedRecord as exc:
         problems.append(Problem(rid, run_dir / store.RECORD, str(exc).split("; fix: ")[0].split(": ", 2)[-1], fix))
     except store.StoreError as exc:  # a newer version's record: not damaged, not ours to redo
         problems.append(Problem(rid, run_dir / store.RECORD, str(exc), "update tortoiselab", redo=False))
-    present, odd = _walk(run_dir)
-    problems += [Problem(rid, run_dir / rel, "not a regular file (a link?)", fix) for rel in odd]
     mf = run_dir / MANIFEST
-    if not mf.exists() and not mf.is_symlink():
-        version = store.record_version(run_dir)
+    if MANIFEST in odd:
+        return problems, []
+    if not mf.exists():
+        version = store.record_version(run_dir) if store.RECORD not in odd else None
         if version is not None and version >= FIRST_VERSION_WITH_MANIFEST:
             problems.append(Problem(rid, mf, f"missing: a record of format {version} is stored with one", fix))
             return problems, []
         return problems, [f"run {rid}: {NO_MANIFEST}"] if rec is not None else []
     try:
-        listed = json.loads(mf.read_text()) if not mf.is_symlink() else None
+        listed = json.loads(mf.read_text())
         listed_files = listed["files"] if isinstance(listed, dict) else None
         if not isinstance(listed_files, dict):
             raise ValueError("no files mapping")
@@ -255,7 +257,8 @@ def check_table(exp_dir: Path, stored: list[store.Stored]) -> tuple[list[Problem
         elif rid in unreadable:
             continue  # named for its record
         elif col == "(row)" and mine is None:
-            notes.append(f"{f}: stale, no row of run {rid} (stored after the table was written); {rebuild_fix(exp_dir)}")
+            notes.append(f"{f}: stale, no row of run {rid} (stored after the table was written); "
+                         + rebuild_fix(exp_dir))
         elif col == "(row)":
             by_run.setdefault(rid, []).append(mine if isinstance(mine, str) and rid != mine else
                                               "a row without a run record")
