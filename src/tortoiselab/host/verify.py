@@ -326,7 +326,7 @@ def cli_verify(folder: Path, rebuild_table: bool = False) -> int:
         return 0
     if rebuild_table:
         for c in checks:
-            if any(p.file.name == store.TABLE for p in c.problems) or c.notes:
+            if any(p.file.name == store.TABLE for p in c.problems) or any(store.TABLE in n for n in c.notes):
                 with setup_lock(c.exp_dir):
                     print(f"rewrote {store.rebuild_table(c.exp_dir)} from the run records")
         checks = [verify_folder(c.exp_dir) for c in checks]
