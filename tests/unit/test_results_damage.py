@@ -107,7 +107,8 @@ def stray_file(exp: Path, data: st.DataObject) -> Damage:
 
 @damage("delete a file")
 def delete_file(exp: Path, data: st.DataObject) -> Damage:
-    files = [f for d in _runs(exp) for f in _files(d)]
+    # a file of the run as stored (deleting a stray file added before would undo that damage)
+    files = [f for d in _runs(exp) for f in _files(d) if not f.name.startswith("stray-")]
     if not files:
         return Damage()
     f = data.draw(st.sampled_from(files), label="deleted")
