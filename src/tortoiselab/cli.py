@@ -182,7 +182,8 @@ def cmd_run(a: argparse.Namespace) -> int:
     if res["reused"]:
         print(f"reused {res['reused']} runs from grid {a.reuse_from} (same run ids: the same configuration, "
               "repetition and seed)")
-    print(f"results: {res['dir']}  (runs table: {res['table']})")
+    print("".join(f"moved a damaged run aside (kept) and redid it: {m}\n" for m in res["moved_aside"])
+          + f"results: {res['dir']}  (runs table: {res['table']})")
     off = runsummary.unfaithful_note(res["records"])
     if off:
         print(off)
@@ -209,7 +210,8 @@ def cmd_ls(a: argparse.Namespace) -> int:
     for r in rows:
         total = r["total"] if r["total"] is not None else "?"
         print(f"{r['experiment']:<24} {r['done']}/{total} done, {r['failed']} failed, "
-              f"{r['running']} running, {r['in_progress'] - r['running']} interrupted")
+              f"{r['running']} running, {r['in_progress'] - r['running']} interrupted"
+              + f", {r['damaged']} damaged (tortoise verify {Path(a.results) / r['experiment']})" * bool(r["damaged"]))
         for j in (r.get("slurm") or {}).get("jobs", []):
             print(f"{'':<24} slurm job {j['job_id']}: {j['tasks']} array tasks: " + ", ".join(
                 f"{j[k]} {k}" for k in ("queued", "running", "done", "failed", "unknown") if j[k] or k != "unknown"))
@@ -260,30 +262,39 @@ def cmd_report(a: argparse.Namespace) -> int:
         d = Path(a.results) / a.experiment
     if not (d / "runs.parquet").exists() and not any(d.glob("*/run.json")):
         raise RunnerError(f"experiment: no results in {d}; run it first with tortoise run")
-    out = write_report(d, Path(a.out) if a.out else None)
+    from tortoiselab.host.verify import admitted
     from tortoiselab.report import floor_table, format_floor_table, load_context  # as above: the CLI starts fast
 
-    print(format_floor_table(floor_table(load_context(d))))
-    print(f"report: {out}")
+    with admitted([d], a.skip_damaged, f"tortoise report {d}") as left_out:
+        out, ctx = write_report(d, Path(a.out) if a.out else None), load_context(d)
+        print("\n".join([*(f"note: {n}" for n in ctx.notes), format_floor_table(floor_table(ctx))]))
+    print("\n".join([*left_out, f"report: {out}"]))
     return 0
 
 
 def cmd_grade(a: argparse.Namespace) -> int:
-    from tortoiselab.course.grade import complete, format_grade, grade
+    from tortoiselab.course.grade import complete, format_grade, grade, lab_results_folder
     from tortoiselab.course.handout import find_lab, load_lab
+    from tortoiselab.host.verify import admitted
 
     lab = load_lab(find_lab(a.lab))
-    sections = grade(lab, Path(a.results), audit_k=a.audit, audit_seed=a.audit_seed)
-    print(format_grade(lab, sections))
+    folders = [lab_results_folder(Path(a.results), le.exp) for le in lab.experiments]
+    with admitted(folders, a.skip_damaged, f"tortoise grade {a.lab} {a.results}") as left_out:
+        sections = grade(lab, Path(a.results), audit_k=a.audit, audit_seed=a.audit_seed)
+    print("\n".join([format_grade(lab, sections), *left_out]))
     return 0 if complete(sections) else 1
 
 
 def _report_reproduction(a: argparse.Namespace) -> int:
     """REPRODUCTION.md: every seed claim against the studies' results."""
-    from tortoiselab.studies import reproduction_markdown  # here: the CLI starts fast (the studies load scipy)
+    from tortoiselab.host.verify import admitted  # here: the CLI starts fast (the studies load scipy)
+    from tortoiselab.studies.reproduction import folders_read, reproduction_markdown
 
     out = Path(a.out or "REPRODUCTION.md")
-    text = reproduction_markdown(Path(a.results), None if a.grid == "full" else a.grid)
+    grid = None if a.grid == "full" else a.grid
+    with admitted(folders_read(Path(a.results), grid), a.skip_damaged, "tortoise report --reproduction") as left_out:
+        text = reproduction_markdown(Path(a.results), grid)
+    print("\n".join(left_out)) if left_out else None
     tmp = out.with_name(f".{out.name}.tmp")
     tmp.write_text(text)
     tmp.replace(out)
@@ -305,6 +316,12 @@ def cmd_plan(a: argparse.Namespace) -> int:
         if reps is not None:
             print(f"\n# add under grids: in {info['file'].name}\n" + P.powered_grid(info, reps, note))
     return 0
+
+
+def cmd_verify(a: argparse.Namespace) -> int:
+    from tortoiselab.host.verify import cli_verify
+
+    return cli_verify(Path(a.folder), a.rebuild_table)
 
 
 def cmd_regions(a: argparse.Namespace) -> int:
@@ -444,6 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grid", default="reduced", help="with --reproduction: the grid whose results to read "
                                                      "(ci, reduced, or full for the files' own sweeps; a list such as "
                                                      "powered,reduced: per experiment, the first its file defines)")
+    p.add_argument("--skip-damaged", action="store_true", help="go on without the damaged runs, naming them")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("plan", help="runs each claim of an experiment needs for 80 %% power, from a pilot's spread")
@@ -464,7 +482,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--audit", type=int, default=0, metavar="K", help="rerun K runs per experiment on the virtual "
                    "clock; fail on any number unlike its record (default 0: none; docs/course-labs.md)")
     p.add_argument("--audit-seed", type=int, metavar="S", help="picks the audited runs (default: a new seed, printed)")
+    p.add_argument("--skip-damaged", action="store_true", help="as report's")
     p.set_defaults(func=cmd_grade)
+
+    p = sub.add_parser("verify", help="check every run's manifest and record and runs.parquet against them")
+    p.add_argument("folder", help="an experiment's results folder, or a results root")
+    p.add_argument("--rebuild-table", action="store_true", help="rewrite runs.parquet from the run records")
+    p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("regions", help="the region path profiles (topologies/regions.yaml + yours)")
     p.set_defaults(func=cmd_regions)

@@ -115,15 +115,10 @@ def closest_diff(config: dict, points: dict[str, Point]) -> list[tuple[str, Any,
 
 def read_runs(folder: Path) -> list[dict]:
     """Every completed run's record in a results folder (store.read_records;
-    not the in-progress .tmp folders); an unreadable one as a failed run
-    that says why."""
-    out = []
-    for st in store.read_records(folder, strict=False):
-        if st.record is None:
-            out.append({"run_id": st.run_dir.name, "ok": False, "error": st.error, "_unreadable": True})
-        else:
-            out.append(st.record.model_dump(mode="json"))
-    return out
+    not the in-progress .tmp folders). An unreadable record is no run: the
+    CLI refuses a folder with damaged runs first (host/verify.admitted)."""
+    return [st.record.model_dump(mode="json") for st in store.read_records(folder, strict=False)
+            if st.record is not None]
 
 
 def _folder_experiment(folder: Path) -> str | None:

@@ -23,8 +23,11 @@ def list_experiments(results: Path) -> list[dict]:
             except (ValueError, OSError):  # a listing must not fail on one bad file
                 total = None
         recs = store.read_records(d, strict=False)
-        out.append({"experiment": d.name, "total": total, "done": len(recs),
-                    "failed": sum(1 for r in recs if r.record is None or not r.record.ok), "in_progress": len(stale_work(d)),
+        # an unreadable record is a damaged run, not a run (tortoise verify names it and the fix)
+        out.append({"experiment": d.name, "total": total, "done": sum(1 for r in recs if r.record is not None),
+                    "damaged": sum(1 for r in recs if r.record is None),
+                    "failed": sum(1 for r in recs if r.record is not None and not r.record.ok),
+                    "in_progress": len(stale_work(d)),
                     "running": _running(d), "slurm": slurm.status(d)})
     return out
 

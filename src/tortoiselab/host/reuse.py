@@ -22,7 +22,7 @@ import os
 import shutil
 from pathlib import Path
 
-from tortoiselab.host import safefs, store
+from tortoiselab.host import safefs, store, verify
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import experiment_lock, setup_lock
 from tortoiselab.spec.experiment import ExperimentError, expand, load
@@ -83,6 +83,8 @@ def take(src_dir: Path, exp_dir: Path, name: str, ids: list[str], backend: str |
             (tmp / store.RECORD).unlink()  # a link to F's record: written anew, F's left alone
             meta = rec.meta.model_copy(update={"reused_from": src_dir.name})
             store.write_record(tmp, rec.model_copy(update={"experiment": name, "meta": meta}))
+            (tmp / verify.MANIFEST).unlink(missing_ok=True)  # F's manifest, linked: this record is another
+            verify.write_manifest(tmp)
             safefs.replace(tmp, exp_dir / rid, exp_dir.parent, doing)  # never onto a link
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

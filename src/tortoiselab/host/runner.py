@@ -33,7 +33,7 @@ from tortoiselab.analysis import napkin, whole
 from tortoiselab.analysis.fidelity import handshake_rtt_check
 from tortoiselab.analysis.flights import analyze_pcap, steady_throughput_mbit
 from tortoiselab.analysis.parsers import parse_nghttp_stats
-from tortoiselab.host import backends, guestpaths, pageload, reuse, safefs, store
+from tortoiselab.host import backends, guestpaths, pageload, reuse, safefs, store, verify
 from tortoiselab.host.assets import lab_assets
 from tortoiselab.host.checks import (check_browser_tools, check_guest_paths, check_kernel_paths, check_manifest_urls,
                                     check_site_urls)
@@ -295,6 +295,7 @@ def _store(run: RunSpec, exp_dir: Path, tmp: Path, record: dict, work: Path) -> 
             if (work / name).exists():
                 shutil.copyfile(work / name, tmp / name)
         store.write_record(tmp, record)
+        verify.write_manifest(tmp)  # last: every file of the run, its record included
         time.sleep(float(os.environ.get(FAULT_PAUSE_ENV, 0)))
         # the run appears whole, or not at all; never onto a link (host/safefs.py)
         safefs.replace(tmp, exp_dir / run.run_id, exp_dir.parent, doing=f"storing run {run.run_id}")
@@ -397,6 +398,23 @@ def _stopped(signal_name: str, exp_dir: Path, total: int, pending: list[RunSpec]
                                 total, table, errors), signal_name)
 
 
+def _move_damaged_aside(exp_dir: Path, mine: list[RunSpec], sliced: bool) -> list[str]:
+    """Damaged runs (host/verify.py: a record or manifest that fails) moved
+    aside into <exp>/.damaged/, each under its claim, so that they are done
+    again; of a slice only its own runs, else every run folder (a damaged
+    record would stop runs.parquet's rebuild). Returns "<run_id> -> folder"."""
+    ids = [r.run_id for r in mine]
+    check = verify.verify_folder(exp_dir, set(ids) if sliced else None, table=False)
+    done = {r for r in ids if store.completed(exp_dir, r)}
+    extra = sorted(set(check.damaged) - set(ids))
+    moved = []
+    for rid in verify.plan_resume(ids, done, set(check.damaged))[1] + extra:
+        with claim(exp_dir, rid):
+            if rid in verify.verify_folder(exp_dir, {rid}, table=False).damaged:
+                moved.append(f"{rid} -> {verify.move_aside(exp_dir, rid)}")
+    return moved
+
+
 def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 1, backend: str = "auto",
                    clock: str = "auto", limit: int | None = None,
                    on_progress: Callable[[dict, int, int], None] | None = None, grid: str | None = None,
@@ -444,6 +462,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
                 if not os.path.lexists(exp_dir / "experiment.yaml") else None
             site, pki = lab_assets(exp_dir)
         check_manifest_urls(mine, site)
+        moved = _move_damaged_aside(exp_dir, mine, sliced)
         pending = [r for r in mine if not store.completed(exp_dir, r.run_id)]
         if limit is not None:
             pending = pending[:limit]
@@ -477,4 +496,4 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
     return {"experiment": exp.name, "dir": str(exp_dir), "total": len(runs), "pending": len(pending),
             "done_now": len(records), "failed_now": sum(1 for r in records if not r["ok"]), "reused": len(reused),
             "wall_seconds": round(time.monotonic() - t0, 3), "cleaned": cleaned, "table": str(table),
-            "backend": info.backend, "clock": info.clock, "records": records}
+            "backend": info.backend, "clock": info.clock, "records": records, "moved_aside": moved}

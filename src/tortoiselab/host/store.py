@@ -13,33 +13,49 @@ Format versions:
      PLT floor may be missing from `summary`, `config.path.resolved` may be
      missing (the resolved path is then the record's `path`), `meta` may lack
      keys.
-  2  this version: every key of RunRecord present, `summary.floor_ms` set
+  2  every key of RunRecord present, `summary.floor_ms` set
      (None where it could not be computed).
+  3  meta.batch (runs sharing a lab boot).
+  4  this version: the run folder holds manifest.json, written last, with the
+     sha256 of run.json and of every other file (host/verify.py); a folder of
+     format 3 or older has none.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import pandas as pd
+import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tortoiselab.analysis import napkin
 from tortoiselab.analysis.fidelity import cross_rates_mbit
 from tortoiselab.host import safefs
+from tortoiselab.host.errors import RunnerError
+from tortoiselab.host.tablediff import table_differences
 from tortoiselab.spec.experiment import ClientCfg, PathCfg, ServerCfg
 
-FORMAT_VERSION = 3  # 3: meta.batch (runs sharing a lab boot); sim_seconds is the run's own share
+FORMAT_VERSION = 4  # 4: manifest.json beside the record; 3: meta.batch (runs sharing a lab boot)
 RECORD = "run.json"
 TABLE = "runs.parquet"
+DAMAGED = ".damaged"  # <exp>/.damaged/<run_id>-<utc>/: damaged runs moved aside by a resume (host/verify.py)
 
 
-class StoreError(RuntimeError):
-    """A results folder or run record that cannot be read; the message names it."""
+class StoreError(RunnerError):
+    """A results folder or run record that cannot be read; the message names
+    it and the fix (a RunnerError: the CLI prints it, exit 2)."""
+
+
+class DamagedRecord(StoreError):
+    """A run.json that is not a record (truncated, edited, not JSON): the
+    run is damaged, not from a newer version."""
 
 
 class BatchMeta(BaseModel):
@@ -134,6 +150,8 @@ def upgrade(raw: dict, run_dir: Path | None = None) -> dict:
         raw = _upgrade_1_to_2(raw, run_dir)
     if raw["format_version"] == 2:  # a boot per run: nothing to change, meta.batch stays None
         raw["format_version"] = 3
+    if raw["format_version"] == 3:  # no manifest: nothing to change in the record
+        raw["format_version"] = 4
     return raw
 
 
@@ -172,28 +190,75 @@ def _floor_of_old_run(raw: dict, summary: dict, run_dir: Path | None) -> dict:
             "floor_model": f.get("model") or {"why": f.get("why")}}
 
 
+def redo_fix(run_dir: Path) -> str:
+    """How to get a damaged run done again: a resume of its experiment moves
+    the folder aside (into <exp>/.damaged/, kept) and redoes the run."""
+    exp_dir = Path(run_dir).parent
+    grid = exp_dir.name.partition("@")[2]
+    return (f"`tortoise run {exp_dir / 'experiment.yaml'}{f' --grid {grid}' if grid else ''} --results "
+            f"{exp_dir.parent}` moves the run's folder aside into {exp_dir / DAMAGED}/ (kept) and redoes it; "
+            f"`tortoise verify {exp_dir}` lists every damaged run")
+
+
 def read_record(run_dir: Path) -> RunRecord:
-    """run_dir/run.json, upgraded to the current format and validated."""
+    """run_dir/run.json, upgraded to the current format and validated; a
+    damaged one raises DamagedRecord naming the run, the file and the fix."""
     f = Path(run_dir) / RECORD
     try:
         raw = json.loads(f.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise StoreError(f"{f}: unreadable run record ({exc})") from None
+        if not isinstance(raw, dict):
+            raise ValueError(f"a JSON {type(raw).__name__}, not an object")
+    except (OSError, ValueError) as exc:
+        raise DamagedRecord(f"run {Path(run_dir).name}: {f}: unreadable run record ({exc}); fix: "
+                            f"{redo_fix(run_dir)}") from None
     try:
         return RunRecord.model_validate(upgrade(raw, Path(run_dir)))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
-        raise StoreError(f"{f}: {where}: {first['msg']}") from None
+    except (ValidationError, KeyError, TypeError, AttributeError) as exc:
+        if isinstance(exc, ValidationError):
+            first = exc.errors()[0]
+            why = f"{'.'.join(str(x) for x in first['loc'])}: {first['msg']}"
+        else:
+            why = f"not a run record ({type(exc).__name__}: {exc})"
+        raise DamagedRecord(f"run {Path(run_dir).name}: {f}: {why}; fix: {redo_fix(run_dir)}") from None
+
+
+def record_version(run_dir: Path) -> int | None:
+    """The format_version run_dir/run.json was written with (1 without the
+    key), None when it is unreadable: whether the folder should have a
+    manifest (format 4 on)."""
+    try:
+        raw = json.loads((Path(run_dir) / RECORD).read_text())
+        v = raw.get("format_version", 1) if isinstance(raw, dict) else None
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+    except (OSError, ValueError):
+        return None
+
+
+# run folders readers leave out (leaving_out: the damaged runs a report, grade or
+# reproduction goes on without, --skip-damaged): (experiment folder's real path, run id)
+_LEFT_OUT: ContextVar[frozenset[tuple[str, str]]] = ContextVar("left_out", default=frozenset())
+
+
+@contextmanager
+def leaving_out(dirs: Iterable[Path]) -> Iterator[None]:
+    """Within the block, run_dirs (so every reader) skips these run folders."""
+    keys = frozenset((os.path.realpath(Path(d).parent), Path(d).name) for d in dirs)
+    token = _LEFT_OUT.set(_LEFT_OUT.get() | keys)
+    try:
+        yield
+    finally:
+        _LEFT_OUT.reset(token)
 
 
 def run_dirs(exp_dir: Path, run_ids: set[str] | None = None) -> list[Path]:
     """Completed runs' folders, sorted by run id (not the hidden work
     folders of runs in progress). run_ids: only these."""
     out = []
+    left_out = _LEFT_OUT.get()
+    real = os.path.realpath(exp_dir) if left_out else ""
     for rj in sorted(Path(exp_dir).glob(f"*/{RECORD}")):
         d = rj.parent
-        if d.name.startswith(".") or (run_ids is not None and d.name not in run_ids):
+        if d.name.startswith(".") or (run_ids is not None and d.name not in run_ids) or (real, d.name) in left_out:
             continue
         out.append(d)
     return out
@@ -389,17 +454,32 @@ def rebuild_table(exp_dir: Path) -> Path:
     return out
 
 
+def table_of(records: Iterable[RunRecord]) -> pd.DataFrame:
+    """The runs table of these records, as rebuild_table writes it (rows
+    sorted by run id)."""
+    df = pd.DataFrame([row(r) for r in sorted(records, key=lambda r: r.run_id)], columns=list(COLUMNS))
+    for col in NUMERIC:
+        df[col] = pd.to_numeric(df[col], errors="coerce")
+    return df
+
+
 def read_table(exp_dir: Path) -> tuple[pd.DataFrame, bool]:
-    """(runs table, rebuilt): runs.parquet when it matches the run folders
-    and the current schema, else the table rebuilt in memory from the
-    folders (rebuilt True when a runs.parquet was there but stale)."""
+    """(runs table, rebuilt): runs.parquet when every row and column of it
+    agrees with the run records, else the table rebuilt in memory from the
+    records (rebuilt True when a runs.parquet was there: unreadable, of
+    another version's columns, stale, or edited). runs.parquet is a cache
+    of the records and never trusted over them (`tortoise verify` names the
+    rows that differ)."""
     table = Path(exp_dir) / TABLE
-    ids = {d.name for d in run_dirs(exp_dir)}
+    records = table_of(st.record for st in read_records(exp_dir))
     if table.exists():
-        df = pd.read_parquet(table)
-        if list(df.columns) == list(COLUMNS) and set(df["run_id"]) == ids:
+        try:
+            df = pd.read_parquet(table)
+        except (OSError, ValueError, pa.ArrowException):  # garbage: the records give the table
+            return records, True
+        if not table_differences(df, records):
             return df, False
-    return load_runs(exp_dir).drop(columns=["run_dir"]), table.exists()
+    return records, table.exists()
 
 
 def iter_ok(exp_dir: Path) -> Iterator[RunRecord]:

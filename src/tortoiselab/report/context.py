@@ -83,8 +83,9 @@ def load_context(exp_dir: Path) -> Context:
         records[rec["run_id"]] = rec
     df, rebuilt = store.read_table(exp_dir)
     if rebuilt:
-        notes.append("runs.parquet does not match the run folders or this version's columns; "
-                     "the table was rebuilt in memory")
+        notes.append(f"runs.parquet does not match the run records (unreadable, stale, edited or of another "
+                     f"version): the table was rebuilt in memory from the records; `tortoise verify {exp_dir}` "
+                     "names the rows that differ, with --rebuild-table rewrites the file")
 
     sweep: dict = exp.get("sweep") or {}
     axes = list(sweep)

@@ -229,6 +229,11 @@ def _grids_read(grid: str | None) -> list[tuple[str, str | None]]:
     return list(dict.fromkeys(out))
 
 
+def folders_read(results: Path, grid: str | None) -> list[Path]:
+    """The results folders the report reads (verified first: host/verify.admitted)."""
+    return list(dict.fromkeys(study_folder(f, fg, results) for f, fg in _grids_read(grid)))
+
+
 def _times_section(results: Path, grid: str | None) -> list[str]:
     lines = ["## Commands and run times", "", THE_LAB, "",
              "| command | runs (failed) of the grid | lab kernel, clock | first start .. last end (UTC) | wall span | "

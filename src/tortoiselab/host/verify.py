@@ -1,0 +1,398 @@
+"""Records that show tampering or damage (`tortoise verify FOLDER`).
+
+At store time each run folder gets manifest.json, written last (the runner's
+_store, host/reuse.take), before the folder is renamed into place:
+
+    {"format": 1, "algorithm": "sha256",
+     "files": {"run.json": {"bytes": 18734, "sha256": "9f2c..."}, "server.pcap": {...}, ...}}
+
+every file of the run folder but the manifest itself, by its path relative
+to the folder. `verify_folder` checks, for each run folder of an experiment:
+
+- the manifest: a file missing, a file the manifest does not list, a file
+  whose size or sha256 changed, a link. A record of format 3 or older
+  (host/store.py) was written before manifests: noted, not failed;
+- the record: readable and valid (host/store.read_record), and its run id
+  the folder's name;
+- runs.parquet against the records (host/tablediff.py): a row that differs
+  in any column, or a row without a record, names its run. The table is a
+  cache of the records: readers rebuild it (store.read_table), so a table
+  that is unreadable or merely stale is named with the command that
+  rewrites it.
+
+A damaged run (its manifest or its record fails) is what `tortoise report`,
+`grade` and the reproduction refuse (or leave out with --skip-damaged,
+`admitted`), and what a resume moves aside into <exp>/.damaged/<run_id>-<utc>/
+and redoes (`move_aside`, host/runner.run_experiment). Nothing here deletes
+anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import pandas as pd
+import pyarrow as pa
+
+from tortoiselab.host import store
+from tortoiselab.host.errors import RunnerError
+from tortoiselab.host.locks import setup_lock
+from tortoiselab.host.tablediff import table_differences
+
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = 1
+FIRST_VERSION_WITH_MANIFEST = 4  # host/store.FORMAT_VERSION that began writing manifests
+RUN_ID = re.compile(r"^[0-9a-f]{12}$")
+NO_MANIFEST = "no manifest: written before manifests"
+
+
+class DamagedFolder(RunnerError):
+    """A results folder with damaged runs, refused by a reader; the message
+    names each run, its file and the fix."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong: run None for the folder's own files (runs.parquet)."""
+
+    run: str | None
+    file: Path
+    what: str
+    fix: str
+    redo: bool = True  # a resume moves the run aside and redoes it (not: a record of a newer version)
+
+
+
+@dataclass
+class FolderCheck:
+    exp_dir: Path
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    runs: int = 0
+
+    @property
+    def damaged(self) -> dict[str, Path]:
+        """Run id -> folder of the runs whose manifest or record fails."""
+        return {p.run: self.exp_dir / p.run for p in self.problems
+                if p.run and p.redo and p.file.name != store.TABLE}
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def problem_lines(problems: list[Problem], indent: str = "  ") -> list[str]:
+    """Each problem on a line of its own, then its fix once per run."""
+    out: list[str] = []
+    for i, p in enumerate(problems):
+        out.append(f"{indent}{'run ' + p.run if p.run else 'folder'}: {p.file}: {p.what}")
+        nxt = problems[i + 1] if i + 1 < len(problems) else None
+        if nxt is None or (nxt.run, nxt.fix) != (p.run, p.fix):
+            out.append(f"{indent}  fix: {p.fix}")
+    return out
+
+
+# --- manifests -----------------------------------------------------------------------
+
+
+def _digest(path: Path) -> tuple[int, str]:
+    """(bytes, sha256) of a regular file, opened without following a link."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    h, n = hashlib.sha256(), 0
+    with os.fdopen(fd, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+            n += len(chunk)
+    return n, h.hexdigest()
+
+
+def _walk(run_dir: Path) -> tuple[dict[str, Path], list[str]]:
+    """(relative path -> file) of every regular file under run_dir but the
+    manifest, and the relative paths of what is neither a file nor a folder
+    (links above all), which are never followed."""
+    files, odd = {}, []
+    for root, dirs, names in os.walk(run_dir, followlinks=False):
+        for name in sorted(dirs):
+            p = Path(root) / name
+            if p.is_symlink():
+                odd.append(str(p.relative_to(run_dir)))
+        for name in names:
+            p = Path(root) / name
+            rel = str(p.relative_to(run_dir))
+            if stat.S_ISREG(os.lstat(p).st_mode):
+                if rel != MANIFEST:
+                    files[rel] = p
+            else:
+                odd.append(rel)
+    return files, sorted(odd)
+
+
+def manifest_of(run_dir: Path) -> dict:
+    """The manifest of a run folder as it is now (not written)."""
+    files, odd = _walk(Path(run_dir))
+    if odd:
+        raise store.StoreError(f"run {Path(run_dir).name}: {run_dir}: {', '.join(odd)} is not a regular file "
+                               "(a link?); a run folder holds files only")
+    return {"format": MANIFEST_FORMAT, "algorithm": "sha256",
+            "files": {rel: dict(zip(("bytes", "sha256"), _digest(p))) for rel, p in sorted(files.items())}}
+
+
+def write_manifest(run_dir: Path) -> Path:
+    """run_dir/manifest.json, written last (the caller then renames the
+    folder into place); refuses to write through a link or over a file."""
+    text = json.dumps(manifest_of(run_dir), indent=1, sort_keys=True)
+    out = Path(run_dir) / MANIFEST
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return out
+
+
+def manifest_differences(listed: dict, present: dict) -> list[tuple[str, str]]:
+    """(file, what differs) between a manifest's files and those of the
+    folder now (both as manifest_of's "files"). Pure."""
+    out = []
+    for rel in sorted(set(listed) | set(present)):
+        if rel not in present:
+            out.append((rel, "missing (the manifest lists it)"))
+        elif rel not in listed:
+            out.append((rel, "not in the manifest (added after the run was stored)"))
+        elif listed[rel] != present[rel]:
+            a, b = listed[rel], present[rel]
+            out.append((rel, f"changed since the run was stored ({a.get('bytes')} bytes, sha256 "
+                             f"{str(a.get('sha256'))[:12]}.. in the manifest; {b['bytes']} bytes, "
+                             f"sha256 {b['sha256'][:12]}.. now)"))
+    return out
+
+
+# --- checking ------------------------------------------------------------------------
+
+
+def run_folders(exp_dir: Path, run_ids: set[str] | None = None) -> list[Path]:
+    """The folders that are, or were, runs: named like a run id, or holding
+    a record or a manifest (not the hidden work folders)."""
+    out = []
+    for d in sorted(Path(exp_dir).iterdir()) if Path(exp_dir).is_dir() else []:
+        if d.name.startswith(".") or (run_ids is not None and d.name not in run_ids):
+            continue
+        if d.is_symlink() or not d.is_dir():
+            if RUN_ID.match(d.name):
+                out.append(d)
+            continue
+        if RUN_ID.match(d.name) or (d / store.RECORD).exists() or (d / MANIFEST).exists():
+            out.append(d)
+    return out
+
+
+def check_run(run_dir: Path) -> tuple[list[Problem], list[str]]:
+    """(problems, notes) of one run folder: its manifest and its record."""
+    rid, fix = run_dir.name, store.redo_fix(run_dir)
+    if run_dir.is_symlink() or not run_dir.is_dir():
+        return [Problem(rid, run_dir, "not a folder (a link?): a run is a folder of files", fix)], []
+    present, odd = _walk(run_dir)  # a link or a FIFO is named, never opened
+    problems = [Problem(rid, run_dir / rel, "not a regular file (a link?)", fix) for rel in odd]
+    rec = None
+    try:
+        if store.RECORD not in odd:
+            rec = store.read_record(run_dir)
+        if rec is not None and rec.run_id != rid:
+            problems.append(Problem(rid, run_dir / store.RECORD, f"its run_id is {rec.run_id}, not the folder's", fix))
+    except store.DamagedRecord as exc:
+        problems.append(Problem(rid, run_dir / store.RECORD, str(exc).split("; fix: ")[0].split(": ", 2)[-1], fix))
+    except store.StoreError as exc:  # a newer version's record: not damaged, not ours to redo
+        problems.append(Problem(rid, run_dir / store.RECORD, str(exc), "update tortoiselab", redo=False))
+    mf = run_dir / MANIFEST
+    if MANIFEST in odd:
+        return problems, []
+    if not mf.exists():
+        version = store.record_version(run_dir) if store.RECORD not in odd else None
+        if version is not None and version >= FIRST_VERSION_WITH_MANIFEST:
+            problems.append(Problem(rid, mf, f"missing: a record of format {version} is stored with one", fix))
+            return problems, []
+        return problems, [f"run {rid}: {NO_MANIFEST}"] if rec is not None else []
+    try:
+        listed = json.loads(mf.read_text())
+        listed_files = listed["files"] if isinstance(listed, dict) else None
+        if not isinstance(listed_files, dict):
+            raise ValueError("no files mapping")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        problems.append(Problem(rid, mf, f"unreadable manifest ({exc})", fix))
+        return problems, []
+    now = {rel: dict(zip(("bytes", "sha256"), _digest(p))) for rel, p in present.items()}
+    problems += [Problem(rid, run_dir / rel, what, fix) for rel, what in manifest_differences(listed_files, now)]
+    return problems, []
+
+
+def rebuild_fix(exp_dir: Path) -> str:
+    return (f"`tortoise verify {exp_dir} --rebuild-table` rewrites runs.parquet from the run records (reports "
+            "already use the records, never the table)")
+
+
+def check_table(exp_dir: Path, stored: list[store.Stored]) -> tuple[list[Problem], list[str]]:
+    """runs.parquet against the table the readable records give."""
+    f = Path(exp_dir) / store.TABLE
+    if not f.exists():
+        return [], [f"no {store.TABLE} (readers build the table from the records; {rebuild_fix(exp_dir)})"] \
+            if stored else []
+    try:
+        table = pd.read_parquet(f)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        return [Problem(None, f, f"unreadable ({str(exc).splitlines()[0][:200]})", rebuild_fix(exp_dir))], []
+    records = store.table_of(st.record for st in stored if st.record is not None)
+    unreadable = {st.run_dir.name for st in stored if st.record is None}
+    by_run: dict[str, list[str]] = {}
+    notes = []
+    for rid, col, mine, theirs in table_differences(table, records):
+        if col == "(columns)":
+            notes.append(f"{f}: another version's columns; readers rebuild it ({rebuild_fix(exp_dir)})")
+        elif rid in unreadable:
+            continue  # named for its record
+        elif col == "(row)" and mine is None:
+            notes.append(f"{f}: stale, no row of run {rid} (stored after the table was written); "
+                         + rebuild_fix(exp_dir))
+        elif col == "(row)":
+            by_run.setdefault(rid, []).append(mine if isinstance(mine, str) and rid != mine else
+                                              "a row without a run record")
+        else:
+            by_run.setdefault(rid, []).append(f"{col}: the table says {mine!r}, the record {theirs!r}")
+    problems = [Problem(rid, f, "disagrees with the run's record: " + "; ".join(whats[:4])
+                        + (f"; and {len(whats) - 4} more columns" if len(whats) > 4 else ""), rebuild_fix(exp_dir))
+                for rid, whats in by_run.items()]
+    return problems, notes
+
+
+def verify_folder(exp_dir: Path, run_ids: set[str] | None = None, table: bool = True) -> FolderCheck:
+    """Every run folder of an experiment (run_ids: only these), then the table."""
+    exp_dir = Path(exp_dir)
+    out = FolderCheck(exp_dir)
+    for d in run_folders(exp_dir, run_ids):
+        problems, notes = check_run(d)
+        out.problems += problems
+        out.notes += notes
+        out.runs += 1
+    if table:
+        problems, notes = check_table(exp_dir, store.read_records(exp_dir, run_ids, strict=False))
+        out.problems += problems
+        out.notes += notes
+    return out
+
+
+def experiment_folders(folder: Path) -> list[Path]:
+    """FOLDER itself when it is an experiment's results folder, else the
+    experiment folders in it (a results root)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise RunnerError(f"verify: {folder}: no such folder; give an experiment's results folder "
+                          "(results/<name>@<grid>) or a results root (results)")
+
+    def is_exp(d: Path) -> bool:
+        return (d / "experiment.yaml").exists() or (d / store.TABLE).exists() or bool(run_folders(d))
+
+    if is_exp(folder):
+        return [folder]
+    return [d for d in sorted(folder.iterdir()) if d.is_dir() and not d.is_symlink()
+            and not d.name.startswith(".") and is_exp(d)]
+
+
+def format_checks(checks: list[FolderCheck]) -> str:
+    lines = []
+    for c in checks:
+        runs = sorted({p.run for p in c.problems if p.run})
+        lines.append(f"{c.exp_dir}: {c.runs} runs, " + (f"{len(runs)} failing: {', '.join(runs)}" if runs else
+                                                          "table failing" if c.problems else "ok"))
+        lines += problem_lines(c.problems)
+        no_manifest = [n for n in c.notes if n.endswith(NO_MANIFEST)]
+        lines += [f"  note: {n}" for n in c.notes if not n.endswith(NO_MANIFEST)]
+        if no_manifest:
+            lines.append(f"  note: {len(no_manifest)} runs have {NO_MANIFEST} (their records and the table are "
+                         "still checked)")
+    return "\n".join(lines)
+
+
+def cli_verify(folder: Path, rebuild_table: bool = False) -> int:
+    """`tortoise verify FOLDER`: 0 when every run and table is whole, 1 otherwise."""
+    checks = [verify_folder(d) for d in experiment_folders(folder)]
+    if not checks:
+        print(f"{folder}: no experiment folders")
+        return 0
+    if rebuild_table:
+        for c in checks:
+            if any(p.file.name == store.TABLE for p in c.problems) or any(store.TABLE in n for n in c.notes):
+                with setup_lock(c.exp_dir):
+                    print(f"rewrote {store.rebuild_table(c.exp_dir)} from the run records")
+        checks = [verify_folder(c.exp_dir) for c in checks]
+    print(format_checks(checks))
+    bad = [c for c in checks if not c.ok]
+    print(f"verify: {len(bad)} of {len(checks)} folders failing" if bad else f"verify: {len(checks)} folders ok")
+    return 1 if bad else 0
+
+
+# --- readers: refuse, or leave the damaged runs out ------------------------------------
+
+
+@contextmanager
+def admitted(folders: Iterable[Path], skip_damaged: bool, what: str) -> Iterator[list[str]]:
+    """Within the block, the folders' damaged runs are left out of every
+    reader (store.leaving_out) and the yielded list names them; without
+    skip_damaged a folder with damaged runs is refused (DamagedFolder,
+    naming each run, its file and the fix). runs.parquet alone is no
+    damage: the readers rebuild it from the records."""
+    damaged: dict[str, Path] = {}
+    problems: list[Problem] = []
+    for d in folders:
+        if Path(d).is_dir():
+            c = verify_folder(Path(d), table=False)
+            damaged.update({f"{c.exp_dir.name}/{p.run}": c.exp_dir / p.run for p in c.problems if p.run})
+            problems += [p for p in c.problems if p.run]
+    if damaged and not skip_damaged:
+        raise DamagedFolder(f"{what}: {len(damaged)} damaged runs ({', '.join(sorted(damaged))}); refused:\n"
+                            + "\n".join(problem_lines(problems))
+                            + f"\n  or go on without them: {what} --skip-damaged")
+    with store.leaving_out(damaged.values()):
+        yield [f"left out (damaged): {k}: " + "; ".join(f"{p.file.name}: {p.what}" for p in problems
+                                                       if p.run == Path(v).name and p.file.is_relative_to(v))
+               for k, v in sorted(damaged.items())]
+
+
+# --- resume: damaged runs moved aside, then redone ------------------------------------
+
+
+def plan_resume(ids: list[str], completed: set[str], damaged: set[str]) -> tuple[list[str], list[str]]:
+    """(pending, to move aside): of a sweep's run ids in order, those to run
+    and the damaged ones whose folders go aside first (then run). Pure."""
+    aside = [r for r in ids if r in damaged]
+    return [r for r in ids if r not in completed or r in damaged], aside
+
+
+def move_aside(exp_dir: Path, run_id: str, now: datetime | None = None) -> Path:
+    """Rename <exp>/<run_id> to <exp>/.damaged/<run_id>-<utc>/ (kept, never
+    deleted), by file descriptors that follow no link: a .damaged that is a
+    link is refused."""
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%S%fZ")
+    exp_fd = os.open(exp_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            os.mkdir(store.DAMAGED, 0o755, dir_fd=exp_fd)
+        except FileExistsError:
+            pass
+        try:
+            dam_fd = os.open(store.DAMAGED, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=exp_fd)
+        except OSError as exc:
+            raise RunnerError(f"results: {exp_dir / store.DAMAGED} is not a folder ({exc.strerror}; a link?): "
+                              f"remove it (it is not the runner's), then run again") from None
+        try:
+            os.rename(run_id, f"{run_id}-{stamp}", src_dir_fd=exp_fd, dst_dir_fd=dam_fd)
+        finally:
+            os.close(dam_fd)
+    finally:
+        os.close(exp_fd)
+    return exp_dir / store.DAMAGED / f"{run_id}-{stamp}"

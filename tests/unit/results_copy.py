@@ -1,0 +1,39 @@
+"""Results folders for the record tests (test_records.py,
+test_results_damage.py): a canned CI folder of tests/data/runs (real runs,
+format 1, no manifests) copied and stored again as this version's runner
+stores a run: the record written by host/store.write_record, then the
+manifest (host/verify.write_manifest), then runs.parquet."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tortoiselab.host import store, verify
+
+CANNED = Path(__file__).resolve().parents[1] / "data" / "runs"
+
+
+def stored_copy(name: str, root: Path, manifests: bool = True) -> Path:
+    """root/<name>: a copy of the canned folder <name>, its runs stored anew
+    (with manifests unless manifests=False), its table written."""
+    dst = Path(root) / name
+    shutil.copytree(CANNED / name, dst)
+    if manifests:
+        for st in store.read_records(dst):
+            store.write_record(st.run_dir, st.record)
+            verify.write_manifest(st.run_dir)
+    store.rebuild_table(dst)
+    return dst
+
+
+def tree(root: Path) -> dict[str, bytes | str]:
+    """Every file's bytes (a link's target) under root, by relative path."""
+    out: dict[str, bytes | str] = {}
+    for p in sorted(Path(root).rglob("*")):
+        rel = str(p.relative_to(root))
+        if p.is_symlink():
+            out[rel] = f"-> {p.readlink()}"
+        elif p.is_file():
+            out[rel] = p.read_bytes()
+    return out
