@@ -41,6 +41,7 @@ from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import claim, clean_stale, experiment_lock, note, setup_lock
 from tortoiselab.host.provenance import run_seeds, tool_versions
 from tortoiselab.host.shards import parse_shard, read_run_list, shard_slice
+from tortoiselab.host.versions import one_experiment
 from tortoiselab.spec.experiment import RunSpec, expand, load, run_order
 
 
@@ -415,6 +416,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
     batch = default_batch(info.clock) if batch is None else batch
     if info.backend == "native" and jobs > 1:
         raise RunnerError("jobs: runs on the native backend share the host's kernel; use --jobs 1 (or uml)")
+    one_experiment(exp_dir, exp, sweep)  # another version of it in the folder: refused here (host/versions.py)
     with experiment_lock(exp_dir, shared=sliced):
         cleaned = clean_stale(exp_dir, keep if sliced else None)
         reused = reuse.take(reuse_src, exp_dir, exp.name, ids, backend=info.backend, clock=info.clock) \
