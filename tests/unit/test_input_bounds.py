@@ -253,3 +253,16 @@ def test_a_trace_of_too_many_lines_is_refused_before_it_is_parsed(tmp_path):
         parse_path({"trace_down": str(many)})
     many.write_bytes(b"1\n" * (MAX_TRACE_LINES - 1) + b"2\n")  # at the limit: read
     assert len(Trace.model_validate(str(many)).times_ms) == MAX_TRACE_LINES
+
+
+def test_a_netem_limit_past_32_bits_is_refused(tmp_path):
+    """A trace that bunches a million packets into 10 ms over a 25-second
+    delay line would need a netem limit tc cannot write (a u32)."""
+    bunched = tmp_path / "bunched.down"
+    bunched.write_bytes(b"10\n" * (MAX_TRACE_LINES - 1) + b"20\n")
+    with pytest.raises(PathError, match=r"^path: Value error, netem would have to hold 5,499,995,008 packets \(its "
+                                        r"delay line and the queue\), more than the 4,294,967,295 it counts; lower "
+                                        r"rtt_ms, jitter_ms or the queue, or give a trace whose fastest 10 ms are "
+                                        r"slower"):
+        parse_path({"rtt_ms": 10_000, "jitter_ms": 5_000, "trace_down": str(bunched)})
+    assert parse_path({"rtt_ms": 100, "trace_down": str(bunched)}).trace_down is not None

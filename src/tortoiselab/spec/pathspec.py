@@ -14,10 +14,10 @@ from __future__ import annotations
 import math
 
 from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError,
-                      ValidationInfo, field_validator, model_serializer)
+                      ValidationInfo, field_validator, model_serializer, model_validator)
 
 from tortoiselab.spec.lossmodel import GilbertElliott, feasibility_problem, gilbert
-from tortoiselab.spec.trace import Trace
+from tortoiselab.spec.trace import MIN_SEGMENT_MS, Trace
 from tortoiselab.spec.yamlfile import excerpt
 
 # Ethernet frame of a full-size segment: 1500-byte IP packet + 14-byte header.
@@ -47,6 +47,7 @@ LATER_FIELDS = ("loss_burst_pkts", "loss_burst_up_pkts", "trace_down", "trace_up
 MIN_RATE_MBIT = 0.001  # 125 bytes/s: whole bytes are within 0.8 %
 MIN_LOSS_PCT = 0.0001  # tc's six decimals are within 0.5 %
 MIN_TIME_MS = 0.001  # 1 microsecond (rtt_ms: 500 ns each way)
+NETEM_MAX_LIMIT = 2**32 - 1  # netem counts its packets in a u32
 
 
 class PathError(ValueError):
@@ -62,7 +63,8 @@ class PathSpec(BaseModel):
     rtt_ms: float = Field(200.0, ge=0, le=10_000, description="base round-trip time, split evenly over both directions")
     loss_pct: float = Field(1.0, ge=0, le=100, description="random loss per direction, percent")
     loss_up_pct: float | None = Field(None, ge=0, le=100, description="client-to-server loss if it differs from loss_pct")
-    rate_mbit: float = Field(10.0, ge=MIN_RATE_MBIT, le=100_000, description="bottleneck rate, Mbit/s (server to client)")
+    rate_mbit: float = Field(10.0, ge=MIN_RATE_MBIT, le=100_000,
+                             description="bottleneck rate, Mbit/s (server to client)")
     rate_up_mbit: float | None = Field(None, ge=MIN_RATE_MBIT, le=100_000,
                                        description="client-to-server rate if it differs from rate_mbit")
     loss_burst_pkts: float | None = Field(
@@ -146,6 +148,27 @@ class PathSpec(BaseModel):
             if problem:
                 raise ValueError(problem)
         return v
+
+    @model_validator(mode="after")
+    def _limit_fits(self) -> "PathSpec":
+        """netem's limit (its delay line and the queue) in a u32: only a
+        trace that bunches a great many packets can pass it."""
+        traced = [self.trace_netem_limit_pkts(d) for d in ("down", "up") if self.trace(d) is not None
+                  and self._trace_limit_bound(d) > NETEM_MAX_LIMIT]  # the exact limit only where it may not fit
+        limit = max([self.netem_limit_pkts(), self.netem_limit_pkts(self.rate_up), *traced])
+        if limit > NETEM_MAX_LIMIT:
+            raise ValueError(f"netem would have to hold {limit:,} packets (its delay line and the queue), more than "
+                             f"the {NETEM_MAX_LIMIT:,} it counts; lower rtt_ms, jitter_ms or the queue, or give a "
+                             "trace whose fastest 10 ms are slower")
+        return self
+
+    def _trace_limit_bound(self, direction: str) -> float:
+        """trace_netem_limit_pkts at most: every packet of the trace in its shortest segment."""
+        trace = self.trace(direction)
+        assert trace is not None
+        peak_Bps = len(trace.times_ms) * FRAME_BYTES * 1000 / min(MIN_SEGMENT_MS, trace.period_ms)
+        line = 2 * peak_Bps * (self.one_way_ms + 4 * self.jitter_ms) / 1e3 / FRAME_BYTES
+        return line + self.trace_queue(direction) + 9
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict:
