@@ -368,9 +368,10 @@ def load(path: Path, grid: str | None = None) -> Experiment:
         exp = Experiment(**raw)
     except ValidationError as exc:
         raise ExperimentError(describe_errors(exc)) from None
-    errors = name_problems(exp)  # spec/bounds.py: sizes checked before any grid is expanded
-    errors += [p for g in [None, *exp.grids] if (p := size_problem(apply_grid(exp, g), f"grids.{g}: " * bool(g)))]
-    for g in [None, *exp.grids] if not errors else []:
+    # spec/bounds.py: names, and sizes before any grid is expanded
+    too_large = [p for g in [None, *exp.grids] if (p := size_problem(apply_grid(exp, g), f"grids.{g}: " * bool(g)))]
+    errors = name_problems(exp) + too_large
+    for g in [None, *exp.grids] if not too_large else []:
         try:
             expand(apply_grid(exp, g))  # every point of every grid must be valid too
         except ExperimentError as exc:
@@ -379,6 +380,10 @@ def load(path: Path, grid: str | None = None) -> Experiment:
     if errors:
         raise ExperimentError("\n".join(errors))
     return apply_grid(exp, grid)
+
+
+def _points(exp: Experiment) -> list[dict[str, Any]]:  # the sweep's points (spec/bounds.py: none above the cap)
+    return sweep_points(exp, [])
 
 
 def expand(exp: Experiment) -> list[RunSpec]:
