@@ -113,8 +113,9 @@ def _record(exp_dir: Path, mine: dict) -> dict | None:
     """Write experiment.json if there is none (never over one, never through
     a link); None if written, else the one found."""
     exp_dir.mkdir(parents=True, exist_ok=True)
-    tmp = exp_dir / f".{RECORD}.tmp-{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    tmp = exp_dir / f".{RECORD}.new-{os.getpid()}"  # not .*.tmp-*: those are the runs' work (host/locks.py)
+    tmp.unlink(missing_ok=True)  # one of this pid's, left by a runner that died: a name, never followed
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     with os.fdopen(fd, "w") as fh:
         fh.write(json.dumps(mine, indent=1, sort_keys=True) + "\n")
     try:
