@@ -21,15 +21,15 @@ from cryptography.x509.oid import NameOID
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import tortoiselab
 from tortoiselab.guest.commands import netem, netem_seed
+from tortoiselab.project import PKG_DIR
 from tortoiselab.spec.experiment import ExperimentError, expand, load
 from tortoiselab.spec.pathspec import PathError, PathSpec, parse_path
 from tortoiselab.spec.trace import Trace
 from tortoiselab.tools.netem_seed import netem_options
 from tortoiselab.web.pki import make_pki
 
-SRC = Path(tortoiselab.__file__).resolve().parents[1]  # the child runs the code under test
+SRC = PKG_DIR.parent  # the child runs the code under test
 MAX_TRACE_LINES, MAX_TRACE_BYTES = 1_000_000, 16 * 1024 * 1024  # spec/trace.py's
 
 
