@@ -121,6 +121,7 @@ def cmd_validate(a: argparse.Namespace) -> int:
 
 
 def cmd_run(a: argparse.Namespace) -> int:
+    load(Path(a.file), grid=a.grid)  # a file refused (too large, spec/bounds.py) before the runner's imports
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
     from rich.table import Table

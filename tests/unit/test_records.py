@@ -193,7 +193,7 @@ def test_resume_moves_a_truncated_record_aside(folder):
     exp = load(folder / "experiment.yaml", grid="ci")
     mine = run_order(exp, expand(exp))
     assert {a, b} <= {r.run_id for r in mine}
-    moved = runner._move_damaged_aside(folder, mine, sliced=False)
+    moved = verify.move_damaged_aside(folder, [r.run_id for r in mine], sliced=False)
     (aside,) = (folder / store.DAMAGED).iterdir()
     assert moved == [f"{a} -> {aside}"] and aside.name.startswith(f"{a}-")
     assert tree(aside) == before  # kept as it was
@@ -202,7 +202,7 @@ def test_resume_moves_a_truncated_record_aside(folder):
     assert verify.verify_folder(folder, table=False).ok
     store.rebuild_table(folder)  # as the runner does at the end: no longer stopped by the damaged record
     assert list(pd.read_parquet(folder / store.TABLE)["run_id"]) == [b]
-    assert runner._move_damaged_aside(folder, mine, sliced=False) == []
+    assert verify.move_damaged_aside(folder, [r.run_id for r in mine], sliced=False) == []
 
 
 def test_move_aside_refuses_a_damaged_folder_that_is_a_link(folder, tmp_path):

@@ -42,6 +42,7 @@ from tortoiselab.host.locks import claim, clean_stale, experiment_lock, note, se
 from tortoiselab.host.provenance import run_seeds, tool_versions
 from tortoiselab.host.shards import parse_shard, read_run_list, shard_slice
 from tortoiselab.host.stopping import LabInterrupted, RunInterrupted, Stopped, stop_message, wind_down
+from tortoiselab.host.versions import one_experiment
 from tortoiselab.spec.experiment import RunSpec, expand, load, run_order
 
 
@@ -398,21 +399,23 @@ def _stopped(signal_name: str, exp_dir: Path, total: int, pending: list[RunSpec]
                                 total, table, errors), signal_name)
 
 
-def _move_damaged_aside(exp_dir: Path, mine: list[RunSpec], sliced: bool) -> list[str]:
-    """Damaged runs (host/verify.py: a record or manifest that fails) moved
-    aside into <exp>/.damaged/, each under its claim, so that they are done
-    again; of a slice only its own runs, else every run folder (a damaged
-    record would stop runs.parquet's rebuild). Returns "<run_id> -> folder"."""
-    ids = [r.run_id for r in mine]
-    check = verify.verify_folder(exp_dir, set(ids) if sliced else None, table=False)
-    done = {r for r in ids if store.completed(exp_dir, r)}
-    extra = sorted(set(check.damaged) - set(ids))
-    moved = []
-    for rid in verify.plan_resume(ids, done, set(check.damaged))[1] + extra:
-        with claim(exp_dir, rid):
-            if rid in verify.verify_folder(exp_dir, {rid}, table=False).damaged:
-                moved.append(f"{rid} -> {verify.move_aside(exp_dir, rid)}")
-    return moved
+
+
+def _selected(exp_file: Path, grid: str | None, runs_file: Path | None, shard: tuple[int, int] | None):
+    """(experiment, its whole sweep, the run ids of this invocation's slice,
+    every run in run order, the slice's runs in run order)."""
+    if shard is not None:
+        parse_shard(f"{shard[0]}/{shard[1]}")
+    exp = load(exp_file, grid=grid)  # a grid runs into results/<name>@<grid>
+    sweep = expand(exp)
+    ids = [r.run_id for r in sweep]
+    if runs_file is not None:
+        ids = read_run_list(runs_file, ids)
+    if shard is not None:
+        ids = shard_slice(ids, shard)
+    keep = set(ids)
+    runs = run_order(exp, sweep)
+    return exp, sweep, ids, runs, [r for r in runs if r.run_id in keep]
 
 
 def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 1, backend: str = "auto",
@@ -426,19 +429,9 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
     share a lab boot (host/pageload.plan_batches; None: default_batch of
     the clock); with reuse_from, the runs that grid's folder holds first
     (host/reuse.py)."""
-    if shard is not None:
-        parse_shard(f"{shard[0]}/{shard[1]}")
     reuse_src = reuse.sources(exp_file, grid, reuse_from, results)[0] if reuse_from else None
-    exp = load(exp_file, grid=grid)  # a grid runs into results/<name>@<grid>
-    sweep = expand(exp)
-    ids = [r.run_id for r in sweep]
-    if runs_file is not None:
-        ids = read_run_list(runs_file, ids)
-    if shard is not None:
-        ids = shard_slice(ids, shard)
+    exp, sweep, ids, runs, mine = _selected(exp_file, grid, runs_file, shard)
     keep = set(ids)
-    runs = run_order(exp, sweep)
-    mine = [r for r in runs if r.run_id in keep]
     sliced = shard is not None or runs_file is not None
     exp_dir = Path(results).resolve() / exp.name  # the guest is given absolute paths only
     # a folder that is or holds links is refused before anything is written (host/safefs.py)
@@ -452,6 +445,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
     batch = default_batch(info.clock) if batch is None else batch
     if info.backend == "native" and jobs > 1:
         raise RunnerError("jobs: runs on the native backend share the host's kernel; use --jobs 1 (or uml)")
+    one_experiment(exp_dir, exp, sweep)  # another version of it in the folder: refused here (host/versions.py)
     with experiment_lock(exp_dir, shared=sliced):
         cleaned = clean_stale(exp_dir, keep if sliced else None)
         reused = reuse.take(reuse_src, exp_dir, exp.name, ids, backend=info.backend, clock=info.clock) \
@@ -462,7 +456,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
                 if not os.path.lexists(exp_dir / "experiment.yaml") else None
             site, pki = lab_assets(exp_dir)
         check_manifest_urls(mine, site)
-        moved = _move_damaged_aside(exp_dir, mine, sliced)
+        moved = verify.move_damaged_aside(exp_dir, [r.run_id for r in mine], sliced)
         pending = [r for r in mine if not store.completed(exp_dir, r.run_id)]
         if limit is not None:
             pending = pending[:limit]

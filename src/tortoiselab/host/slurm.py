@@ -39,6 +39,7 @@ from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import probe_claim, setup_lock
 from tortoiselab.host.shards import shard_slice
 from tortoiselab.host.store import completed, rebuild_table
+from tortoiselab.host.versions import one_experiment
 
 MAX_TASKS = 1000  # Slurm's default MaxArraySize is 1001 (indices 0..1000)
 NOT_SHARED_FS = {"tmpfs", "ramfs", "devtmpfs"}
@@ -265,6 +266,7 @@ def submit(exp_file: Path, results: Path, partition: str | None = None, parallel
     if shutil.which("sbatch") is None:
         raise RunnerError("executor: sbatch not found; Slurm's client commands must be on PATH "
                           "(Debian: slurm-client)")
+    one_experiment(exp_dir, exp, runs)  # another version of it in the folder: refused before a job (host/versions.py)
     exp_dir.mkdir(parents=True, exist_ok=True)
     warnings = shared_fs_warnings({"results folder": results, "project": backends.REPO_DIR,
                                    "venv": Path(sys.prefix), "lab kernel": kernel})

@@ -45,7 +45,7 @@ import pyarrow as pa
 
 from tortoiselab.host import store
 from tortoiselab.host.errors import RunnerError
-from tortoiselab.host.locks import setup_lock
+from tortoiselab.host.locks import claim, setup_lock
 from tortoiselab.host.tablediff import table_differences
 
 MANIFEST = "manifest.json"
@@ -396,3 +396,19 @@ def move_aside(exp_dir: Path, run_id: str, now: datetime | None = None) -> Path:
     finally:
         os.close(exp_fd)
     return exp_dir / store.DAMAGED / f"{run_id}-{stamp}"
+
+
+def move_damaged_aside(exp_dir: Path, ids: list[str], sliced: bool) -> list[str]:
+    """Damaged runs (a record or manifest that fails) moved
+    aside into <exp>/.damaged/, each under its claim, so that they are done
+    again; of a slice only its own runs, else every run folder (a damaged
+    record would stop runs.parquet's rebuild). Returns "<run_id> -> folder"."""
+    check = verify_folder(exp_dir, set(ids) if sliced else None, table=False)
+    done = {r for r in ids if store.completed(exp_dir, r)}
+    extra = sorted(set(check.damaged) - set(ids))
+    moved = []
+    for rid in plan_resume(ids, done, set(check.damaged))[1] + extra:
+        with claim(exp_dir, rid):
+            if rid in verify_folder(exp_dir, {rid}, table=False).damaged:
+                moved.append(f"{rid} -> {move_aside(exp_dir, rid)}")
+    return moved

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import itertools
 import random
 import re
 from dataclasses import dataclass
@@ -52,6 +51,7 @@ from typing import Any, Literal
 from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, create_model,
                       field_validator, model_serializer, model_validator)
 
+from tortoiselab.spec.bounds import name_problems, points as sweep_points, size_problem
 from tortoiselab.spec.browsercfg import browser_problems
 from tortoiselab.spec.ccparams import OUR_MODULES, ParamError, check_params
 from tortoiselab.spec.hostspec import REGION_HOST, SETTINGS, Buffers, HostSpec, named_host
@@ -368,8 +368,10 @@ def load(path: Path, grid: str | None = None) -> Experiment:
         exp = Experiment(**raw)
     except ValidationError as exc:
         raise ExperimentError(describe_errors(exc)) from None
-    errors = []
-    for g in [None, *exp.grids]:
+    # spec/bounds.py: names, and sizes before any grid is expanded
+    too_large = [p for g in [None, *exp.grids] if (p := size_problem(apply_grid(exp, g), f"grids.{g}: " * bool(g)))]
+    errors = name_problems(exp) + too_large
+    for g in [None, *exp.grids] if not too_large else []:
         try:
             expand(apply_grid(exp, g))  # every point of every grid must be valid too
         except ExperimentError as exc:
@@ -380,10 +382,8 @@ def load(path: Path, grid: str | None = None) -> Experiment:
     return apply_grid(exp, grid)
 
 
-def _points(exp: Experiment) -> list[dict[str, Any]]:
-    keys = list(exp.sweep)
-    points = [dict(zip(keys, combo)) for combo in itertools.product(*(exp.sweep[k] for k in keys))] or [{}]
-    return [p for p in points if not any(all(p.get(k) == v for k, v in ex.items()) for ex in exp.exclude)]
+def _points(exp: Experiment) -> list[dict[str, Any]]:  # the sweep's points (spec/bounds.py: none above the cap)
+    return sweep_points(exp, [])
 
 
 def expand(exp: Experiment) -> list[RunSpec]:
@@ -398,7 +398,7 @@ def expand(exp: Experiment) -> list[RunSpec]:
         for k in ex:
             if k not in exp.sweep:
                 errors.append(f"exclude: {k!r} is not a sweep axis ({', '.join(exp.sweep) or 'none'})")
-    points = _points(exp)
+    points = sweep_points(exp, errors)  # none when the sweep is too large to run (spec/bounds.py)
     if not points and not errors:
         errors.append("exclude: the exclusions leave no point of the sweep to run; remove one")
     for point in points:

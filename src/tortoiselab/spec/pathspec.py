@@ -14,10 +14,10 @@ from __future__ import annotations
 import math
 
 from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError,
-                      ValidationInfo, field_validator, model_serializer)
+                      ValidationInfo, field_validator, model_serializer, model_validator)
 
 from tortoiselab.spec.lossmodel import GilbertElliott, feasibility_problem, gilbert
-from tortoiselab.spec.trace import Trace
+from tortoiselab.spec.trace import MIN_SEGMENT_MS, Trace
 from tortoiselab.spec.yamlfile import excerpt
 
 # Ethernet frame of a full-size segment: 1500-byte IP packet + 14-byte header.
@@ -38,6 +38,18 @@ STOCK_ALGORITHMS = (
 LATER_FIELDS = ("loss_burst_pkts", "loss_burst_up_pkts", "trace_down", "trace_up", "trace_queue_ms")
 
 
+# The least non-zero values netem holds to within 1 % of what was asked
+# (docs/inputs.md, "What netem can hold"): tc takes a rate in Mbit/s to six
+# decimals and netem keeps whole bytes per second (1e-9 Mbit/s is 0 bytes/s:
+# no limit at all); loss to six decimals of a percent (netem: a 32-bit
+# probability); delays and jitter in whole nanoseconds (guest/commands.py,
+# tools/netem_seed.py). A non-zero value below them is refused.
+MIN_RATE_MBIT = 0.001  # 125 bytes/s: whole bytes are within 0.8 %
+MIN_LOSS_PCT = 0.0001  # tc's six decimals are within 0.5 %
+MIN_TIME_MS = 0.001  # 1 microsecond (rtt_ms: 500 ns each way)
+NETEM_MAX_LIMIT = 2**32 - 1  # netem counts its packets in a u32
+
+
 class PathError(ValueError):
     """A path specification that cannot be emulated; the message says why."""
 
@@ -51,8 +63,9 @@ class PathSpec(BaseModel):
     rtt_ms: float = Field(200.0, ge=0, le=10_000, description="base round-trip time, split evenly over both directions")
     loss_pct: float = Field(1.0, ge=0, le=100, description="random loss per direction, percent")
     loss_up_pct: float | None = Field(None, ge=0, le=100, description="client-to-server loss if it differs from loss_pct")
-    rate_mbit: float = Field(10.0, gt=0, le=100_000, description="bottleneck rate, Mbit/s (server to client)")
-    rate_up_mbit: float | None = Field(None, gt=0, le=100_000,
+    rate_mbit: float = Field(10.0, ge=MIN_RATE_MBIT, le=100_000,
+                             description="bottleneck rate, Mbit/s (server to client)")
+    rate_up_mbit: float | None = Field(None, ge=MIN_RATE_MBIT, le=100_000,
                                        description="client-to-server rate if it differs from rate_mbit")
     loss_burst_pkts: float | None = Field(
         None, ge=1, le=1_000_000,
@@ -81,6 +94,18 @@ class PathSpec(BaseModel):
     def _finite(cls, v: float) -> float:
         if not math.isfinite(v):
             raise ValueError("must be a finite number")
+        return v
+
+    @field_validator("rtt_ms", "jitter_ms", "loss_pct", "loss_up_pct")
+    @classmethod
+    def _netem_holds_it(cls, v: float | None, info: ValidationInfo) -> float | None:
+        """A non-zero value netem would round to 0 (or far off) is refused."""
+        least, unit, what = ((MIN_LOSS_PCT, "%", "tc takes loss to six decimals of a percent")
+                             if info.field_name.startswith("loss") else
+                             (MIN_TIME_MS, " ms", "netem keeps delays in whole nanoseconds"))
+        if v is not None and 0 < v < least:
+            raise ValueError(f"{v:g}{unit} is below what netem can hold ({what}: below {least:g}{unit} it is more "
+                             f"than 1 % off, or 0); give 0 or at least {least:g}")
         return v
 
     @field_validator("jitter_ms")
@@ -113,12 +138,37 @@ class PathSpec(BaseModel):
                        "loss_pct" if d["loss_up_pct"] is None else "loss_up_pct")]
         for loss, burst, loss_field in checks:
             problem = None if burst is None else feasibility_problem(loss, burst, loss_field)
+            if not problem and burst is not None and loss > 0 and gilbert(loss, burst).p_pct < MIN_LOSS_PCT:
+                problem = (f"a mean loss of {loss:g} % in bursts of {burst:g} packets starts a burst with a chance "
+                           f"of {100 * loss / 100 / burst / (1 - loss / 100):.2g} % per packet, below the "
+                           f"{MIN_LOSS_PCT:g} % tc can give netem; raise {loss_field} or shorten the bursts")
             if problem and info.field_name == "loss_burst_up_pkts" and v is None:
                 problem = (f"the uplink takes loss_burst_pkts ({burst:g}) unless loss_burst_up_pkts is given: "
                            + problem + " (or give loss_burst_up_pkts)")
             if problem:
                 raise ValueError(problem)
         return v
+
+    @model_validator(mode="after")
+    def _limit_fits(self) -> "PathSpec":
+        """netem's limit (its delay line and the queue) in a u32: only a
+        trace that bunches a great many packets can pass it."""
+        traced = [self.trace_netem_limit_pkts(d) for d in ("down", "up") if self.trace(d) is not None
+                  and self._trace_limit_bound(d) > NETEM_MAX_LIMIT]  # the exact limit only where it may not fit
+        limit = max([self.netem_limit_pkts(), self.netem_limit_pkts(self.rate_up), *traced])
+        if limit > NETEM_MAX_LIMIT:
+            raise ValueError(f"netem would have to hold {limit:,} packets (its delay line and the queue), more than "
+                             f"the {NETEM_MAX_LIMIT:,} it counts; lower rtt_ms, jitter_ms or the queue, or give a "
+                             "trace whose fastest 10 ms are slower")
+        return self
+
+    def _trace_limit_bound(self, direction: str) -> float:
+        """trace_netem_limit_pkts at most: every packet of the trace in its shortest segment."""
+        trace = self.trace(direction)
+        assert trace is not None
+        peak_Bps = len(trace.times_ms) * FRAME_BYTES * 1000 / min(MIN_SEGMENT_MS, trace.period_ms)
+        line = 2 * peak_Bps * (self.one_way_ms + 4 * self.jitter_ms) / 1e3 / FRAME_BYTES
+        return line + self.trace_queue(direction) + 9
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict:
@@ -236,12 +286,13 @@ def _loc_part(p: object) -> str:
 
 
 _HINTS = {
-    "rtt_ms": "give the round-trip time in milliseconds, 0 to 10000, e.g. rtt_ms: 200",
-    "loss_pct": "give loss in percent, 0 to 100, e.g. loss_pct: 1 for 1 %",
-    "loss_up_pct": "give loss in percent, 0 to 100",
-    "rate_mbit": "give the bottleneck rate in Mbit/s, greater than 0, e.g. rate_mbit: 10",
-    "rate_up_mbit": "give the uplink rate in Mbit/s, greater than 0, or leave it out for rate_mbit",
-    "jitter_ms": "give jitter in milliseconds, from 0 to the one-way delay (rtt_ms / 2)",
+    "rtt_ms": "give the round-trip time in milliseconds, 0 or 0.001 to 10000, e.g. rtt_ms: 200",
+    "loss_pct": "give loss in percent, 0 or 0.0001 to 100, e.g. loss_pct: 1 for 1 %",
+    "loss_up_pct": "give loss in percent, 0 or 0.0001 to 100",
+    "rate_mbit": "give the bottleneck rate in Mbit/s, 0.001 (1 kbit/s, the least netem holds to 1 %: it keeps "
+                 "whole bytes per second) to 100000, e.g. rate_mbit: 10",
+    "rate_up_mbit": "give the uplink rate in Mbit/s, 0.001 to 100000, or leave it out for rate_mbit",
+    "jitter_ms": "give jitter in milliseconds, 0 or 0.001 up to the one-way delay (rtt_ms / 2)",
     "loss_burst_pkts": "give the mean loss-burst length in packets, 1 or more (e.g. loss_burst_pkts: 3), "
                        "or leave it out for independent losses",
     "loss_burst_up_pkts": "give the uplink's mean loss-burst length in packets, 1 or more, "

@@ -35,6 +35,12 @@ PACKET_BYTES = 1500  # one delivery opportunity: a full-size IP packet
 FRAME_BYTES = PACKET_BYTES + 14  # the same packet in its Ethernet frame, as the lab's links count it
 TRACE_DIR = REPO_DIR / "topologies" / "traces"  # the traces the project ships (tortoiselab.spec.tracegen)
 MIN_SEGMENT_MS = 10
+# the largest trace the lab reads (docs/inputs.md, "Traces"), checked before
+# the file is read whole: a million opportunities is 25 minutes at 8 Mbit/s
+# (public cellular traces hold a few hundred thousand); a million lines take
+# 120 MB while parsed, 36 MB kept, on the host and in the lab guest (1 GB)
+MAX_TRACE_LINES = 1_000_000
+MAX_TRACE_BYTES = 16 * 1024 * 1024
 
 
 class TraceError(ValueError):
@@ -87,9 +93,23 @@ def shipped_traces() -> list[str]:
     return sorted(p.name for p in TRACE_DIR.glob("*.*") if p.suffix in (".down", ".up"))
 
 
+def _too_large(what: str) -> TraceError:
+    return TraceError(f"{what}; a trace may have at most {MAX_TRACE_LINES:,} lines and {MAX_TRACE_BYTES:,} bytes "
+                      f"(docs/traces.md): keep its first part, e.g. head -n {MAX_TRACE_LINES} FILE > SHORTER "
+                      "(the trace loops)")
+
+
 @functools.lru_cache(maxsize=32)
 def _read(file: str, mtime_ns: int, size: int) -> tuple[str, tuple[int, ...]]:
-    data = Path(file).read_bytes()
+    if size > MAX_TRACE_BYTES:  # refused by its size, before it is read
+        raise _too_large(f"{file!r} has {size:,} bytes")
+    with open(file, "rb") as fh:
+        data = fh.read(MAX_TRACE_BYTES + 1)  # a file that grew since: never more
+    if len(data) > MAX_TRACE_BYTES:
+        raise _too_large(f"{file!r} has more than {MAX_TRACE_BYTES:,} bytes")
+    lines = data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
+    if lines > MAX_TRACE_LINES:  # counted before the lines are split and parsed
+        raise _too_large(f"{file!r} has {lines:,} lines")
     try:
         text = data.decode("ascii")
     except UnicodeDecodeError:

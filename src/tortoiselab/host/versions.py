@@ -1,0 +1,162 @@
+"""One experiment per results folder (docs/inputs.md, "One experiment per
+folder"): a folder holds the runs of one version of one experiment, and a
+file that expands to other runs is refused before anything is made, so that
+no summary, report or grade pools two versions (seen: the same `name` with
+RTT 50, then 300, into one folder: "4 of 2 runs complete", each arm's p50
+pooled from both RTTs).
+
+The version is the hash of the expanded runs: the sorted run ids of the
+whole sweep (each id hashes its run's configuration, repetition and seed,
+spec/experiment.py) and the folder's experiment name (<name> or
+<name>@<grid>). It is written once, at the folder's first run, as
+<folder>/experiment.json beside experiment.yaml; every later `tortoise run`
+compares. Shards (--shard i/N), --runs-file and --limit run slices of the
+same sweep: the same hash. A folder made before the hash existed is taken
+if its experiment.yaml expands to the same runs (the hash is then written),
+refused if not; a folder without either is refused if it holds a run the
+sweep does not have.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from tortoiselab.host.errors import RunnerError
+from tortoiselab.spec.experiment import Experiment, ExperimentError, RunSpec, expand, load
+from tortoiselab.spec.sweep import canonical
+
+RECORD = "experiment.json"
+RUN_DIR = re.compile(r"^[0-9a-f]{12}$")
+
+
+class OtherVersion(RunnerError):
+    """The results folder holds another version of the experiment."""
+
+
+def version(name: str, run_ids: list[str]) -> dict:
+    """What experiment.json records: the name, the number of runs and the
+    sha256 of the name and the sorted run ids."""
+    ids = sorted(run_ids)
+    digest = hashlib.sha256(canonical({"experiment": name, "runs": ids}).encode()).hexdigest()
+    return {"experiment": name, "runs": len(ids), "sha256": digest}
+
+
+def _read_no_follow(path: Path) -> bytes | None:
+    """The file's bytes, None if there is none; a link is not followed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OtherVersion(f"results: {path} is a link; the folder's files are its own: move the link away "
+                               "or give --results another folder") from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(1 << 20)
+
+
+def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(d, dict):
+        return {prefix: d}
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+def _differences(stored: Experiment, exp: Experiment) -> str:
+    """The settings that differ, the stored version's first (at most 3)."""
+    skip = {"description", "grids"}
+    a = _flat({k: v for k, v in stored.model_dump().items() if k not in skip})
+    b = _flat({k: v for k, v in exp.model_dump().items() if k not in skip})
+    diffs = [f"{k}: {a.get(k)!r} in its experiment.yaml, {b.get(k)!r} in this file"
+             for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    return "; ".join(diffs[:3]) + (f"; {len(diffs) - 3} more" if len(diffs) > 3 else "")
+
+
+def _stored_experiment(exp_dir: Path, grid: str | None) -> tuple[Experiment | None, str]:
+    """The folder's experiment.yaml as its grid runs it, or None and why."""
+    f = exp_dir / "experiment.yaml"
+    if _read_no_follow(f) is None:
+        return None, "it has no experiment.yaml"
+    try:
+        return load(f, grid=grid), ""
+    except ExperimentError as exc:
+        return None, f"its experiment.yaml does not load ({str(exc).splitlines()[0][:200]})"
+
+
+def _refuse(exp_dir: Path, exp: Experiment, why: str) -> OtherVersion:
+    name = exp.name.partition("@")[0]
+    return OtherVersion(f"results: {exp_dir} holds another version of experiment {name} ({why}); use a new `name` "
+                        f"in the file or another --results folder (nothing is pooled across versions)")
+
+
+def _why_other(exp_dir: Path, exp: Experiment, grid: str | None, stored_runs: int | None) -> str:
+    stored, why_not = _stored_experiment(exp_dir, grid)
+    if stored is not None and (diff := _differences(stored, exp)):
+        return diff
+    if stored is not None:
+        return ("the same settings, expanded to other runs: a region profile, trace or host it names "
+                "changed since")
+    return (f"{stored_runs} runs recorded in {RECORD}, another set than this file's" if stored_runs is not None
+            else why_not)
+
+
+def _record(exp_dir: Path, mine: dict) -> dict | None:
+    """Write experiment.json if there is none (never over one, never through
+    a link); None if written, else the one found."""
+    exp_dir.mkdir(parents=True, exist_ok=True)
+    tmp = exp_dir / f".{RECORD}.new-{os.getpid()}"  # not .*.tmp-*: those are the runs' work (host/locks.py)
+    tmp.unlink(missing_ok=True)  # one of this pid's, left by a runner that died: a name, never followed
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(json.dumps(mine, indent=1, sort_keys=True) + "\n")
+    try:
+        os.link(tmp, exp_dir / RECORD)  # fails if one is there (another shard's, a link): never replaced
+        return None
+    except FileExistsError:
+        return _parse(exp_dir, _read_no_follow(exp_dir / RECORD) or b"")
+    finally:
+        os.unlink(tmp)
+
+
+def _parse(exp_dir: Path, data: bytes) -> dict:
+    try:
+        rec = json.loads(data)
+        if isinstance(rec, dict) and isinstance(rec.get("sha256"), str):
+            return rec
+    except ValueError:
+        pass
+    raise OtherVersion(f"results: {exp_dir / RECORD} is not a record of an experiment's runs; move it away if the "
+                       "folder holds this file's runs (its experiment.yaml is then compared), or give --results "
+                       "another folder")
+
+
+def one_experiment(exp_dir: Path, exp: Experiment, runs: list[RunSpec]) -> None:
+    """Refuse exp_dir if it holds another version of `exp` (whose expanded
+    runs are `runs`, the whole sweep); record this version if it holds none.
+    Nothing is created before a refusal."""
+    grid = exp.name.partition("@")[2] or None
+    mine = version(exp.name, [r.run_id for r in runs])
+    data = _read_no_follow(exp_dir / RECORD) if exp_dir.is_dir() else None
+    if data is None and exp_dir.is_dir():  # a folder of before the hash: its experiment.yaml, or its runs
+        stored, _ = _stored_experiment(exp_dir, grid)
+        if stored is not None and version(stored.name, [r.run_id for r in expand(stored)]) != mine:
+            raise _refuse(exp_dir, exp, _why_other(exp_dir, exp, grid, None))
+        if stored is None and _read_no_follow(exp_dir / "experiment.yaml") is not None:
+            raise _refuse(exp_dir, exp, _stored_experiment(exp_dir, grid)[1])
+        ids = {r.run_id for r in runs}
+        strays = sorted(p.name for p in exp_dir.iterdir() if RUN_DIR.match(p.name) and p.name not in ids)
+        if strays:
+            raise _refuse(exp_dir, exp, f"runs {', '.join(strays[:3])}{' ...' if len(strays) > 3 else ''} "
+                                        "are not in this file's sweep")
+    found = _parse(exp_dir, data) if data is not None else _record(exp_dir, mine)
+    if found is not None and found.get("sha256") != mine["sha256"]:
+        raise _refuse(exp_dir, exp, _why_other(exp_dir, exp, grid, found.get("runs")))

@@ -1,0 +1,156 @@
+"""How large an experiment may be, checked before anything is built
+(docs/inputs.md): the number of runs of a sweep, counted from the lengths
+of its axes without building the sweep, and the length of an experiment's
+name in every place it goes. Pure functions of a checked
+Experiment (spec/experiment.py); each problem names the field, the limit
+and the fix.
+
+The sweep's cap is what the runner can finish: one machine runs about 800
+to 2,500 runs an hour (a boot per run, or batches of 8: docs/kernel-7.3.md;
+populations 1,200-1,400: docs/population.md), about 1,600 on the whole, so
+100,000 runs are some 60 hours (2.5 days) of one machine, or of N machines
+with --shard i/N. The shipped experiments have 9,600 at most.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+MAX_RUNS = 100_000
+RUNS_PER_HOUR = 1_600  # measured, see the module's doc
+
+# The lab CA's common name is "Tortoise Lab CA <folder name>" and its RSA
+# root's "... RSA" (web/pki.py make_pki); X.509 allows 64 characters for a
+# common name (RFC 5280, ub-common-name). The folder name is <name> or
+# <name>@<grid>: at most 64 - 16 - 4 = 44 characters.
+CN_MAX = 64
+CA_LABEL, RSA_SUFFIX = "Tortoise Lab CA ", " RSA"
+MAX_FOLDER_NAME = CN_MAX - len(CA_LABEL) - len(RSA_SUFFIX)
+
+# exclusions counted exactly by inclusion-exclusion up to this many (2^k
+# subsets at most), else by walking the excluded axes' product up to
+# ENUMERATE_MAX points; beyond both the count is the sweep's product (an
+# upper bound)
+EXACT_EXCLUSIONS = 12
+ENUMERATE_MAX = 100_000
+
+
+def _matches(value: Any, wanted: Any) -> bool:
+    """An exclusion's test of one axis value (as spec/experiment.py's: ==)."""
+    return bool(value == wanted)
+
+
+def _subset_count(sweep: dict[str, list[Any]], constraints: list[dict[str, Any]]) -> int:
+    """Points of the sweep that match every exclusion of `constraints`."""
+    merged: dict[str, list[Any]] = {}
+    for ex in constraints:
+        for k, v in ex.items():
+            merged.setdefault(k, []).append(v)
+    n = 1
+    for k, size in ((k, len(vals)) for k, vals in sweep.items()):
+        if k not in merged:
+            n *= size
+            continue
+        n *= sum(1 for val in sweep[k] if all(_matches(val, w) for w in merged[k]))
+        if n == 0:
+            return 0
+    # a key that is no axis: a point has None there (expand reports the key)
+    return n if all(all(w is None for w in ws) for k, ws in merged.items() if k not in sweep) else 0
+
+
+def sweep_points(sweep: dict[str, list[Any]], exclude: list[dict[str, Any]]) -> tuple[int, bool]:
+    """(points of the sweep left by the exclusions, whether that is exact):
+    the product of the axes' lengths, less the excluded points, counted
+    without building the sweep. Exact by inclusion-exclusion over up to
+    EXACT_EXCLUSIONS exclusions, or by walking the excluded axes alone;
+    otherwise the product, an upper bound."""
+    total = math.prod(len(v) for v in sweep.values())
+    if not all(exclude):
+        return 0, True  # an empty exclusion drops every point (expand says so)
+    live = list(exclude)
+    if not live:
+        return total, True
+    if len(live) <= EXACT_EXCLUSIONS:
+        n = 0
+        for size in range(len(live) + 1):
+            for subset in itertools.combinations(live, size):
+                n += (-1) ** size * _subset_count(sweep, list(subset))
+        return n, True
+    axes = sorted({k for ex in live for k in ex if k in sweep})
+    sub = math.prod(len(sweep[k]) for k in axes)
+    if sub > ENUMERATE_MAX:
+        return total, False
+    left = sum(1 for combo in itertools.product(*(sweep[k] for k in axes))
+               if not any(_subset_count({k: [v] for k, v in zip(axes, combo)}, [ex]) for ex in live))
+    return left * (total // sub if sub else 0), True
+
+
+def _users(exp: Any) -> int:
+    """The most users a point draws (1 without a population)."""
+    values = [exp.population.get("users")] if exp.population else []
+    for key, vals in exp.sweep.items():
+        fields = key.split("+")
+        if "population.users" in fields:
+            i = fields.index("population.users")
+            values += [v[i] if len(fields) > 1 and isinstance(v, list) and len(v) > i else v for v in vals]
+    if "population.market" in exp.sweep and not values:
+        return 1
+    ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v >= 1]
+    return max(ints, default=1)
+
+
+def run_count(exp: Any) -> tuple[int, bool]:
+    """(runs of the experiment, exact or an upper bound): points x users x
+    repetitions, from the sweep's axes alone."""
+    points, exact = sweep_points(exp.sweep, exp.exclude)
+    users = _users(exp)
+    fixed_users = not any("population.users" in k.split("+") for k in exp.sweep)
+    return points * users * exp.repetitions, exact and fixed_users
+
+
+def size_problem(exp: Any, where: str = "") -> str | None:
+    """Why the experiment is too large to run, with the fix; None if it is not."""
+    runs, exact = run_count(exp)
+    if runs <= MAX_RUNS:
+        return None
+    axes = " x ".join(str(len(v)) for v in exp.sweep.values()) or "1"
+    users = _users(exp)
+    hours = runs / RUNS_PER_HOUR
+    return (f"{where}sweep: {'' if exact else 'up to '}{runs:,} runs ({axes} values"
+            f"{f' x {users:,} users' if users > 1 else ''} x {exp.repetitions} repetitions"
+            f"{', less the exclusions' if exp.exclude else ''}), about {hours:,.0f} hours at the "
+            f"~{RUNS_PER_HOUR:,} runs an hour one machine runs; at most {MAX_RUNS:,} runs (about "
+            f"{MAX_RUNS / RUNS_PER_HOUR:.0f} hours) are accepted: give fewer values or repetitions, or a smaller "
+            "grid (grids:, tortoise run --grid NAME)")
+
+
+def name_problems(exp: Any) -> list[str]:
+    """A name (and <name>@<grid> of each grid) longer than the lab CA's
+    certificate name can hold, with the limit and the fix."""
+    out = []
+    if len(exp.name) > MAX_FOLDER_NAME:
+        out.append(f"name: {exp.name[:20]!r}... is {len(exp.name)} characters; at most {MAX_FOLDER_NAME} fit every "
+                   f"place it goes (the lab CA's certificate name {CA_LABEL!r} + name + {RSA_SUFFIX!r}, "
+                   f"{CN_MAX} characters at most by X.509); give a shorter name")
+        return out
+    for grid in exp.grids:
+        folder = f"{exp.name}@{grid}"
+        if len(folder) > MAX_FOLDER_NAME:
+            out.append(f"grids.{grid}: its folder {folder!r} is {len(folder)} characters; at most "
+                       f"{MAX_FOLDER_NAME} fit the lab CA's certificate name ({CA_LABEL!r} + name@grid + "
+                       f"{RSA_SUFFIX!r}, {CN_MAX} characters by X.509); give a shorter name or grid name")
+    return out
+
+
+def points(exp: Any, errors: list[str]) -> list[dict[str, Any]]:
+    """The sweep's points left by the exclusions, built only when the
+    experiment is within MAX_RUNS; else none, the reason appended to errors."""
+    problem = size_problem(exp)
+    if problem:
+        errors.append(problem)
+        return []
+    keys = list(exp.sweep)
+    pts = [dict(zip(keys, combo)) for combo in itertools.product(*(exp.sweep[k] for k in keys))] or [{}]
+    return [p for p in pts if not any(all(p.get(k) == v for k, v in ex.items()) for ex in exp.exclude)]
