@@ -292,3 +292,16 @@ def test_a_failed_runs_error_cites_a_log_its_folder_holds(tmp_path, monkeypatch,
     assert "-boot" not in rec["error"] and not list(exp_dir.glob(".*-boot"))
     assert store.read_record(run_dir).error == rec["error"]
     assert verify.check_run(run_dir) == ([], [])  # the copied log is in the manifest
+
+
+@pytest.mark.timeout(60)
+def test_a_studies_cache_file_that_is_a_fifo_is_no_cache(results):
+    from tortoiselab.studies import connections
+
+    exp = results / "initcwnd@ci"
+    want = connections._conns(exp / A)  # analysed and cached
+    cache = exp / connections.CACHE / f"{A}.flights.json"
+    assert cache.is_file()
+    cache.unlink()
+    os.mkfifo(cache)
+    assert connections._conns(exp / A) == want  # before: blocked reading (or writing) the FIFO

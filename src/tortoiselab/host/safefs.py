@@ -108,7 +108,8 @@ def open_fd(path: Path, flags: int, root: Path, mode: int = 0o644, doing: str = 
     path = Path(path)
     with parent_fd(path, root, doing) as fd:
         try:
-            return os.open(path.name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)
+            # O_NONBLOCK: a FIFO planted in a file's place cannot hang the opener
+            return os.open(path.name, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode, dir_fd=fd)
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
                 _refuse_if_link(fd, path.name, path, doing)
@@ -123,8 +124,8 @@ def open_file(path: Path, mode: str, root: Path, doing: str = "", encoding: str 
 
 
 def read_text(path: Path, root: Path, doing: str = "") -> str:
-    with open_file(path, "r", root, doing) as fh:
-        return fh.read()
+    """A regular file's text (read_bytes_regular: no link, no FIFO)."""
+    return read_bytes_regular(path, root, doing).decode("utf-8")
 
 
 def write_text(path: Path, text: str, root: Path, doing: str = "", exclusive: bool = False) -> None:
