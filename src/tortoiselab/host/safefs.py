@@ -13,7 +13,10 @@ goes through here:
     (a directory file descriptor per step, so a component cannot be
     swapped for a link between a check and the use), and the last one too;
   - a link anywhere below root is refused with LinkRefused, which names
-    it, where it points and the fix (remove it, or use another --results).
+    it, where it points and the fix (remove it, or use another --results);
+  - every file is opened non-blocking, and a reader reads only a regular
+    file (read_bytes_regular): a FIFO planted as run.json or runs.parquet
+    is refused with NotRegular (naming it and the fix), never waited on.
 
 docs/faults.md lists the attacks this answers.
 """
