@@ -244,11 +244,13 @@ def cmd_show(a: argparse.Namespace) -> int:
 
 
 def cmd_clean(a: argparse.Namespace) -> int:
-    from tortoiselab.host.locks import clean_results
+    from tortoiselab.host.locks import clean_results, left_for_you
 
     lines, n = clean_results(Path(a.results))
-    print("\n".join([*lines, f"clean: {n} actions; completed runs untouched"]))
-    return 0
+    yours = left_for_you(lines)  # exit 1: something left in place needs you (README, exit codes)
+    print("\n".join([*lines, f"clean: {n} actions; completed runs untouched"
+                      + f"; {len(yours)} left in place for you to remove (see the lines above)" * bool(yours)]))
+    return 1 if yours else 0
 
 
 def cmd_report(a: argparse.Namespace) -> int:

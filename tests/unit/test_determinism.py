@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tortoiselab.host import backends
+from tortoiselab.host import backends, store
 from tortoiselab.host import determinism as D
 from tortoiselab.host.provenance import run_seeds
 
@@ -57,7 +57,13 @@ def test_compare_identical_and_each_kind_of_difference():
 def _fake_run(exp_dir: Path, run_id: str, ok: bool = True, clock: str = "virtual") -> None:
     d = exp_dir / run_id
     d.mkdir(parents=True)
-    (d / "run.json").write_text(json.dumps({"run_id": run_id, "ok": ok, "meta": {"clock": clock}}))
+    _record(d, run_id, ok=ok, meta={"clock": clock})
+
+
+def _record(d: Path, run_id: str, **fields) -> None:
+    """A whole run.json (determinism reads records through the store)."""
+    store.write_record(d, {"run_id": run_id, "experiment": "v", "repetition": 0, "seed": 1, "config": {},
+                           "path": {}, "ok": True, **fields})
 
 
 def test_sample_is_seeded_and_only_completed_ok_runs(tmp_path):
@@ -158,8 +164,7 @@ def test_verify_reruns_inside_the_results_folder_and_removes_them_when_runs_diff
         assert store.run_dirs(exp_dir) and all(d.parent == exp_dir for d in store.run_dirs(exp_dir))
         for spec in batch:
             (out / spec.run_id).mkdir()
-            (out / spec.run_id / "run.json").write_text(json.dumps({"run_id": spec.run_id, "ok": True,
-                                                                    "summary": {"plt_ms": 123.0}}))
+            _record(out / spec.run_id, spec.run_id, summary={"plt_ms": 123.0})
 
     monkeypatch.setattr(D, "run_batch", rerun)
     a = argparse.Namespace(file=str(f), results=str(results), verify_determinism=2, jobs=1, backend="uml",
@@ -182,7 +187,7 @@ def test_scratch_folder_is_removed_on_error_and_refuses_one_that_exists(tmp_path
             assert d == tmp_path / f".verify-{os.getpid()}" and d.is_dir()
             (d / "x").write_text("x")
             raise RuntimeError("a rerun failed")
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == [".setup.lock"]  # the folder's own lock, as the runner's
     (tmp_path / f".verify-{os.getpid()}").mkdir()
     with pytest.raises(D.DeterminismError, match=r"exists .*remove it \(rm -r "):
         with D.scratch_folder(tmp_path):

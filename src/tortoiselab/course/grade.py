@@ -53,6 +53,7 @@ from the results root or from either folder.
 
 from __future__ import annotations
 
+import os
 import random
 import shlex
 from collections import Counter
@@ -64,7 +65,7 @@ import yaml
 from pydantic import ValidationError
 
 from tortoiselab.course.handout import GradeError, Lab, LabExperiment, Point, config_key, fmt_value, plain
-from tortoiselab.host import audit, store
+from tortoiselab.host import audit, safefs, store
 from tortoiselab.spec.experiment import Experiment, ExperimentError, expand, load
 from tortoiselab.spec.pathspec import PathSpec
 
@@ -125,12 +126,12 @@ def _folder_experiment(folder: Path) -> str | None:
     """The experiment a results folder holds (its experiment.yaml's name or
     a run's), None when it is not an experiment's folder."""
     f = folder / "experiment.yaml"
-    if f.is_file():
+    if os.path.lexists(f):  # neither through a link nor from a FIFO (host/safefs.py)
         try:
-            name = (yaml.safe_load(f.read_text()) or {}).get("name")
+            name = (yaml.safe_load(safefs.read_text_regular(f, doing="tortoise grade")) or {}).get("name")
             if name:
                 return str(name)
-        except (yaml.YAMLError, AttributeError):
+        except (yaml.YAMLError, AttributeError, ValueError):
             pass
     for st in store.read_records(folder, strict=False):
         if st.record is not None:
@@ -170,10 +171,10 @@ def _stored_diff(folder: Path, le: LabExperiment) -> list[str]:
     """What differs between the folder's experiment.yaml and the lab's file
     with its grid: name, seed, sweep, settings."""
     f = folder / "experiment.yaml"
-    if not f.exists():
+    if not os.path.lexists(f):
         return [f"{folder}/experiment.yaml is missing"]
-    try:
-        raw = yaml.safe_load(f.read_text()) or {}
+    try:  # neither through a link nor from a FIFO (host/safefs.py): refused, naming the file and the fix
+        raw = yaml.safe_load(safefs.read_text_regular(f, doing="tortoise grade")) or {}
         stored = Experiment(**raw) if "@" in str(raw.get("name", "")) else load(f, grid=le.grid)
     except (ExperimentError, ValidationError, yaml.YAMLError, TypeError) as exc:
         return [f"experiment.yaml does not load with grid {le.grid!r}: {str(exc).splitlines()[0]}"]

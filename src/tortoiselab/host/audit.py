@@ -18,7 +18,6 @@ the virtual clock (docs/course-labs.md, "Audited grades").
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tortoiselab.analysis.gates import physics_gate
-from tortoiselab.host import backends, determinism
+from tortoiselab.host import backends, determinism, readfiles, store
 from tortoiselab.spec.experiment import Experiment, expand
 
 # the numbers of a record the audit compares (dotted paths into run.json)
@@ -36,19 +35,27 @@ AUDITED = ("ok", "summary.plt_ms", "summary.bytes", "summary.ttfb_ms", "summary.
            "summary.steady_throughput_mbit", "fidelity.0.measured")
 
 
-def _read_json(f: Path) -> dict | None:
-    try:
-        doc = json.loads(f.read_text())
+def _read_json(exp_dir: Path, which: str) -> dict | None:
+    try:  # a link or a FIFO is refused (LinkRefused, NotRegular: the message names it and the fix)
+        return readfiles.lab_json(exp_dir, which)
     except (OSError, ValueError):
         return None
-    return doc if isinstance(doc, dict) else None
+
+
+def _record(run_dir: Path) -> dict:
+    """A run's record by the store (no link followed, no FIFO opened); {} when damaged."""
+    try:
+        return store.read_record(run_dir).model_dump(mode="json")
+    except store.StoreError:
+        return {}
 
 
 def folder_site(exp_dir: Path) -> tuple[dict | None, dict | None]:
     """(site manifest, PKI description) of a results folder; None for one
-    that is missing or unreadable."""
-    lab = Path(exp_dir) / ".lab"
-    return _read_json(lab / "site" / "manifest.json"), _read_json(lab / "pki" / "pki.json")
+    that is missing or unreadable; one that is a link or no regular file is
+    refused (host/safefs.py), so that no planted file turns the gate off
+    unnamed."""
+    return _read_json(Path(exp_dir), "site"), _read_json(Path(exp_dir), "pki")
 
 
 def gate_runs(exp_dir: Path, records: list[dict]) -> dict[str, list[str]]:
@@ -103,7 +110,7 @@ class AuditResult:
 def _refusal(exp_dir: Path, chosen: list[str]) -> str | None:
     if not (Path(exp_dir) / ".lab" / "READY").exists():
         return f"{exp_dir} has no .lab/READY (the site and PKI its runs used): they cannot be rerun as they ran"
-    real = [r for r in chosen if value_at(_read_json(Path(exp_dir) / r / "run.json") or {}, "meta.clock") != "virtual"]
+    real = [r for r in chosen if value_at(_record(Path(exp_dir) / r), "meta.clock") != "virtual"]
     if real:
         return (f"runs {', '.join(real)} did not run on the virtual clock: only a virtual-clock run repeats "
                 "exactly (docs/determinism.md)")
@@ -137,8 +144,7 @@ def audit(exp_dir: Path, exp: Experiment, run_ids: list[str], k: int, seed: int,
             comps = determinism.rerun_and_compare(Path(exp_dir), res.chosen, specs, info, work, jobs)
             for c in comps:
                 rerun = next(work.rglob(f"{c.run_id}/run.json"), None)
-                diffs = number_diffs(_read_json(Path(exp_dir) / c.run_id / "run.json") or {},
-                                     _read_json(rerun) or {} if rerun else {})
+                diffs = number_diffs(_record(Path(exp_dir) / c.run_id), _record(rerun.parent) if rerun else {})
                 diffs += [d for d in c.differences if not d.startswith(("plt_ms", "bytes"))]
                 if diffs and c.a.code and c.b.code and c.a.code != c.b.code:
                     diffs.append(f"note: the lab's code differs from the code the run was made with (digest "

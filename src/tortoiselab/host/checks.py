@@ -10,7 +10,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from tortoiselab.host import backends
+from tortoiselab.host import backends, safefs
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.spec.experiment import RunSpec
 from tortoiselab.web import pages
@@ -50,7 +50,7 @@ def check_browser_tools(runs: list[RunSpec]) -> None:
 def check_manifest_urls(runs: list[RunSpec], site: Path) -> None:
     """client.url (a path on www) must be a file of the site: a single
     object, a page or one of the pages' objects on www (its manifest)."""
-    manifest = json.loads((site / "manifest.json").read_text())
+    manifest = json.loads(safefs.read_bytes_regular(site / "manifest.json"))  # no link, no FIFO (host/safefs.py)
     www = f"www.{manifest['domain']}"
     objects = [*manifest["bulk"], *(o for pg in manifest["pages"].values() for o in pg["objects"])]
     known = {o["path"].lstrip("/") for o in objects if o["host"] == www} | set(manifest["pages"])

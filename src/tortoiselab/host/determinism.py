@@ -26,7 +26,6 @@ module holds what checks it:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import random
 import shlex
@@ -40,7 +39,8 @@ from pathlib import Path
 import dpkt
 
 from tortoiselab.analysis.flights import RETRANS_KINDS, analyze_pcap
-from tortoiselab.host import backends, safefs
+from tortoiselab.host import backends, safefs, store
+from tortoiselab.host.locks import held_scratch
 from tortoiselab.host.provenance import tool_versions
 from tortoiselab.host.runner import run_batch
 from tortoiselab.spec.experiment import expand, load, run_order
@@ -129,16 +129,16 @@ def retransmissions(server_pcap: Path) -> dict[str, int]:
 
 
 def fingerprint(run_dir: Path) -> Fingerprint:
-    rec = json.loads((Path(run_dir) / "run.json").read_text())
-    s = rec.get("summary") or {}
+    """What must repeat of a stored run: its record read by the store (a
+    damaged one is named with the fix, store.DamagedRecord), its capture."""
+    rec = store.read_record(Path(run_dir))
+    s = rec.summary
     pcap = Path(run_dir) / "server.pcap"
-    meta = rec.get("meta", {})
     return Fingerprint(
-        run_id=rec["run_id"], ok=bool(rec.get("ok")), plt_ms=s.get("plt_ms"), bytes=s.get("bytes"),
+        run_id=rec.run_id, ok=rec.ok, plt_ms=s.get("plt_ms"), bytes=s.get("bytes"),
         retransmissions=retransmissions(pcap) if pcap.exists() else {},
         packets=pcap_packets(pcap) if pcap.exists() else [],
-        seeds=meta.get("seeds", {}), code=meta.get("code"),
-        clock=meta.get("clock"))
+        seeds=rec.meta.seeds, code=rec.meta.code, clock=rec.meta.clock)
 
 
 # --- comparing -----------------------------------------------------------------
@@ -193,8 +193,7 @@ class DeterminismError(ValueError):
 def sample_runs(exp_dir: Path, run_ids: list[str], n: int, seed: int) -> list[str]:
     """n of the completed, successful runs among run_ids, chosen by the
     experiment's seed (the same sample every time)."""
-    done = sorted(r for r in run_ids if (exp_dir / r / "run.json").exists()
-                  and json.loads((exp_dir / r / "run.json").read_text()).get("ok"))
+    done = sorted(r for r in run_ids if store.completed(exp_dir, r) and store.read_record(exp_dir / r).ok)
     return random.Random(seed).sample(done, min(n, len(done)))
 
 
@@ -221,7 +220,7 @@ def verify(exp_file: Path, results: Path, n: int = 2, jobs: int = 1, backend: st
     if not chosen:
         raise DeterminismError(f"verify-determinism: no completed successful run of {exp.name} in {exp_dir}; "
                                f"run the experiment first (tortoise run {exp_file})")
-    stored_clocks = {json.loads((exp_dir / r / "run.json").read_text()).get("meta", {}).get("clock") for r in chosen}
+    stored_clocks = {store.read_record(exp_dir / r).meta.clock for r in chosen}
     ccs = sorted({specs[r].config["server"]["cc"] for r in chosen})
     info = backends.choose(backend, clock, ccs)
     if info.clock != "virtual" or stored_clocks != {"virtual"}:
@@ -267,8 +266,8 @@ def rerun_and_compare(exp_dir: Path, chosen: list[str], specs: dict, info: backe
 def stored_batch(run_dir: Path, specs: dict) -> list:
     """The runs of a stored run's lab boot, in their order (meta.batch.runs);
     the run alone if it ran alone or before batches."""
-    rec = json.loads((run_dir / "run.json").read_text())
-    ids = ((rec.get("meta") or {}).get("batch") or {}).get("runs") or [rec["run_id"]]
+    rec = store.read_record(run_dir)
+    ids = (rec.meta.batch.runs if rec.meta.batch else None) or [rec.run_id]
     missing = [r for r in ids if r not in specs]
     if missing:
         raise DeterminismError(f"verify-determinism: {run_dir.name} ran in a boot with runs the experiment no "
@@ -291,17 +290,21 @@ def scratch_folder(exp_dir: Path, scratch: Path | None = None) -> Iterator[Path]
     d = Path(scratch).resolve() if scratch else Path(exp_dir) / f"{SCRATCH_PREFIX}{os.getpid()}"
     root = d.parent
     doing = f"verify-determinism scratch {d}"
-    try:  # never through a link (host/safefs.py)
-        root.mkdir(parents=True, exist_ok=True) if scratch else None  # the caller's own folder
-        safefs.mkdir(d, root, doing=doing)
-    except FileExistsError:
-        raise DeterminismError(f"verify-determinism: {d} exists (left by an earlier check that was killed?); "
-                               f"remove it (rm -r {shlex.quote(str(d))}) and try again") from None
-    try:
-        yield d
-    finally:
-        with contextlib.suppress(OSError):
-            safefs.rmtree(d, root, doing=doing)
+    with contextlib.ExitStack() as stack:
+        try:  # never through a link (host/safefs.py)
+            root.mkdir(parents=True, exist_ok=True) if scratch else None  # the caller's own folder
+            # in use while this process holds its lock: `tortoise clean` removes it only once free
+            stack.enter_context(held_scratch(Path(exp_dir), d, root, doing))
+        except FileExistsError:
+            raise DeterminismError(f"verify-determinism: {d} exists (left by an earlier check that was killed?); "
+                                   f"`tortoise clean` removes it once no verify holds it (or remove it (rm -r {shlex.quote(str(d))})); "
+                                   "then try again") \
+                from None
+        try:
+            yield d
+        finally:
+            with contextlib.suppress(OSError):
+                safefs.rmtree(d, root, doing=doing)
 
 
 def point_label(point: dict) -> str:

@@ -4,9 +4,10 @@ claims through the locks; never starts a lab."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from tortoiselab.host import slurm, store
+from tortoiselab.host import safefs, slurm, store
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import RUN_TMP, probe_claim, stale_work
 from tortoiselab.spec.experiment import expand, load
@@ -15,12 +16,18 @@ from tortoiselab.spec.experiment import expand, load
 def list_experiments(results: Path) -> list[dict]:
     out = []
     for d in sorted(p for p in results.glob("*") if p.is_dir() and not p.name.startswith(".")):
+        if safefs.is_link(d):  # named, never entered (host/safefs.py)
+            out.append({"experiment": f"{d.name} (a link to {safefs.target(d)}: not followed; list it where it "
+                        "points)", "total": None, "done": 0, "damaged": 0, "failed": 0, "in_progress": 0,
+                        "running": 0, "slurm": {}})
+            continue
         exp_file = d / "experiment.yaml"
         total = None
-        if exp_file.exists():
+        if os.path.lexists(exp_file):
             try:
+                safefs.check_regular(exp_file, f"listing {d}")  # a FIFO would hang the listing
                 total = len(expand(load(exp_file, grid=d.name.partition("@")[2] or None)))
-            except (ValueError, OSError):  # a listing must not fail on one bad file
+            except (ValueError, OSError, *safefs.REFUSED):  # a listing must not fail on one bad file
                 total = None
         recs = store.read_records(d, strict=False)
         # an unreadable record is a damaged run, not a run (tortoise verify names it and the fix)
@@ -44,7 +51,8 @@ def _running(exp_dir: Path) -> int:
 
 
 def find_run(results: Path, run_id: str) -> Path:
-    hits = [p for p in results.glob(f"*/{run_id}*") if store.completed(p.parent, p.name)]
+    hits = [p for p in results.glob(f"*/{run_id}*")  # not inside a linked experiment folder
+            if not safefs.is_link(p.parent) and store.completed(p.parent, p.name)]
     if not hits:
         raise RunnerError(f"run {run_id!r}: no completed run with that id under {results}")
     if len(hits) > 1:

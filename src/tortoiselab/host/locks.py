@@ -22,6 +22,7 @@ import fcntl
 import os
 import re
 import socket
+import stat
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -77,6 +78,65 @@ def setup_lock(exp_dir: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# <exp>/.verify-<pid>/: the reruns of `tortoise run --verify-determinism` and `grade --audit`
+# (host/determinism.scratch_folder), made under setup_lock with an flock on IN_USE held
+# for the scratch's lifetime: clean removes one only when that lock is free
+VERIFY_SCRATCH = re.compile(r"^\.verify-[0-9]+$")
+IN_USE = ".in-use.lock"
+
+
+@contextmanager
+def held_scratch(exp_dir: Path, d: Path, root: Path, doing: str) -> Iterator[Path]:
+    """Make folder d (FileExistsError if it is there) and hold an exclusive
+    flock on d/.in-use.lock for the block: made under exp_dir's setup_lock,
+    so `tortoise clean` (which looks under it) finds such a folder either
+    locked by a live verify or free, and never half made."""
+    with setup_lock(exp_dir):
+        safefs.mkdir(d, root, doing=doing)
+        fh = safefs.open_file(d / IN_USE, "x", root, doing=doing)
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)  # new and ours: never blocks
+    try:
+        yield d
+    finally:
+        fh.close()  # the kernel releases the flock (also when the process is killed)
+
+
+def _clean_scratch(exp_dir: Path, d: Path) -> str:
+    """Remove a .verify-<pid> scratch whose in-use lock is free (its verify
+    was killed); else leave it and say why."""
+    root, lock = exp_dir.parent, d / IN_USE
+    if safefs.is_link(d) or not d.is_dir():
+        return (f"left {d.name} in place: it is {'a link to ' + safefs.target(d) if safefs.is_link(d) else 'no folder'}"
+                f", which clean never follows or removes; remove it yourself (rm {d})")
+    if not os.path.lexists(lock):
+        return (f"left {d.name} in place: no {IN_USE} in it proves that no verify uses it (made before such locks); "
+                f"once no `tortoise run --verify-determinism` or `tortoise grade --audit` runs, rm -r {d}")
+    try:
+        fd = safefs.open_fd(lock, os.O_RDONLY | os.O_NONBLOCK, root, doing=f"looking at {d}")
+    except safefs.LinkRefused as exc:
+        return f"left {d.name} in place: {exc}"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return f"left {d.name} in place: {safefs.not_regular(lock, safefs.kind_of(os.fstat(fd).st_mode), '')}"
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return f"left {d.name} in place: a verify is using it ({IN_USE} is held)"
+        safefs.rmtree(d, root, doing=f"cleaning {d}")  # links inside are removed as links
+        return f"removed {d.name} (left by a verify that was killed)"
+    finally:
+        os.close(fd)
+
+
+IN_USE_NOTES = ("its run is under way", "a verify is using it")  # left in place rightly: nothing to do
+
+
+def left_for_you(lines: list[str]) -> list[str]:
+    """The lines of `tortoise clean` saying it left something in place that
+    needs the user (a link, a folder it cannot prove free): exit 1."""
+    return [ln for ln in lines if ": left " in ln and not any(k in ln for k in IN_USE_NOTES)]
 
 
 def stale_work(exp_dir: Path) -> list[Path]:
@@ -166,6 +226,9 @@ def clean_stale(exp_dir: Path, run_ids: set[str] | None = None) -> list[str]:
     cleans its own slice). Completed runs are not touched."""
     done = []
     with setup_lock(exp_dir):
+        if run_ids is None:  # a shard leaves the scratch of verifies alone
+            done += [_clean_scratch(exp_dir, exp_dir / n) for n in sorted(os.listdir(exp_dir))
+                     if VERIFY_SCRATCH.match(n)]
         for tmp in stale_work(exp_dir):
             m = RUN_TMP.match(tmp.name)
             if m is not None and run_ids is not None and m.group(1) not in run_ids:
@@ -186,7 +249,7 @@ def clean_stale(exp_dir: Path, run_ids: set[str] | None = None) -> list[str]:
                     host = last_start.split()[1] if last_start else socket.gethostname()
                     try:
                         done += _end_lab(exp_dir, tmp, host)
-                    except safefs.LinkRefused as exc:  # the folder goes, its links as links
+                    except safefs.REFUSED as exc:  # the folder goes, its links as links
                         done.append(f"did not signal the lab of {tmp.name}: {exc}")
                     safefs.rmtree(tmp, exp_dir.parent)
                     done.append(f"removed {tmp.name}")
@@ -203,13 +266,14 @@ def _end_lab(exp_dir: Path, tmp: Path, host: str) -> list[str]:
     pg, rec = lab / "uml.pgid", lab / PROC_RECORD
     if not (os.path.lexists(pg) or os.path.lexists(rec)):
         return []
-    named = safefs.read_text(pg, exp_dir.parent).strip() if os.path.lexists(pg) else "?"
+    # never through a link, never from a FIFO (host/safefs.py)
+    named = safefs.read_text_regular(pg, exp_dir.parent).strip() if os.path.lexists(pg) else "?"
     if host != socket.gethostname():
         return [f"did not signal process group {named} of {tmp.name}: its run ran on {host}, not here"]
     if not os.path.lexists(rec):
         return [f"did not signal process group {named} of {tmp.name}: no {PROC_RECORD} proves it is a lab's "
                 "(a folder from before such records, or an edited one)"]
-    recorded = procid.loads(safefs.read_text(rec, exp_dir.parent))
+    recorded = procid.loads(safefs.read_text_regular(rec, exp_dir.parent))
     if isinstance(recorded, dict) and named not in ("?", str(recorded.get("pid"))):
         return [f"did not signal process group {named} of {tmp.name}: uml.pgid and {PROC_RECORD} disagree "
                 f"(pid {recorded.get('pid')})"]

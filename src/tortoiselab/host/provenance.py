@@ -10,6 +10,7 @@ import sys
 
 from pathlib import Path
 
+from tortoiselab.host import safefs
 from tortoiselab.host.backends import VIRTUAL_EPOCH_S
 from tortoiselab.project import REPO_DIR
 
@@ -51,7 +52,7 @@ def run_seeds(run_seed: int, client_seed: int, site: Path, pki_seed_name: str, t
     page generator's (from the site's manifest), the PKI's seed name, and on
     the virtual clock the guest's wall-clock start."""
     try:
-        site_seed = json.loads((Path(site) / "manifest.json").read_text()).get("seed")
+        site_seed = json.loads(safefs.read_bytes_regular(Path(site) / "manifest.json")).get("seed")  # host/safefs.py
     except (OSError, ValueError):
         site_seed = None
     out = {"run": run_seed, "client": client_seed, "site": site_seed, "pki": pki_seed_name,

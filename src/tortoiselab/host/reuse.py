@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from tortoiselab.host import safefs, store, verify
@@ -59,16 +60,39 @@ def _link_tree(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst, copy_function=link)
 
 
+class Taken(list):
+    """The run ids taken; .damaged: a line for each source run not taken
+    because `tortoise verify` would name it (it is run again)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.damaged: list[str] = []
+
+
+def _not_taken(run_dir: Path, problems: list[verify.Problem]) -> str:
+    line = (f"not reused: run {run_dir.name} of {run_dir.parent} is damaged ("
+            + "; ".join(f"{p.file.name}: {p.what}" for p in problems[:3]) + "); it is run again here, and "
+            f"`tortoise verify {run_dir.parent}` names it with the fix")
+    print(f"tortoise: warning: {line}", file=sys.stderr, flush=True)
+    return line
+
+
 def take(src_dir: Path, exp_dir: Path, name: str, ids: list[str], backend: str | None = None,
          clock: str | None = None) -> list[str]:
     """Take the runs of `ids` that src_dir holds, completed and ok, into
-    exp_dir (named `name`); return their ids. With backend or clock, only
+    exp_dir (named `name`); return their ids. A source run that fails
+    host/verify.check_run (manifest, record) is not taken: it is named
+    (Taken.damaged, and on stderr) and run again. With backend or clock, only
     runs made on that backend and clock (None: any). The caller holds
     exp_dir's experiment lock (the runner does)."""
-    taken = []
+    taken = Taken()
     exp_dir.mkdir(parents=True, exist_ok=True)
     for rid in ids:
         if store.completed(exp_dir, rid) or not store.completed(src_dir, rid):
+            continue
+        problems, _ = verify.check_run(src_dir / rid)  # its manifest and record: a damaged run is no source
+        if problems:
+            taken.damaged.append(_not_taken(src_dir / rid, problems))
             continue
         rec = store.read_record(src_dir / rid)
         if not rec.ok or rec.run_id != rid:

@@ -37,6 +37,7 @@ from tortoiselab.host import backends, guestpaths, pageload, reuse, safefs, stor
 from tortoiselab.host.assets import lab_assets
 from tortoiselab.host.checks import (check_browser_tools, check_guest_paths, check_kernel_paths, check_manifest_urls,
                                     check_site_urls)
+from tortoiselab.host.citelogs import cite_stored
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import claim, clean_stale, experiment_lock, note, setup_lock
 from tortoiselab.host.provenance import run_seeds, tool_versions
@@ -146,7 +147,7 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
         # a lab that failed for want of space is not a failed run either
         _refuse_if_full(exp_dir, rest[0], boot_dir, also=tmps.values())
         why = f"lab: {lab_error}" if lab_error is not None else "lab: the lab wrote no result for this run's load"
-        rec = _failed_record(rest[0], why)
+        rec = _failed_record(rest[0], cite_stored(why, boot_dir, tmps[rest[0].run_id], exp_dir / rest[0].run_id))
         _store(rest[0], exp_dir, tmps[rest[0].run_id], rec, work)
         stored[rest[0].run_id] = rec
         if on_stored:
@@ -354,8 +355,9 @@ def _floor(run: RunSpec, site: Path, pki: Path, summary: dict) -> dict:
     from its resolved path and server settings, the page in the site's
     manifest and the size of the server's handshake flight."""
     try:
-        f = napkin.run_floor(run.config, json.loads((site / "manifest.json").read_text()),
-                             json.loads((pki / "pki.json").read_text()), summary.get("cached_urls") or ())
+        f = napkin.run_floor(run.config, json.loads(safefs.read_bytes_regular(site / "manifest.json")),  # no link,
+                             json.loads(safefs.read_bytes_regular(pki / "pki.json")),  # no FIFO (host/safefs.py)
+                             summary.get("cached_urls") or ())
     except (OSError, ValueError, KeyError) as exc:  # a record without a floor beats a lost run
         f = {"floor_ms": None, "why": f"floor not computed: {exc}"[:300]}
     return {"floor_ms": f["floor_ms"], "plt_over_floor": napkin.ratio(summary.get("plt_ms"), f["floor_ms"])

@@ -13,7 +13,10 @@ goes through here:
     (a directory file descriptor per step, so a component cannot be
     swapped for a link between a check and the use), and the last one too;
   - a link anywhere below root is refused with LinkRefused, which names
-    it, where it points and the fix (remove it, or use another --results).
+    it, where it points and the fix (remove it, or use another --results);
+  - every file is opened non-blocking, and a reader reads only a regular
+    file (read_bytes_regular): a FIFO planted as run.json or runs.parquet
+    is refused with NotRegular (naming it and the fix), never waited on.
 
 docs/faults.md lists the attacks this answers.
 """
@@ -108,7 +111,8 @@ def open_fd(path: Path, flags: int, root: Path, mode: int = 0o644, doing: str = 
     path = Path(path)
     with parent_fd(path, root, doing) as fd:
         try:
-            return os.open(path.name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)
+            # O_NONBLOCK: a FIFO planted in a file's place cannot hang the opener
+            return os.open(path.name, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode, dir_fd=fd)
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
                 _refuse_if_link(fd, path.name, path, doing)
@@ -123,8 +127,8 @@ def open_file(path: Path, mode: str, root: Path, doing: str = "", encoding: str 
 
 
 def read_text(path: Path, root: Path, doing: str = "") -> str:
-    with open_file(path, "r", root, doing) as fh:
-        return fh.read()
+    """A regular file's text (read_bytes_regular: no link, no FIFO)."""
+    return read_bytes_regular(path, root, doing).decode("utf-8")
 
 
 def write_text(path: Path, text: str, root: Path, doing: str = "", exclusive: bool = False) -> None:
@@ -211,3 +215,72 @@ def refuse_links(exp_dir: Path, doing: str) -> None:
     links = links_in(exp_dir, (".claims", ".lab"))
     if links:
         raise refusal(links, doing)
+
+
+# --- reading: never through a link, never a FIFO or device ---------------------------
+
+READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+         (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"))
+
+
+class NotRegular(RunnerError):
+    """A file a reader opens in a results folder that is not a regular file
+    (a FIFO would block the reader for ever, a device is no record)."""
+
+
+def kind_of(mode: int) -> str:
+    return next((name for test, name in KINDS if test(mode)), "not a regular file")
+
+
+def not_regular(path: Path, kind: str, doing: str) -> NotRegular:
+    return NotRegular(f"{doing + ': ' if doing else ''}{path} is {kind}, not a regular file, and a results folder's "
+                      f"readers open regular files only (docs/faults.md); remove it (rm {path}) or use another "
+                      "--results")
+
+
+def read_bytes_regular(path: Path, root: Path | None = None, doing: str = "", limit: int | None = None) -> bytes:
+    """path's bytes if it is a regular file, reached from root (default: its
+    own folder) with no link followed, opened non-blocking (a FIFO in its
+    place cannot hang the reader). A link is refused (LinkRefused), anything
+    else that is not a regular file too (NotRegular); a missing file raises
+    FileNotFoundError. limit: read at most this many bytes."""
+    path = Path(path)
+    root = Path(root) if root is not None else path.parent
+    with parent_fd(path, root, doing) as dfd:
+        try:
+            fd = os.open(path.name, READ_FLAGS, dir_fd=dfd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                _refuse_if_link(dfd, path.name, path, doing)
+            if exc.errno == errno.ENXIO:  # a socket (or a FIFO's peer gone): not a file
+                raise not_regular(path, kind_of(os.stat(path.name, dir_fd=dfd, follow_symlinks=False).st_mode),
+                                  doing) from None
+            raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise not_regular(path, kind_of(mode), doing)
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read() if limit is None else fh.read(limit)
+
+
+def read_text_regular(path: Path, root: Path | None = None, doing: str = "") -> str:
+    """read_bytes_regular as UTF-8 text (bytes that are not UTF-8 replaced)."""
+    return read_bytes_regular(path, root, doing).decode("utf-8", errors="replace")
+
+
+def check_regular(path: Path, doing: str = "") -> None:
+    """Refuse path (by lstat, for a reader that must open it by name: the
+    YAML loader) if it is a link or not a regular file; a missing path passes."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise refusal([Path(path)], doing)
+    if not stat.S_ISREG(st.st_mode):
+        raise not_regular(Path(path), kind_of(st.st_mode), doing)
+
+
+REFUSED = (LinkRefused, NotRegular)  # what a reader of a results folder refuses

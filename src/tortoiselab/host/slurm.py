@@ -149,8 +149,8 @@ exit "$rc"
 
 
 def load_jobs(exp_dir: Path) -> list[dict]:
-    f = exp_dir / ".slurm" / "jobs.json"
-    return json.loads(f.read_text()) if f.exists() else []
+    f = exp_dir / ".slurm" / "jobs.json"  # neither through a link nor from a FIFO (host/safefs.py)
+    return json.loads(safefs.read_bytes_regular(f, exp_dir, doing=f"reading {f}")) if os.path.lexists(f) else []
 
 
 def _record_job(exp_dir: Path, entry: dict) -> None:

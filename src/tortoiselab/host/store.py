@@ -37,13 +37,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tortoiselab.analysis import napkin
 from tortoiselab.analysis.fidelity import cross_rates_mbit
-from tortoiselab.host import safefs
+from tortoiselab.host import readfiles, safefs
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.tablediff import table_differences
 from tortoiselab.spec.experiment import ClientCfg, PathCfg, ServerCfg
 
 FORMAT_VERSION = 4  # 4: manifest.json beside the record; 3: meta.batch (runs sharing a lab boot)
-RECORD = "run.json"
+RECORD = readfiles.RECORD
 TABLE = "runs.parquet"
 DAMAGED = ".damaged"  # <exp>/.damaged/<run_id>-<utc>/: damaged runs moved aside by a resume (host/verify.py)
 
@@ -178,12 +178,11 @@ def _upgrade_1_to_2(raw: dict, run_dir: Path | None) -> dict:
 def _floor_of_old_run(raw: dict, summary: dict, run_dir: Path | None) -> dict:
     """The napkin floor a version-2 runner stores, computed the same way
     (analysis.napkin.run_floor) from the experiment's site and PKI."""
-    lab = Path(run_dir).parent / ".lab" if run_dir is not None else None
-    try:
-        manifest = json.loads((lab / "site" / "manifest.json").read_text())
-        pki = json.loads((lab / "pki" / "pki.json").read_text())
+    exp_dir = Path(run_dir).parent if run_dir is not None else None
+    try:  # neither through a link nor from a FIFO (host/safefs.py)
+        manifest, pki = readfiles.lab_json(exp_dir, "site"), readfiles.lab_json(exp_dir, "pki")
         f = napkin.run_floor(raw["config"], manifest, pki, summary.get("cached_urls") or ())
-    except (OSError, TypeError, ValueError, KeyError) as exc:
+    except (OSError, TypeError, ValueError, KeyError, *safefs.REFUSED) as exc:
         return {"floor_ms": None, "plt_over_floor": None, "floor_model": {"why": f"floor not computed: {exc}"[:300]}}
     floor = f["floor_ms"]
     return {"floor_ms": floor, "plt_over_floor": napkin.ratio(summary.get("plt_ms"), floor) if floor else None,
@@ -205,9 +204,11 @@ def read_record(run_dir: Path) -> RunRecord:
     damaged one raises DamagedRecord naming the run, the file and the fix."""
     f = Path(run_dir) / RECORD
     try:
-        raw = json.loads(f.read_text())
+        raw = json.loads(readfiles.record_bytes(run_dir))
         if not isinstance(raw, dict):
             raise ValueError(f"a JSON {type(raw).__name__}, not an object")
+    except safefs.REFUSED as exc:  # a link or a FIFO: named with its fix, never followed or opened
+        raise DamagedRecord(f"run {Path(run_dir).name}: {f}: not read: {exc}; then {redo_fix(run_dir)}") from None
     except (OSError, ValueError) as exc:
         raise DamagedRecord(f"run {Path(run_dir).name}: {f}: unreadable run record ({exc}); fix: "
                             f"{redo_fix(run_dir)}") from None
@@ -227,10 +228,10 @@ def record_version(run_dir: Path) -> int | None:
     key), None when it is unreadable: whether the folder should have a
     manifest (format 4 on)."""
     try:
-        raw = json.loads((Path(run_dir) / RECORD).read_text())
+        raw = json.loads(readfiles.record_bytes(run_dir))
         v = raw.get("format_version", 1) if isinstance(raw, dict) else None
         return v if isinstance(v, int) and not isinstance(v, bool) else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, *safefs.REFUSED):
         return None
 
 
@@ -252,15 +253,16 @@ def leaving_out(dirs: Iterable[Path]) -> Iterator[None]:
 
 def run_dirs(exp_dir: Path, run_ids: set[str] | None = None) -> list[Path]:
     """Completed runs' folders, sorted by run id (not the hidden work
-    folders of runs in progress). run_ids: only these."""
+    folders of runs in progress). run_ids: only these. No link is followed
+    (a run folder that is a link is listed, and refused by read_record)."""
     out = []
     left_out = _LEFT_OUT.get()
     real = os.path.realpath(exp_dir) if left_out else ""
-    for rj in sorted(Path(exp_dir).glob(f"*/{RECORD}")):
-        d = rj.parent
-        if d.name.startswith(".") or (run_ids is not None and d.name not in run_ids) or (real, d.name) in left_out:
+    for name in readfiles.names(exp_dir):
+        if name.startswith(".") or (run_ids is not None and name not in run_ids) or (real, name) in left_out:
             continue
-        out.append(d)
+        if readfiles.is_run(exp_dir, name):
+            out.append(Path(exp_dir) / name)
     return out
 
 
@@ -289,7 +291,9 @@ def read_records(exp_dir: Path, run_ids: set[str] | None = None, strict: bool = 
 
 
 def completed(exp_dir: Path, run_id: str) -> bool:
-    return (Path(exp_dir) / run_id / RECORD).exists()
+    """A record is stored for run_id (looked at without following a link:
+    a run folder that is a link counts, as a damaged run readers name)."""
+    return readfiles.is_run(exp_dir, run_id)
 
 
 # --- the runs table ------------------------------------------------------------------
@@ -472,14 +476,15 @@ def read_table(exp_dir: Path) -> tuple[pd.DataFrame, bool]:
     rows that differ)."""
     table = Path(exp_dir) / TABLE
     records = table_of(st.record for st in read_records(exp_dir))
-    if table.exists():
+    if os.path.lexists(table):
         try:
-            df = pd.read_parquet(table)
-        except (OSError, ValueError, pa.ArrowException):  # garbage: the records give the table
-            return records, True
+            df = readfiles.read_parquet(table)
+        except (OSError, ValueError, pa.ArrowException, *safefs.REFUSED):  # garbage, a link, a FIFO: the
+            return records, True  # records give the table (tortoise verify names the file and the fix)
         if not table_differences(df, records):
             return df, False
-    return records, table.exists()
+    return records, os.path.lexists(table)
+
 
 
 def iter_ok(exp_dir: Path) -> Iterator[RunRecord]:

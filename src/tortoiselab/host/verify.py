@@ -40,10 +40,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator
 
-import pandas as pd
 import pyarrow as pa
 
-from tortoiselab.host import store
+from tortoiselab.host import readfiles, safefs, store
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import claim, setup_lock
 from tortoiselab.host.tablediff import table_differences
@@ -219,12 +218,12 @@ def check_run(run_dir: Path) -> tuple[list[Problem], list[str]]:
             problems.append(Problem(rid, mf, f"missing: a record of format {version} is stored with one", fix))
             return problems, []
         return problems, [f"run {rid}: {NO_MANIFEST}"] if rec is not None else []
-    try:
-        listed = json.loads(mf.read_text())
+    try:  # not a link nor a FIFO: _walk named those (host/safefs.py)
+        listed = json.loads(safefs.read_bytes_regular(mf, doing=f"reading {mf}"))
         listed_files = listed["files"] if isinstance(listed, dict) else None
         if not isinstance(listed_files, dict):
             raise ValueError("no files mapping")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, *safefs.REFUSED) as exc:
         problems.append(Problem(rid, mf, f"unreadable manifest ({exc})", fix))
         return problems, []
     now = {rel: dict(zip(("bytes", "sha256"), _digest(p))) for rel, p in present.items()}
@@ -240,11 +239,15 @@ def rebuild_fix(exp_dir: Path) -> str:
 def check_table(exp_dir: Path, stored: list[store.Stored]) -> tuple[list[Problem], list[str]]:
     """runs.parquet against the table the readable records give."""
     f = Path(exp_dir) / store.TABLE
-    if not f.exists():
+    if not os.path.lexists(f):
         return [], [f"no {store.TABLE} (readers build the table from the records; {rebuild_fix(exp_dir)})"] \
             if stored else []
     try:
-        table = pd.read_parquet(f)
+        table = readfiles.read_parquet(f)  # a link or a FIFO is named, never followed or opened
+    except safefs.REFUSED:
+        what = f"a link to {safefs.target(f)}" if safefs.is_link(f) else safefs.kind_of(os.lstat(f).st_mode)
+        return [Problem(None, f, f"{what}, not a regular file: never read (docs/faults.md)",
+                        f"rm {f}; then {rebuild_fix(exp_dir)}")], []
     except (OSError, ValueError, pa.ArrowException) as exc:
         return [Problem(None, f, f"unreadable ({str(exc).splitlines()[0][:200]})", rebuild_fix(exp_dir))], []
     records = store.table_of(st.record for st in stored if st.record is not None)

@@ -19,7 +19,6 @@ sweep does not have.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
@@ -27,6 +26,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tortoiselab.host import safefs
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.spec.experiment import Experiment, ExperimentError, RunSpec, expand, load
 from tortoiselab.spec.sweep import canonical
@@ -49,17 +49,13 @@ def version(name: str, run_ids: list[str]) -> dict:
 
 def _read_no_follow(path: Path) -> bytes | None:
     """The file's bytes, None if there is none; a link is not followed."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:  # nor from a FIFO, which would hang the runner (host/safefs.py)
+        return safefs.read_bytes_regular(path, doing="results", limit=1 << 20)
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise OtherVersion(f"results: {path} is a link; the folder's files are its own: move the link away "
-                               "or give --results another folder") from None
-        raise
-    with os.fdopen(fd, "rb") as fh:
-        return fh.read(1 << 20)
+    except safefs.LinkRefused:
+        raise OtherVersion(f"results: {path} is a link; the folder's files are its own: move the link away "
+                           "or give --results another folder") from None
 
 
 def _flat(d: Any, prefix: str = "") -> dict[str, Any]:

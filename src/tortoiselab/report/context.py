@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from typing import Any
 import pandas as pd
 
 from tortoiselab.analysis import figures, stats
-from tortoiselab.host import store
+from tortoiselab.host import readfiles, safefs, store
 from tortoiselab.spec import experiment
 from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
 
@@ -94,7 +95,7 @@ def load_context(exp_dir: Path) -> Context:
     # object size of the transfer, for throughput figures
     df["object_bytes"] = [_object_bytes(records.get(r, {})) for r in df["run_id"]]
     df["size_class"] = [figures.size_class(b) for b in df["object_bytes"]]
-    manifest = _lab_json(exp_dir / ".lab" / "site" / "manifest.json")
+    manifest = _lab_json(exp_dir)
     df["object_class"] = [_object_class(records.get(r, {}), manifest) for r in df["run_id"]]
     if len(df):  # sweep points in the file's order, then repetitions
         order = {ax: {v: i for i, v in enumerate(map(_scalar, sweep[ax]))} for ax in axes}
@@ -119,7 +120,8 @@ def _read_experiment(yfile: Path, grid: str | None, notes: list[str]) -> tuple[s
     """(the file's text, the experiment as a dict, as the folder's grid ran
     it: a folder <name>@<grid> holds that grid's sweep): validated by this
     version's spec, else read as plain (bounded) YAML with a note."""
-    yaml_text = yfile.read_text() if yfile.exists() else ""
+    # neither through a link nor from a FIFO (host/safefs.py): refused with the fix
+    yaml_text = safefs.read_text_regular(yfile, doing="tortoise report") if os.path.lexists(yfile) else ""
     if not yaml_text:
         notes.append("the folder has no experiment.yaml")
         return yaml_text, {}
@@ -149,8 +151,10 @@ def _object_bytes(rec: dict) -> float | None:
     return float(s["bytes"]) if isinstance(s.get("bytes"), (int, float)) else None
 
 
-def _lab_json(path: Path) -> dict:
-    return json.loads(path.read_text()) if path.exists() else {}
+def _lab_json(exp_dir: Path) -> dict:
+    """The site's manifest ({} without one), never read through a link or from a FIFO."""
+    f = exp_dir / ".lab" / "site" / "manifest.json"
+    return readfiles.lab_json(exp_dir, "site") if os.path.lexists(f) else {}
 
 
 def _object_class(rec: dict, manifest: dict) -> str | None:

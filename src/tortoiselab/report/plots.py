@@ -16,6 +16,7 @@ docs/architecture.md):
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,7 @@ import pandas as pd
 
 from tortoiselab.analysis import figures
 from tortoiselab.analysis import flights as flightmod
+from tortoiselab.host import safefs
 from tortoiselab.report.context import Context
 
 MAX_FACETS = 9
@@ -110,7 +112,9 @@ def run_cwnd(rec: dict) -> list | None:
     """The server's cwnd samples of a run: its folder's cwnd.json (written
     by the uml backend's tcp_probe), None when there is none."""
     cw = Path(rec["_dir"]) / "cwnd.json" if rec.get("_dir") else None
-    return json.loads(cw.read_text()) if cw is not None and cw.exists() else None
+    if cw is None or not os.path.lexists(cw):
+        return None
+    return json.loads(safefs.read_bytes_regular(cw, doing="tortoise report"))  # no link, no FIFO (host/safefs.py)
 
 
 def run_flights(rec: dict, notes: list[str]) -> list[dict]:

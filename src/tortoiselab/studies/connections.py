@@ -29,7 +29,7 @@ def _conns(run_dir: str | Path) -> list[dict]:
     root = d.parent.parent  # the experiment folder is not a link either
     try:
         return json.loads(safefs.read_text(cache, root))
-    except (FileNotFoundError, NotADirectoryError, safefs.LinkRefused):
+    except (FileNotFoundError, NotADirectoryError, *safefs.REFUSED):  # a link or a FIFO: no cache
         pass
     pcap = d / "server.pcap"
     if not pcap.exists():
@@ -40,7 +40,7 @@ def _conns(run_dir: str | Path) -> list[dict]:
     try:
         safefs.mkdir(cache.parent, root, exist_ok=True)
         safefs.write_text(cache, json.dumps(conns), root)
-    except (OSError, safefs.LinkRefused):  # a read-only results folder, or links: analyse again next time
+    except (OSError, *safefs.REFUSED):  # a read-only results folder, or links: analyse again next time
         pass
     return conns
 

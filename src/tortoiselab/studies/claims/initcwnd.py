@@ -6,7 +6,6 @@ captures (labs/04-initcwnd.md)."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from tortoiselab.analysis import napkin
+from tortoiselab.host import readfiles, store
 from tortoiselab.studies.connections import MSS, first_conn, handshake_grew_window, second_load_window, transfer
 from tortoiselab.studies.measure import exact, ok_rows, span
 from tortoiselab.studies.model import SEEDS, Measurement, NoData, claim
@@ -85,10 +85,9 @@ def _floor(run_dir: str) -> dict | None:
     the stored one may predate it), from its configuration and the
     experiment's site and PKI; None where it cannot be computed."""
     d = Path(run_dir)
-    try:
-        cfg = json.loads((d / "run.json").read_text())["config"]
-        manifest = json.loads((d.parent / ".lab" / "site" / "manifest.json").read_text())
-        pki = json.loads((d.parent / ".lab" / "pki" / "pki.json").read_text())
+    try:  # through the store: no link followed, no FIFO opened (host/readfiles.py)
+        cfg = store.read_record(d).config
+        manifest, pki = readfiles.lab_json(d.parent, "site"), readfiles.lab_json(d.parent, "pki")
     except (OSError, ValueError, KeyError):
         return None
     return napkin.run_floor(cfg, manifest, pki).get("model")
