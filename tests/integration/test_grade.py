@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import REPO, TORTOISE
 from tortoiselab.course import grade
 from tortoiselab.course.handout import load_lab
+from tortoiselab.host import verify
 
 pytestmark = pytest.mark.lab
 
@@ -70,6 +71,10 @@ def test_audit_fails_on_an_edited_plt(study_results, tmp_path):
     halved, raised = sorted(p.parent.name for p in folder.glob("*/run.json"))
     h_old, h_new = _edit_plt(folder / halved, 0.5)
     r_old, r_new = _edit_plt(folder / raised, 1.1)
+    for d in (folder / halved, folder / raised):  # a careful forger rewrites the manifests too: verify passes
+        (d / verify.MANIFEST).unlink()
+        verify.write_manifest(d)
+    assert verify.verify_folder(folder, table=False).ok
     p = subprocess.run([*TORTOISE, "grade", "labs/04", str(folder), "--audit", "2", "--audit-seed", "5"],
                        capture_output=True, text=True, cwd=tmp_path, timeout=600)
     print(p.stdout + p.stderr)

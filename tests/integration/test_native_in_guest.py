@@ -95,10 +95,15 @@ def _side(exp_dir: Path) -> dict[str, dict]:
     return out
 
 
+WHOLE = (0, 4)  # tortoise run's exit codes when every run is stored ok
+
+
 def _uml_pass(d: Path, exp: Path, name: str, exp_name: str = NAME, clock: str = "real") -> dict[str, dict]:
     p = subprocess.run([*TORTOISE, "run", str(exp), "--backend", "uml", "--clock", clock, "--results",
                         str(d / name)], capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    # 4: every run stored ok, one on the real clock measured its path off (README, "Exit codes"):
+    # on a busy host that is the real clock's honest answer, and the comparison allows for it
+    assert p.returncode in WHOLE, p.stdout[-3000:] + p.stderr[-3000:]
     return _side(d / name / exp_name)
 
 
@@ -107,7 +112,9 @@ def _native_script() -> list[str]:
     backend, the host state again."""
     run = " ".join(tortoise_argv("run", "{}", "--backend", "native", "--results", "results"))
     return ["sh", "-c", f"state() {{ {HOST_STATE}; }}; state > state-before.txt; "
-                        f"{run.format('e.yaml')} && {run.format('m.yaml')}; rc=$?; state > state-after.txt; exit $rc"]
+                        f"rc=0; for f in e.yaml m.yaml; do {run.format('$f')}; r=$?; "
+                        f"case $r in {'|'.join(map(str, WHOLE))}) ;; *) rc=$r; break ;; esac; done; "
+                        "state > state-after.txt; exit $rc"]
 
 
 @pytest.fixture(scope="module")
