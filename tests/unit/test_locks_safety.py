@@ -143,17 +143,59 @@ def _wait_gone(pgid: int, timeout_s: float = 10) -> bool:
     return not group_alive(pgid)
 
 
-def test_a_group_recorded_as_a_lab_is_killed(tmp_path, lab_like):
+@pytest.fixture
+def guard_lab():
+    """start(work) -> (guard, member pid): a lab as host/backends.py starts
+    one, under this installation's lab guard with HOME set to its work
+    folder, and a member in its group. Ended by the guard's pid."""
+    started = []
+
+    def start(work: Path) -> tuple[subprocess.Popen, int]:
+        p = subprocess.Popen([sys.executable, "-S", str(procid.LAB_GUARD), "300", "0", sys.executable, "-c", LEADER],
+                             start_new_session=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "HOME": str(work)})
+        started.append(p)
+        return p, int(p.stdout.readline())
+
+    yield start
+    for p in started:
+        if group_alive(p.pid):
+            os.killpg(p.pid, signal.SIGKILL)
+        p.wait(timeout=10)
+
+
+def test_a_group_recorded_as_a_lab_is_killed(tmp_path, guard_lab):
     """Recorded as host/backends.py records a lab at launch (procid.record of
-    the group's leader): clean_stale ends the whole group."""
-    p, member = lab_like
+    the guard, the group's leader), and the live process the lab of that
+    work folder: clean_stale ends the whole group."""
     exp_dir = tmp_path / "tiny"
     exp_dir.mkdir()
+    p, member = guard_lab(Path(os.path.realpath(exp_dir)) / f".{RUN}.tmp-0000001-00001-boot" / "lab")
     _stale(exp_dir, p.pid, procid.record(p.pid))
     done = clean_stale(exp_dir)
     assert f"killed lab process group {p.pid} of .{RUN}.tmp-0000001-00001-boot" in done, done
     assert p.wait(timeout=10) == -signal.SIGKILL
     assert _wait_gone(p.pid), f"member {member} of the lab's group lives on"
+
+
+def test_a_record_forged_from_proc_signals_nothing(tmp_path, lab_like, guard_lab):
+    """The record is the folder's word: anyone can copy a foreign process's
+    boot id, start time and command line out of /proc into it. Neither a
+    process that is no lab guard nor the guard of another folder's lab is
+    signalled, however exact the record."""
+    exp_dir = tmp_path / "tiny"
+    exp_dir.mkdir()
+    foreign, member = lab_like
+    _stale(exp_dir, foreign.pid, procid.record(foreign.pid))
+    done = clean_stale(exp_dir)
+    assert any(f"did not signal process group {foreign.pid}" in d and "is not a lab guard" in d for d in done), done
+    assert foreign.poll() is None and group_alive(foreign.pid)
+    other, _ = guard_lab(tmp_path / "elsewhere" / "lab")
+    _stale(exp_dir, other.pid, procid.record(other.pid))
+    done = clean_stale(exp_dir)
+    assert any(f"did not signal process group {other.pid}" in d and "the lab of another folder" in d
+               for d in done), done
+    assert other.poll() is None and group_alive(other.pid)
 
 
 def test_is_ours_says_what_it_found(sleeper):

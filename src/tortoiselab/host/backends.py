@@ -24,6 +24,7 @@ from pathlib import Path
 
 from tortoiselab.host.cpus import cpu_slot, pinned
 from tortoiselab.host.guestpaths import guest_request, host_paths
+from tortoiselab.host.procid import LAB_GUARD
 from tortoiselab.host.procid import dumps as proc_dumps
 from tortoiselab.host.procid import kill_group, launched
 from tortoiselab.host.procid import record as proc_record
@@ -34,7 +35,6 @@ from tortoiselab.spec.requests import LabRequest
 
 GUEST_INIT = PKG_DIR / "guest" / "init.sh"
 NO_HOST_ENTROPY = PKG_DIR / "tools" / "no_host_entropy.py"
-LAB_GUARD = PKG_DIR / "tools" / "lab_guard.py"
 # the guard's own watchdog fires this long after the host's, which names the
 # timeout in the run's error; the guard's matters when the runner is gone
 GUARD_SLACK_S = 30.0

@@ -277,7 +277,11 @@ def _end_lab(exp_dir: Path, tmp: Path, host: str) -> list[str]:
     if isinstance(recorded, dict) and named not in ("?", str(recorded.get("pid"))):
         return [f"did not signal process group {named} of {tmp.name}: uml.pgid and {PROC_RECORD} disagree "
                 f"(pid {recorded.get('pid')})"]
-    ok, why = procid.kill_group_if_ours(recorded)
+    # the record is the folder's word; the live process must also be, by /proc alone, this folder's lab
+    work = Path(os.path.realpath(exp_dir)) / tmp.name / "lab"
+    is_lab, why = procid.is_lab_in(recorded["pid"], work) if isinstance(recorded, dict) \
+        and isinstance(recorded.get("pid"), int) else (False, "the record names no pid")
+    ok, why = procid.kill_group_if_ours(recorded) if is_lab else (False, why)
     if ok:
         return [f"killed lab process group {recorded['pid']} of {tmp.name}"]  # type: ignore[index]
     return [f"did not signal process group {named} of {tmp.name}: {why}"]

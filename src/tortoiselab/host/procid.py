@@ -16,6 +16,13 @@ host records at launch (record) what identifies that process beyond doubt:
 and before any signal (is_ours, kill_group_if_ours) reads /proc again and
 compares all three; on any difference nothing is signalled and the answer
 says what was found. docs/faults.md lists the attacks this answers.
+
+A record read back from a results folder is itself untrusted: anyone can
+copy a foreign process's boot id, start time and command line out of
+/proc into it. So a stale lab is ended only if the live process is also,
+by what /proc says and no file can forge, a lab of that very work folder
+(is_lab_in: this installation's lab guard, started with HOME set to the
+folder, as host/backends.py starts every lab).
 """
 
 from __future__ import annotations
@@ -27,7 +34,10 @@ import subprocess
 import time
 from pathlib import Path
 
+from tortoiselab.project import PKG_DIR
+
 PROC = Path("/proc")
+LAB_GUARD = PKG_DIR / "tools" / "lab_guard.py"  # the leader of every lab's process group
 BOOT_ID = PROC / "sys" / "kernel" / "random" / "boot_id"
 
 
@@ -63,6 +73,33 @@ def cmdline(pid: int) -> list[str] | None:
     except (FileNotFoundError, ProcessLookupError):
         return None
     return raw.decode(errors="surrogateescape").split("\0")[:-1] if raw else []
+
+
+def environ(pid: int) -> dict[str, str] | None:
+    """The environment pid was started with (None: no such process, or not
+    ours to read)."""
+    try:
+        raw = (PROC / str(pid) / "environ").read_bytes()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    pairs = (item.partition("=") for item in raw.decode(errors="surrogateescape").split("\0") if item)
+    return {k: v for k, _, v in pairs}
+
+
+def is_lab_in(pid: int, work: Path) -> tuple[bool, str]:
+    """(True, "") when pid runs this installation's lab guard for the work
+    folder `work` (its HOME: host/backends.py sets it to the lab's folder);
+    else (False, what was found). Read from /proc alone: a results folder
+    cannot forge it."""
+    cmd = cmdline(pid)
+    if cmd is None:
+        return False, f"pid {pid} no longer runs"
+    if len(cmd) < 3 or cmd[2] != str(LAB_GUARD):
+        return False, f"pid {pid} is not a lab guard ({' '.join(cmd)[:200]!r})"
+    home = (environ(pid) or {}).get("HOME")
+    if home != str(work):
+        return False, f"pid {pid} is the lab of another folder (HOME {home!r}, not {str(work)!r})"
+    return True, ""
 
 
 def record(pid: int) -> dict:
