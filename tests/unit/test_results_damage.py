@@ -283,6 +283,24 @@ def folder_file_link(exp: Path, data: st.DataObject, world: World) -> Damage:
     return Damage(table=True) if which == store.TABLE and target.exists() else Damage()
 
 
+@hostile("a lock or claim as a hard link to another lock or a victim")
+def hard_linked_lock(exp: Path, data: st.DataObject, world: World) -> Damage:
+    """A second name, not a link: O_NOFOLLOW does not see it. To a victim
+    (same file system), a lock truncated is the victim truncated; to the
+    other lock, the runner would wait on its own flock for ever."""
+    which = data.draw(st.sampled_from([".lock", ".setup.lock", ".claims/{run}.lock"]), label="hard-linked")
+    at = exp / which.format(run=data.draw(st.sampled_from(sorted(RUN_IDS)), label="claim of run"))
+    other = exp / (".setup.lock" if which == ".lock" else ".lock")
+    target = _victim(data, world) if data.draw(st.booleans(), label="to a victim") else other
+    if not target.exists():
+        target.touch()
+    if os.path.lexists(at):
+        at.unlink()
+    at.parent.mkdir(exist_ok=True)
+    os.link(target, at)
+    return Damage()
+
+
 def _forged(how: str, pid: int) -> str | None:
     """A uml.proc.json naming pid as a copied, kept or edited folder could
     hold it (never one that matches pid exactly: test_a_record_forged_...)."""
@@ -358,13 +376,28 @@ def _outside(t: Path) -> dict[str, tuple]:
     return out
 
 
+class Hung(Exception):
+    pass
+
+
+def _hung(signum, frame):
+    raise Hung("the command waited 15 s (on a lock of its own?)")
+
+
 def _cli(*argv: str) -> tuple[int, str, str]:
     """tortoiselab.cli.main in-process: (exit code, stdout, stderr); any
-    exception (a traceback) fails the test."""
+    exception (a traceback) fails the test, and so does a command that
+    waits (SIGALRM after 15 s interrupts a flock)."""
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # matplotlib's layout warnings are no message of the CLI's
-        rc = cli.main(list(argv))
+    old = signal.signal(signal.SIGALRM, _hung)
+    signal.setitimer(signal.ITIMER_REAL, 15)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # matplotlib's layout warnings are no message of the CLI's
+            rc = cli.main(list(argv))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
     return rc, out.getvalue(), err.getvalue()
 
 
@@ -431,8 +464,8 @@ def test_a_hostile_folder_harms_nothing_outside_and_verify_names_every_damaged_r
             assert "killed" not in out, out
             try:
                 store.read_table(exp)
-            except store.StoreError as exc:  # refusing is fine: a message that names the file
-                assert str(exc).startswith("run ") or "link" in str(exc), exc
+            except store.StoreError as exc:  # refusing is fine: a message that names the run's folder
+                assert str(exp) in str(exc), exc
             _clean_refusal(*_cli("report", str(exp))[::2], "report")
             _clean_refusal(*_cli("ls", "--results", str(root))[::2], "ls")
 
@@ -551,3 +584,24 @@ def test_a_record_forged_from_proc_makes_no_foreign_group_a_lab(hostile_copy, si
         if sleeper.poll() is None:
             sleeper.kill()  # by its own pid
         sleeper.wait(timeout=10)
+
+
+@pytest.mark.parametrize("lock,to", [(".setup.lock", ".lock"), (".lock", "victims/bashrc"),
+                                     (".claims/b1a05207aa21.lock", "victims/bashrc")])
+def test_a_lock_with_a_second_name_is_refused_not_waited_on_or_truncated(hostile_copy, sigterm_kept, lock, to):
+    """A hard link is no symlink: O_NOFOLLOW opens it. Before: `tortoise
+    clean` waited for ever on its own flock (.setup.lock as .lock's second
+    name), or truncated the file outside the folder that .lock named."""
+    exp, victims = hostile_copy
+    target = victims / to.removeprefix("victims/") if to.startswith("victims/") else exp / to
+    target.touch()
+    if lock.startswith(".claims"):  # the claim a stale work folder's run is probed by
+        (exp / ".claims").mkdir()
+        (exp / ".b1a05207aa21.tmp-0000002-00001" / "lab").mkdir(parents=True)
+    os.link(target, exp / lock)
+    before = target.read_bytes()
+    rc, out, err = _cli("clean", "--results", str(exp.parent))
+    assert target.read_bytes() == before, "the file outside the folder was truncated through the lock"
+    named = exp / (".lock" if to == ".lock" else lock)  # of two names in the folder, the one opened first
+    assert rc == 0 and f"{named} has 2 names (a hard link to another file)" in out, (out, err)
+    assert f"remove it (rm {named})" in out
