@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.unit.test_napkin import MANIFEST, PKI, _config
-from tortoiselab.analysis import napkin
+from tortoiselab.analysis import gates, napkin
 from tortoiselab import report
 
 EXP = """\
@@ -33,7 +33,7 @@ def _results(tmp_path, with_floor: bool):
     for (cc, rep), plt in plts.items():
         cfg = _config()
         cfg["server"]["cc"] = cc
-        summary = {"plt_ms": plt}
+        summary = {"plt_ms": plt, "bytes": gates.page_bytes(manifest, cfg["client"])}  # the page's bytes
         if with_floor:
             f = napkin.run_floor(cfg, manifest, PKI)["floor_ms"]
             summary.update(floor_ms=f, plt_over_floor=napkin.ratio(plt, f))

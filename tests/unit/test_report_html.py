@@ -143,6 +143,7 @@ def test_fidelity_and_failed_runs(rendered):
         ["runs without a fidelity check (no capture)", "1"],
         ["packets dropped by tcpdump's buffer, all runs", "0"],
         ["runs with capture drops", "0"],
+        ["runs that fail the physics gate: numbers no run can measure (excluded from statistics)", "0"],
         ["failed runs (excluded from statistics)", "1"]]
     assert failed == [["failed run", "error"], ["f00000000000", ERROR]]
     assert "<td><span class=bad>1</span></td></tr>\n</tbody>" in page  # the failed run, flagged

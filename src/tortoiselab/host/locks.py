@@ -35,6 +35,20 @@ from tortoiselab.host.errors import RunnerError
 PROC_RECORD = "uml.proc.json"
 
 
+def _open_lock(path: Path, exp_dir: Path, doing: str):
+    """A lock or claim file opened "a+", never through a link (safefs), nor
+    when it has a second name (a hard link, which O_NOFOLLOW does not see):
+    truncating it would truncate the other file, and a .setup.lock that is
+    .lock under another name would wait on the runner's own flock for ever."""
+    fh = safefs.open_file(path, "a+", exp_dir.parent, doing=doing)
+    names = os.fstat(fh.fileno()).st_nlink
+    if names != 1:
+        fh.close()
+        raise safefs.LinkRefused(f"{doing}: {path} has {names} names (a hard link to another file), and nothing in a "
+                                 "results folder writes or locks a file that has another name (docs/faults.md); "
+                                 f"remove it (rm {path}): the runner makes it anew")
+    return fh
+
 
 @contextmanager
 def experiment_lock(exp_dir: Path, shared: bool = False) -> Iterator[None]:
@@ -44,7 +58,7 @@ def experiment_lock(exp_dir: Path, shared: bool = False) -> Iterator[None]:
     (per-run claims keep them apart), while a plain runner or `tortoise
     clean` refuses as long as any shard runs, and the other way round."""
     exp_dir.mkdir(parents=True, exist_ok=True)
-    fh = safefs.open_file(exp_dir / ".lock", "a+", exp_dir.parent, doing=f"locking {exp_dir}")
+    fh = _open_lock(exp_dir / ".lock", exp_dir, f"locking {exp_dir}")
     try:
         fcntl.flock(fh, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -72,7 +86,7 @@ def setup_lock(exp_dir: Path) -> Iterator[None]:
     """The few steps concurrent shards share, one at a time: cleaning,
     making the lab assets, rebuilding runs.parquet (seconds each)."""
     exp_dir.mkdir(parents=True, exist_ok=True)
-    with safefs.open_file(exp_dir / ".setup.lock", "a+", exp_dir.parent, doing=f"locking {exp_dir}") as fh:
+    with _open_lock(exp_dir / ".setup.lock", exp_dir, f"locking {exp_dir}") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
@@ -164,7 +178,7 @@ def claim(exp_dir: Path, run_id: str) -> Iterator:
     complete afterwards) or a look of a second by clean_stale or ls."""
     f = _claim_file(exp_dir, run_id)
     safefs.mkdir(f.parent, exp_dir.parent, exist_ok=True, doing=f"claiming run {run_id}")
-    with safefs.open_file(f, "a+", exp_dir.parent, doing=f"claiming run {run_id}") as fh:
+    with _open_lock(f, exp_dir, f"claiming run {run_id}") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield fh
@@ -180,7 +194,7 @@ def probe_claim(exp_dir: Path, run_id: str) -> Iterator[tuple[bool, str]]:
     if not os.path.lexists(f):  # never claimed: work of a runner older than claims
         yield True, ""
         return
-    with safefs.open_file(f, "a+", exp_dir.parent, doing=f"looking at the claim of run {run_id}") as fh:
+    with _open_lock(f, exp_dir, f"looking at the claim of run {run_id}") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:

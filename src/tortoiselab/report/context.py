@@ -14,7 +14,11 @@ the report; this module decides what it compares:
   experiment sets ``paired: true`` (its arms share the seed of a
   repetition), else unpaired (Mann-Whitney U);
 - Holm's correction over every row of the comparison table;
-- only runs that completed (ok) enter statistics and figures.
+- only runs that completed (ok) enter statistics and figures, and of those
+  only the runs that pass the physics gate (analysis/gates.py, as for the
+  grade and the studies): a run whose numbers no run can measure (a PLT
+  below its floor on a loss-free path, bytes that are not the page's) is
+  left out and listed with the reason (Context.gated).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import pandas as pd
 
 from tortoiselab.analysis import figures, stats
 from tortoiselab.host import readfiles, safefs, store
+from tortoiselab.host.audit import gate_runs
 from tortoiselab.spec import experiment
 from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
 
@@ -60,6 +65,7 @@ class Context:
     strata_axes: list[str]
     paired_key: str | None
     notes: list[str] = field(default_factory=list)
+    gated: dict[str, list[str]] = field(default_factory=dict)  # run id -> why the physics gate fails it
 
 
 # --- loading -------------------------------------------------------------------
@@ -87,6 +93,12 @@ def load_context(exp_dir: Path) -> Context:
         notes.append(f"runs.parquet does not match the run records (unreadable, stale, edited or of another "
                      f"version): the table was rebuilt in memory from the records; `tortoise verify {exp_dir}` "
                      "names the rows that differ, with --rebuild-table rewrites the file")
+    gated = gate_runs(exp_dir, list(records.values()))
+    df["ok"] = df["ok"].astype(bool) & ~df["run_id"].isin(list(gated))
+    if gated:
+        notes.append(f"{len(gated)} runs fail the physics gate (analysis/gates.py: numbers no run can measure) "
+                     "and are left out of every statistic, as the grade and the studies leave them out: "
+                     + "; ".join(f"{rid}: {'; '.join(why)}" for rid, why in sorted(gated.items())))
 
     sweep: dict = exp.get("sweep") or {}
     axes = list(sweep)
@@ -113,7 +125,7 @@ def load_context(exp_dir: Path) -> Context:
     paired_key = "seed" if exp.get("paired") else None
     return Context(exp_dir=exp_dir, name=str(exp.get("name") or exp_dir.name), yaml_text=yaml_text, exp=exp,
                    records=records, df=df, axes=axes, main_axis=main, control=control,
-                   strata_axes=[a for a in axes if a != main], paired_key=paired_key, notes=notes)
+                   strata_axes=[a for a in axes if a != main], paired_key=paired_key, notes=notes, gated=gated)
 
 
 def _read_experiment(yfile: Path, grid: str | None, notes: list[str]) -> tuple[str, dict]:
@@ -264,7 +276,8 @@ def comparisons(ctx: Context, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: 
 
 def fidelity_summary(ctx: Context) -> dict:
     """Counts of runs outside the fidelity tolerance, without a check, with
-    capture drops and failed; the failed checks and the failed runs' errors."""
+    capture drops and failed; the failed checks, the failed runs' errors
+    and the runs the physics gate leaves out, with the reason."""
     df = ctx.df
     bad = df[df["fidelity_ok"] == False]  # noqa: E712
     unknown = df[df["fidelity_ok"].isna()]
@@ -276,11 +289,12 @@ def fidelity_summary(ctx: Context) -> dict:
                 rows.append({"run": rid, "quantity": f.get("quantity"), "configured": f.get("configured"),
                              "expected": f"{f.get('low')} .. {f.get('high')}", "measured": f.get("measured"),
                              "unit": f.get("unit"), "note": f.get("note")})
-    failed = df[~df["ok"].astype(bool)]
+    failed = df[~df["ok"].astype(bool) & ~df["run_id"].isin(list(ctx.gated))]
     return {"runs": len(df), "fidelity_failed": len(bad), "fidelity_unknown": len(unknown),
             "capture_drops_total": int(drops.fillna(0).sum()), "runs_with_drops": int((drops > 0).sum()),
             "failed_runs": [{"run": r.run_id, "error": str(r.error)[:300]} for r in failed.itertuples()],
-            "checks": rows}
+            "checks": rows,
+            "physics_gated": [{"run": rid, "reason": "; ".join(why)} for rid, why in sorted(ctx.gated.items())]}
 
 
 def metadata(ctx: Context) -> list[tuple[str, str]]:
