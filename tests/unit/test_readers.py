@@ -9,6 +9,7 @@ its folder holds. Real folders, links, FIFOs and processes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -294,14 +295,28 @@ def test_a_failed_runs_error_cites_a_log_its_folder_holds(tmp_path, monkeypatch,
     assert verify.check_run(run_dir) == ([], [])  # the copied log is in the manifest
 
 
-@pytest.mark.timeout(60)
-def test_a_studies_cache_file_that_is_a_fifo_is_no_cache(results):
+def test_figures_planted_in_the_results_folder_are_never_read(results, tmp_path, monkeypatch):
+    """The studies' cache of analysed captures lives in the user's cache,
+    by the capture's sha256: a results folder holds no figure that its
+    records and manifests do not back. Before: .studies-cache/<run>.flights.json
+    in the folder was read as the capture's analysis, whatever it said."""
     from tortoiselab.studies import connections
 
+    monkeypatch.setenv(connections.CACHE_ENV, str(tmp_path / "cache"))
     exp = results / "initcwnd@ci"
-    want = connections._conns(exp / A)  # analysed and cached
-    cache = exp / connections.CACHE / f"{A}.flights.json"
-    assert cache.is_file()
-    cache.unlink()
-    os.mkfifo(cache)
-    assert connections._conns(exp / A) == want  # before: blocked reading (or writing) the FIFO
+    want = connections._conns(exp / A)  # analysed, and kept by the capture's hash
+    (kept,) = (tmp_path / "cache" / "flights").iterdir()
+    assert kept.name == hashlib.sha256((exp / A / "server.pcap").read_bytes()).hexdigest() + ".json"
+    planted = exp / ".studies-cache" / f"{A}.flights.json"
+    planted.parent.mkdir(exist_ok=True)
+    planted.write_text(json.dumps([{**want[0], "syn_seen": True, "data_bytes": 1}]))
+    assert connections._conns(exp / A) == want
+    kept.unlink()  # not in the cache: analysed again, the same
+    assert connections._conns(exp / A) == want
+    os.mkfifo(tmp_path / "fifo")  # a capture that is no file is refused, not waited on
+    (exp / A / "server.pcap").unlink()
+    (exp / A / "server.pcap").symlink_to(tmp_path / "fifo")
+    with pytest.raises(safefs.LinkRefused):
+        connections._conns(exp / A)
+
+

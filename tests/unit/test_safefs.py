@@ -250,12 +250,15 @@ def test_the_report_is_never_written_through_a_link(tmp_path, victim):
     assert _state(victim) == before
 
 
-def test_the_studies_cache_is_never_written_through_a_link(tmp_path, victim):
+def test_the_studies_cache_is_never_written_through_a_link(tmp_path, victim, monkeypatch):
+    """.studies-cache, where folders of before kept analysed captures (now
+    the user's cache: studies/connections.cache_dir), as a link: untouched."""
     from tortoiselab.studies import connections
 
+    monkeypatch.setenv(connections.CACHE_ENV, str(tmp_path / "cache"))
     exp_dir = tmp_path / "coalescing@ci"
     shutil.copytree(CANNED, exp_dir)
-    (exp_dir / connections.CACHE).symlink_to(victim)
+    (exp_dir / ".studies-cache").symlink_to(victim)
     run = sorted(d for d in exp_dir.iterdir() if (d / "server.pcap").exists())
     before = _state(victim)
     for d in run[:1]:

@@ -1,13 +1,16 @@
 """The server capture of a run, as the studies read it: its connections
-(tortoiselab.analysis.flights, cached beside the runs so a report reads each
-pcap once), the response's flights, the TLS handshake's flight and whether
-its ACKs grew the window, the second load's window, and hybla's first
-window. The notebooks use these to show a claim's mechanism
+(tortoiselab.analysis.flights, cached in the user's cache by the capture's
+sha256, so a report reads each capture once), the response's flights, the
+TLS handshake's flight and whether its ACKs grew the window, the second
+load's window, and hybla's first window. The notebooks use these to show a claim's mechanism
 (notebooks/README.md; labs/04-initcwnd.md)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import stat
 from pathlib import Path
 
 from tortoiselab.analysis import flights
@@ -15,32 +18,49 @@ from tortoiselab.host import safefs
 
 MSS = 1448
 HYBLA_RTT0_MS = 25  # tcp_hybla's rtt0 module parameter (Linux default)
-CACHE = ".studies-cache"  # beside the run folders of an experiment
+CACHE_ENV = "TORTOISE_CACHE"  # the user's cache (the lab kernel's too), else ~/.cache/tortoiselab
+
+
+def cache_dir() -> Path:
+    """Where analysed captures are kept: the user's own cache, by the
+    capture's sha256, never a results folder. A results folder is untrusted
+    input (docs/faults.md): figures kept there would be numbers no record or
+    manifest backs, and anyone who can write the folder could plant them."""
+    base = os.environ.get(CACHE_ENV) or str(Path.home() / ".cache" / "tortoiselab")
+    return Path(base) / "flights"
 
 
 def _conns(run_dir: str | Path) -> list[dict]:
-    """The server capture's connections (flights.analyze_pcap), cached in
-    the experiment folder's .studies-cache/ (the run folder itself is never
-    written to) so that a report reads each pcap once. A cache folder or
-    file that is a link is neither read nor written (host/safefs.py): the
-    capture is analysed again."""
+    """The server capture's connections (flights.analyze_pcap), kept in
+    cache_dir() under the capture's sha256, so that a report reads each
+    capture once and a cached answer is always the answer for these very
+    bytes. The capture is opened once, with no link followed and only if it
+    is a regular file (host/safefs.py); hashed and analysed through that
+    one descriptor."""
     d = Path(run_dir)
-    cache = d.parent / CACHE / f"{d.name}.flights.json"
-    root = d.parent.parent  # the experiment folder is not a link either
-    try:
-        return json.loads(safefs.read_text(cache, root))
-    except (FileNotFoundError, NotADirectoryError, *safefs.REFUSED):  # a link or a FIFO: no cache
-        pass
     pcap = d / "server.pcap"
-    if not pcap.exists():
+    try:
+        fd = safefs.open_fd(pcap, os.O_RDONLY, d.parent.parent, doing=f"reading {pcap}")
+    except FileNotFoundError:
         return []
-    conns = flights.analyze_pcap(pcap, keep_series=False)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise safefs.NotRegular(f"{pcap} is not a regular file; remove it (rm {pcap}) or run the run again")
+        digest = hashlib.file_digest(fh, "sha256").hexdigest()
+        cached = cache_dir() / f"{digest}.json"
+        try:
+            return json.loads(cached.read_text())
+        except (OSError, ValueError):  # not analysed yet (or a cache file cut short): analyse it
+            pass
+        conns = flights.analyze_pcap(Path(f"/proc/self/fd/{fd}"), keep_series=False)
     for c in conns:
         c.pop("series", None)
-    try:
-        safefs.mkdir(cache.parent, root, exist_ok=True)
-        safefs.write_text(cache, json.dumps(conns), root)
-    except (OSError, *safefs.REFUSED):  # a read-only results folder, or links: analyse again next time
+    try:  # atomically: a reader sees the whole answer or none
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_name(f".{cached.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(conns))
+        os.replace(tmp, cached)
+    except OSError:  # a read-only home: analyse again next time
         pass
     return conns
 
