@@ -36,6 +36,10 @@ RUN_ID = "[0-9a-f]" * 12
 STOP_S = 6.0  # from the signal to the runner's exit (0.7 s measured on an idle 2-core machine)
 
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _argv(f: Path, results: Path) -> list[str]:
     return [*TORTOISE, "run", str(f), "--results", str(results), "--backend", "uml", "--clock", "virtual",
             "--batch", "4"]
@@ -86,9 +90,11 @@ def test_a_signal_mid_batch_stops_promptly_and_truthfully(tmp_path, lab_kernel, 
     f = write_yaml(tmp_path, EXP, "stopper.yaml")
     results = tmp_path / "results"
     exp_dir = results / "stopper"
-    # a session of its own: the group's SIGINT reaches the runner, not pytest
+    # a session of its own: the group's SIGINT reaches the runner, not pytest; and SIGINT at its
+    # default, as a terminal starts a command (a script's background job, CI's maybe, inherits it
+    # ignored, and Python then keeps ignoring it, as POSIX asks)
     proc = subprocess.Popen(_argv(f, results), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_sigint_default)
     try:
         guard, uml = _lab_groups(exp_dir)
         _wait_for_first_run(exp_dir, proc)
