@@ -31,7 +31,9 @@ def _run(tmp_path: Path, clock: str) -> list[dict]:
     p = subprocess.run([*TORTOISE, "run", str(f), "--results", str(tmp_path / clock), "--backend", "uml",
                         "--clock", clock, "--jobs", "1", "--batch", "4"], capture_output=True, text=True,
                        timeout=900)
-    assert p.returncode == 0, p.stdout + p.stderr
+    # on the real clock 4 is whole too: every run stored ok, a path judged off on a busy host (README,
+    # "Exit codes"); this test is about the loader's processes, and checks each run's ok below
+    assert p.returncode in ((0, 4) if clock == "real" else (0,)), p.stdout + p.stderr
     runs = sorted((tmp_path / clock / "forked").glob("*/run.json"))
     assert len(runs) == 4
     return [json.loads(r.read_text()) | {"_dir": r.parent} for r in runs]
