@@ -82,6 +82,8 @@ bench: setup kernel
 # the four seed studies: every study experiment on GRID (resumable: only
 # pending runs), the coalescing study's browser arm (its own grid, whatever
 # GRID is: Chromium, docs/browser.md), then REPRODUCTION.md from the results
+# (scripts/reproduce.sh: a failed run is counted by the claims, never a stop;
+# the exit status says whether a claim lacks data)
 GRID ?= reduced
 JOBS ?= 2
 STUDY_EXPERIMENTS := tortoise tortoise-screen tortoise-population coalescing coalescing-population cubic_plus \
@@ -99,14 +101,7 @@ reverse = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword
 # the list's last first: a later one (powered) takes the runs it shares with
 # the one before (reduced: same run ids) instead of running them again
 reproduce: setup kernel
-	@for e in $(STUDY_EXPERIMENTS); do prev=; for g in $(call reverse,$(subst $(comma), ,$(GRID))); do \
-	  grep -q "^  $$g:" experiments/$$e.yaml || continue; \
-	  echo "== $$e --grid $$g $${prev:+--reuse-from $$prev} =="; \
-	  $(VENV)/bin/tortoise run experiments/$$e.yaml --grid $$g --jobs $(JOBS) $${prev:+--reuse-from $$prev} \
-	    || exit $$?; prev=$$g; \
-	done; done
-	$(VENV)/bin/tortoise run experiments/coalescing.yaml --grid browser --jobs $(JOBS)
-	$(VENV)/bin/tortoise report --reproduction --grid $(GRID)
+	@bash scripts/reproduce.sh "$(GRID)" "$(JOBS)" $(STUDY_EXPERIMENTS)
 
 # the course VM booted for real (docs/vm.md; not part of `make test`: an
 # hour or more under software emulation): the host's VM packages, the Debian

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# make reproduce: every study experiment on the grids of GRID (a list such as
+# "powered,reduced", its last first: a later grid takes the runs it shares
+# with the one before by --reuse-from), the coalescing study's browser grid,
+# then REPRODUCTION.md. A run that failed honestly (tortoise run's exit 3) or
+# a real-clock path judged off (exit 4) is counted by the claims that read
+# it; bad input (2) or a stop (130, 143) ends the reproduction. The exit
+# status is the report's: 0 when every claim has its data, 5 when one lacks
+# it (docs/statistics.md).
+set -u
+grid=$1 jobs=$2; shift 2
+venv=${VENV:-.venv}
+failed=()
+
+run() {  # tortoise run ARGS...; continue on 0, 3, 4
+    "$venv/bin/tortoise" run "$@" --jobs "$jobs"
+    local rc=$?
+    case $rc in
+        0) ;;
+        3|4) failed+=("$* (exit $rc)") ;;
+        *) echo "reproduce: tortoise run $* stopped with exit $rc" >&2; exit "$rc" ;;
+    esac
+}
+
+IFS=, read -ra grids <<<"$grid"
+for e in "$@"; do
+    prev=
+    for ((i = ${#grids[@]} - 1; i >= 0; i--)); do
+        g=${grids[i]}
+        grep -q "^  $g:" "experiments/$e.yaml" || continue
+        echo "== $e --grid $g${prev:+ --reuse-from $prev} =="
+        run "experiments/$e.yaml" --grid "$g" ${prev:+--reuse-from "$prev"}
+        prev=$g
+    done
+done
+echo "== coalescing --grid browser =="
+run experiments/coalescing.yaml --grid browser
+for f in "${failed[@]}"; do
+    echo "reproduce: some runs failed or a path was judged off in: $f; REPRODUCTION.md counts them per claim"
+done
+exec "$venv/bin/tortoise" report --reproduction --grid "$grid"
