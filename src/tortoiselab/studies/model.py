@@ -11,10 +11,14 @@ from typing import Callable
 
 import pandas as pd
 
-# agree / partly / disagree: the evidence says so; inconclusive: not significant, and the test had
-# less than POWER_TARGET power to see the claimed effect (n and power shown); not testable here: the
-# arms are identical by construction (every pair tied), so the lab cannot tell them apart
-VERDICTS = ("agree", "partly", "disagree", "inconclusive", "not testable here", "no data")
+# One rule, read off the interval of the claim's own test at the family's level (docs/statistics.md):
+# agree = excludes 0 in the claimed direction and overlaps the claimed range; larger / smaller than
+# claimed = excludes 0 in the claimed direction, beside the claimed range; disagree = excludes the
+# claimed effect and is not on the claimed side (or significant the other way); inconclusive = holds
+# both 0 and the claimed effect; not testable here = a tie by construction or a quantity the lab does
+# not model; no data = the runs are not there. Power is shown for planning; it decides no label.
+VERDICTS = ("agree", "larger than claimed", "smaller than claimed", "disagree", "inconclusive",
+            "not testable here", "no data")
 ALPHA = 0.05
 POWER_TARGET = 0.8
 # where a claim's runs come from: one emulated path per condition, simulated users drawn from a
@@ -77,6 +81,9 @@ class Measurement:
     power_raw: float | None = None
     family: int = 1
     exact_repeats: bool = False  # loss-free runs that repeat exactly, counted once: repetitions add no pairs
+    level: float | None = None  # the alpha the interval is at (1 - level confidence; ALPHA / family)
+    min_p: float | None = None  # the smallest p the test can give at this n
+    untestable: str = ""  # non-empty: the lab cannot test this (the reason, and what would make it testable)
 
     @property
     def p(self) -> float | None:
@@ -122,24 +129,39 @@ class Claim:
     loader: str | None = None
     grid: str | None = None
     setup: str = "single path"
+    sentence: str = ""  # the seed sentence this reads (claims of one sentence share it); "" = the claim's id
+    primary: bool = True  # the sentence's primary reading (headline, family); False: a variant beside it
+    variant: str = ""  # what a variant varies, in words ("rich paths", "over users", "Chromium", ...)
+    untestable: str = ""  # why the lab cannot test the claim, and what would make it testable
 
     def __post_init__(self):
         if self.setup not in SETUPS:
             raise ValueError(f"claim {self.id}: setup {self.setup!r}: write one of {', '.join(SETUPS)}")
         if self.grid == "browser" and self.setup == "single path":
             object.__setattr__(self, "setup", "browser")
+        if not self.sentence:
+            object.__setattr__(self, "sentence", self.id)
+        if not self.primary and not self.variant:
+            raise ValueError(f"claim {self.id}: a variant says what it varies (variant=...)")
 
 
 def claim(study: str, cid: str, seed: str, text: str, experiment: str, metric: str,
           measure: Callable[[pd.DataFrame], Measurement], judge_rule: tuple[Judge, str],
-          loader: str | None = None, grid: str | None = None, setup: str | None = None) -> Claim:
+          loader: str | None = None, grid: str | None = None, setup: str | None = None,
+          sentence: str = "", variant: str = "", untestable: str = "") -> Claim:
     """A Claim with id "<study>.<cid>", from a (judge, rule) pair as the
     judges of tortoiselab.studies.measure return them; setup None: "browser"
-    on grid "browser", else "single path"."""
+    on grid "browser", else "single path". sentence: the id (without the
+    study) of the sentence's primary claim, for a variant (which then says
+    what it varies in `variant`); untestable: why the lab cannot test it."""
     judge, rule = judge_rule
     if setup is None:
         setup = "browser" if grid == "browser" else "single path"
-    return Claim(f"{study}.{cid}", study, seed, text, experiment, metric, rule, measure, judge, loader, grid, setup)
+    if sentence and not variant:
+        raise ValueError(f"claim {study}.{cid}: a variant of {sentence} says what it varies (variant=...)")
+    return Claim(f"{study}.{cid}", study, seed, text, experiment, metric, rule, measure, judge, loader, grid, setup,
+                 sentence=f"{study}.{sentence}" if sentence else "", primary=not sentence, variant=variant,
+                 untestable=untestable)
 
 
 @dataclass(frozen=True)
@@ -192,6 +214,13 @@ class Verdict:
     n_arm: int = 0
     setup: str = "single path"
     grid: str = ""  # the grid whose runs it read (evaluate)
+    sentence: str = ""  # the seed sentence's primary claim id (itself for a primary)
+    primary: bool = True
+    variant: str = ""
+    level: float | None = None  # the alpha the interval is at (ALPHA / family)
+    min_p: float | None = None  # the smallest p the test could give at this n
+    settle_n: int | None = None  # pairs `tortoise plan` says would settle an inconclusive claim (None: > N_MAX or unknown)
+    failed: int = 0  # failed runs among those the claim's grid asked for (they count in no pair)
 
     def as_dict(self) -> dict:
         return asdict(self)
