@@ -28,8 +28,8 @@ class CheckRow:
     """One claim's plan against its powered grid: the study's family m
     (the level is ALPHA / family), the pilot's pairs (n_pilot) and the
     powered grid's (n); the power the pilot predicted at n at its observed
-    spread (predicted) and at the upper bound (predicted_upper, the pairs
-    spread by factor), the power the powered grid's own pairs give at n
+    spread (predicted) and at the upper bound (predicted_upper: the pilot
+    smoothed to factor times its sd, plan.inflated), the power the powered grid's own pairs give at n
     (realised); None where a grid has no pairs or the claim no test of an
     effect (note says which)."""
 
@@ -136,8 +136,8 @@ def format_check(rows: list[CheckRow], info: dict) -> str:
     out = [f"{info['name']}: the plan from {pilot} against {powered}",
            f"power to see the claimed effect at {LEVEL}" + (f": {fams}" if fams else ""),
            f"predicted: the pilot's pairs resampled to the powered grid's n, at their observed spread and at its "
-           f"{info['confidence']:.0%} upper confidence bound (bound: the pairs spread x factor); realised: the "
-           "powered grid's own pairs at that n (studies/power.py, the claim's own test)", "",
+           f"{info['confidence']:.0%} upper confidence bound (bound: the pilot smoothed to factor x its sd, "
+           "studies/plan.py); realised: the powered grid's own pairs at that n (studies/power.py, the claim's own test)", "",
            f"{'claim':38} {'m':>3} {'pilot n':>7} {'n':>4} {'predicted':>9} {'factor':>6} {'bound':>5} "
            f"{'realised':>8}  effect / note"]
     for r in rows:
