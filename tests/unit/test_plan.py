@@ -212,3 +212,13 @@ def test_the_check_refuses_a_grid_the_experiment_lacks_naming_the_flag_and_the_f
     with pytest.raises(ValueError, match=r"--check: no results in .*tortoise@powered; run `tortoise run .*--grid "
                                          r"powered` first, or give --results"):
         PC.check("tortoise", "reduced", "powered", tmp_path)
+
+
+def test_for_a_p90_claim_inflated_spreads_the_controls_too():
+    m = dataclasses.replace(_pilot(n=8), statistic="p90")
+    wide = P.inflated(m, 1.5)
+    sd = lambda x: float(np.std(np.log(np.asarray(x))))  # noqa: E731
+    assert sd(wide.control) == pytest.approx(1.5 * sd(m.control), rel=0.06)
+    assert np.std(pw.log_ratios(wide)) == pytest.approx(1.5 * np.std(pw.log_ratios(m)), rel=0.06)
+    ratio = P.inflated(_pilot(n=8), 1.5)  # a median test reads only the log ratios: the controls stay the pilot's
+    assert set(ratio.control) == set(_pilot(n=8).control)
