@@ -191,6 +191,15 @@ def test_the_vectorised_p_is_the_single_test_p():
         many = inf.paired_quantile_pvalues(c, a, 0.9, 300, np.random.default_rng(11))
         one = [inf.paired_quantile(c[i], a[i], n_resamples=300, seed=11).p_value for i in range(5)]
         assert many == pytest.approx(one)
+        groups = inf.between_groups_quantile_pvalues(c, a[:, :n - 2], 0.9, 300, np.random.default_rng(11))
+        assert groups == pytest.approx([inf.between_groups_quantile(c[i], a[i, :n - 2], n_resamples=300,
+                                                                    seed=11).p_value for i in range(5)])
+    for n in (4, 6, 15, 60):
+        x = np.round(rng.normal(0.02, 0.05, (6, n)), 2)  # ties and zeros
+        p, est = inf.paired_location_pvalues(x)
+        one = [inf.paired_location(np.ones(n), np.exp(x[i])) for i in range(6)]
+        assert p == pytest.approx([r.p_value for r in one], rel=1e-9)
+        assert est == pytest.approx([r.estimate for r in one], abs=1e-9)
 
 
 def test_the_normal_tail_reaches_below_the_resamples_floor_and_keeps_its_size():

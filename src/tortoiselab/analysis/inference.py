@@ -222,6 +222,19 @@ def paired_location(control, arm, alpha: float = 0.05) -> Inference:
     return Inference(estimate, low, high, p, alpha, min_p, n, test, exact)
 
 
+def paired_location_pvalues(x) -> tuple[np.ndarray, np.ndarray]:
+    """paired_location's p and estimate for each row of log ratios x
+    (samples, n >= 2): Wilcoxon signed-rank and the Hodges-Lehmann
+    estimate with 6 or more pairs, the exact sign-flip test and the mean
+    below. A significant row's interval lies on its estimate's side of 0."""
+    x = np.atleast_2d(np.asarray(x, float))
+    n = x.shape[1]
+    if n >= WILCOXON_MIN_PAIRS:
+        i, j = np.triu_indices(n)
+        return _wilcoxon_p(x), np.median((x[:, i] + x[:, j]) / 2, axis=1)
+    return _sign_flip_p(x), x.mean(axis=1)
+
+
 # --- quantile ratios: permutation tests ----------------------------------------------------
 
 
@@ -355,10 +368,29 @@ def _splits(n_control: int, n_arm: int, n_resamples: int, rng: np.random.Generat
     return rng.permuted(np.broadcast_to(np.arange(total), (n_resamples, total)), axis=1), False
 
 
-def _between_p(c: np.ndarray, a: np.ndarray, splits: np.ndarray, exact: bool, q: float) -> float:
-    pooled = np.concatenate([c, a])[splits]
-    null = _log_q_ratio(pooled[:, c.size:], pooled[:, :c.size], q)
-    return float(_counted_p(np.atleast_1d(_log_q_ratio(a, c, q)), null[None, :], exact, False)[0])
+def _between_p(c: np.ndarray, a: np.ndarray, splits: np.ndarray, exact: bool, q: float) -> np.ndarray:
+    """The two-group permutation p of log(Q_q(arm) / Q_q(control)) for
+    each row of c (samples, n_control), a (samples, n_arm), with the given splits."""
+    s, k = c.shape[0], c.shape[1]
+    out = np.empty(s)
+    rows = max(1, CHUNK_ELEMENTS // max(splits.size, 1))
+    for i in range(0, s, rows):
+        pooled = np.concatenate([c[i:i + rows], a[i:i + rows]], axis=1)
+        mixed = np.take_along_axis(pooled[:, None, :], splits[None, :, :], axis=2)
+        null = _log_q_ratio(mixed[:, :, k:], mixed[:, :, :k], q)
+        out[i:i + rows] = _counted_p(_log_q_ratio(a[i:i + rows], c[i:i + rows], q), null, exact, False)
+    return out
+
+
+def between_groups_quantile_pvalues(control, arm, q: float = 0.9, n_resamples: int = 4000,
+                                    rng: np.random.Generator | int | None = 0) -> np.ndarray:
+    """between_groups_quantile's p for many samples at once (control
+    (samples, n_control), arm (samples, n_arm), positive), the same splits
+    for every sample."""
+    c, a = np.atleast_2d(np.asarray(control, float)), np.atleast_2d(np.asarray(arm, float))
+    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    splits, exact = _splits(c.shape[1], a.shape[1], n_resamples, rng)
+    return _between_p(c, a, splits, exact, q)
 
 
 def between_groups_quantile(control, arm, q: float = 0.9, alpha: float = 0.05, n_resamples: int = 4000,
@@ -379,7 +411,7 @@ def between_groups_quantile(control, arm, q: float = 0.9, alpha: float = 0.05, n
     estimate = float(_log_q_ratio(a, c, q))
 
     def pfun(d: float) -> float:
-        return _between_p(c, a * math.exp(-d), splits, exact, q)
+        return float(_between_p(c[None, :], a[None, :] * math.exp(-d), splits, exact, q)[0])
     estimate, low, high, p = _inverted(pfun, estimate, alpha)
     k = (2 if c.size == a.size else 1) / len(splits)
     min_p = k if exact else 1 / (n_resamples + 1)
