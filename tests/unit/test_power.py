@@ -263,3 +263,21 @@ def test_every_claim_a_study_grid_names_is_a_claim():
     known = {c.id for s in S.STUDIES.values() for c in s.claims}
     named = {c for f in glob.glob("experiments/*.yaml") for cs in grid_claims(f).values() for c in cs or ()}
     assert named and named <= known, named - known
+
+
+def test_the_power_simulation_runs_the_verdicts_own_test():
+    """ratio_pvalues is paired_location's p, and ratio_side the side of 0
+    its interval lies on whenever the test rejects (analysis.inference)."""
+    from tortoiselab.analysis import inference
+    rng = np.random.default_rng(7)
+    sides = 0
+    for n in (3, 5, 6, 9, 20, 35):
+        x = rng.normal(rng.choice([-0.05, 0.0, 0.05]), 0.05, (12, n))
+        p, side = pw.ratio_pvalues(x), pw.ratio_side(x)
+        for i in range(len(x)):
+            r = inference.paired_location(np.ones(n), np.exp(x[i]))
+            assert p[i] == pytest.approx(r.p_value, rel=1e-9)
+            if r.significant():
+                sides += 1
+                assert side[i] == np.sign(r.estimate) == (1 if r.low > 0 else -1)
+    assert sides > 10
