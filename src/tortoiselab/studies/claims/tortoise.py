@@ -91,7 +91,7 @@ def weakest(ms: dict, what: str) -> Measurement:
     tied = [k for k in ms if ms[k].tie]
     k = max(worse, key=p_of) if worse else (tied[0] if tied else max(ms, key=lambda k: (p_of(k), ms[k].value)))
     why = "significantly the other way" if worse else ("a tie by construction" if tied else "the largest p")
-    return replace(ms[k], n=ms[k].n,
+    return replace(ms[k], tie=f"{_name(k)}: {ms[k].tie}" if ms[k].tie else "",
                    detail=f"{what}: all {len(ms)} must improve; shown, {why}: {_name(k)}; "
                           + "; ".join(f"{_name(j)} {ms[j].text()}" for j in ms)
                           + f"; shown comparison: {ms[k].detail}")
