@@ -312,12 +312,23 @@ def _report_reproduction(a: argparse.Namespace) -> int:
 
 
 def cmd_plan(a: argparse.Namespace) -> int:
-    """Runs needed per claim for 80 % power, from a pilot's results."""
+    """Runs needed per claim for 80 % power, from a pilot's results; with
+    --check, that plan against the powered grid that was run."""
     from tortoiselab.studies import plan as P  # here: the CLI starts fast (the studies load scipy)
+    from tortoiselab.studies import plan_check as PC
 
     if a.jobs < 1 or a.nodes < 1 or a.max_repetitions < 1:
         raise ValueError("--jobs, --nodes and --max-repetitions: give a whole number >= 1")
-    rows, info = P.plan(a.experiment, None if a.grid == "full" else a.grid, a.pilot)
+    conf = P.SPREAD_CONFIDENCE if a.spread_confidence is None else a.spread_confidence
+    if not 0.5 <= conf < 1:
+        raise ValueError(f"--spread-confidence: give a confidence from 0.5 to below 1 (default "
+                         f"{P.SPREAD_CONFIDENCE}), not {conf}")
+    grid = None if a.grid == "full" else a.grid
+    if a.check:
+        rows, info = PC.check(a.experiment, grid, a.check, a.pilot, confidence=conf)
+        print(PC.format_check(rows, info))
+        return 0
+    rows, info = P.plan(a.experiment, grid, a.pilot, confidence=conf)
     print(P.format_plan(rows, info, a.jobs, a.nodes, a.max_repetitions))
     if a.yaml:
         reps, note = P.repetitions_needed(rows, a.max_repetitions)
@@ -472,15 +483,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-damaged", action="store_true", help="go on without the damaged runs, naming them")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("plan", help="runs each claim of an experiment needs for 80 %% power, from a pilot's spread")
+    p = sub.add_parser("plan", help="runs each claim of an experiment needs for 80 %% power, from a pilot's spread "
+                                    "(--check: that plan against the powered grid that was run)")
     p.add_argument("experiment", help="experiment file or name (experiments/tortoise.yaml or tortoise)")
     p.add_argument("--grid", default="reduced", help="the pilot's grid (its results are the pilot; full: the file's "
                                                      "own sweep)")
-    p.add_argument("--pilot", default="results", help="the results root that holds the pilot's runs")
+    p.add_argument("--pilot", "--results", dest="pilot", default="results",
+                   help="the results root that holds the pilot's runs (and with --check the powered grid's)")
     p.add_argument("--jobs", type=int, default=1, help="runs side by side on this machine (for the cost)")
     p.add_argument("--nodes", type=int, default=10, help="machines of a cluster (for the cost)")
     p.add_argument("--max-repetitions", type=int, default=200, help="cap of the powered grid's repetitions")
+    p.add_argument("--spread-confidence", type=float, default=None,
+                   help="one-sided confidence of the upper bound of the pilot's spread that the repetitions are "
+                        "planned on (default 0.8: studies/plan.py, spread_factor)")
     p.add_argument("--yaml", action="store_true", help="also print the `powered` grid block for the experiment file")
+    p.add_argument("--check", metavar="GRID", default=None,
+                   help="instead: per claim, the power the pilot predicted at GRID's pairs (observed spread and "
+                        "upper bound) against the power GRID's own runs realise (e.g. --check powered)")
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("grade", help="is a course lab's results folder complete? what is missing, how to fix it")

@@ -101,12 +101,16 @@ notebooks, `tortoise grade`'s lab checks and `tortoise report
         judge.effect: the claimed effect, power.Effect).
     power (module): power(m, effect, n=None) by simulation with the
         claim's own test, required_n(m, effect), normal_n (the closed form).
-    plan (module): `tortoise plan`: plan, format_plan, powered_grid.
+    plan (module): `tortoise plan`: plan, format_plan, powered_grid, at
+        the observed spread and its upper bound (spread_factor, inflated),
+        at alpha/m over the study's primary claims (family).
+    plan_check (module): `tortoise plan --check GRID`: check, check_claim,
+        format_check (predicted against realised power).
 
 The modules: model (data model), data (folders and runs), connections
 (captures), power (power by simulation), measure (statistics and judges),
 claims/<study> (one per study), registry (STUDIES, evaluate), physics,
-reproduction, run, plan. They import each
+reproduction, run, plan, plan_check. They import each
 other, never this package, so that it only gathers them. A new claim goes in
 claims/<study>.py (docs/architecture.md, "Where to add things").
 """

@@ -2,39 +2,58 @@
 experiment needs before the lab runs them. From a pilot (the experiment's
 results on a grid: its pairs' spread), per claim: the pairs needed to see
 the seed's effect with 80 % power (studies.power.required_n, by
-simulation with the claim's own test), at ALPHA and at Holm's ALPHA / m
-for its study's m tests (the level REPRODUCTION.md judges by), the
-repetitions of the grid that give them, and the cost: seconds per run from
-the pilot runs' stored wall times, on this machine (/ jobs) and on a
-cluster of nodes. powered_grid writes a `powered` grid for the experiment
-file: the pilot grid's sweep with the repetitions needed (README.md,
-"Analysis, report, the VM")."""
+simulation with the claim's own test) at the level the report judges by,
+alpha/m (Bonferroni over the study's primary claims: LEVEL), once at the
+pilot's observed spread and once at the upper confidence bound of that
+spread (spread_factor, inflated); the repetitions of the grid that give
+them (the recommendation comes from the upper bound), and the cost:
+seconds per run from the pilot runs' stored wall times, on this machine
+(/ jobs) and on a cluster of nodes. powered_grid writes a `powered` grid
+for the experiment file: the pilot grid's sweep with the repetitions
+needed. studies.plan_check puts a plan against the powered grid that was
+run (README.md, "Analysis, report, the VM")."""
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import yaml
+from scipy import stats as st
 
 from tortoiselab.host import store
 from tortoiselab.project import REPO_DIR as REPO
 from tortoiselab.studies import power as pw
-from tortoiselab.studies.data import current_run_ids, experiment_name, load_runs, study_folder
+from tortoiselab.studies.data import current_points, defined_grids, experiment_name, load_runs, study_folder
 from tortoiselab.studies.model import ALPHA, POWER_TARGET, Claim, Measurement, NoData
-from tortoiselab.studies.registry import STUDIES, claim_grid, experiment_files, measure_claim, tie_of
+from tortoiselab.studies.registry import STUDIES, claim_grid, claim_grids, experiment_files, measure_claim, tie_of
 
 P90_SIMS = 200  # simulated samples per n for a p90 claim (each runs a permutation test of its own)
+# one-sided confidence of the upper bound of the pilot's spread that the plan recommends from (spread_factor)
+SPREAD_CONFIDENCE = 0.8
+SUPPORT = 1000  # pairs of the smoothed pilot at the upper bound of its spread (inflated)
+LEVEL = "alpha/m (Bonferroni over the study's primary claims)"
+EXACT_REPEATS = ("more repetitions add no pairs: its loss-free runs repeat exactly and count once (more conditions "
+                 "would)")
+
+Frames = dict[tuple[str, str | None], pd.DataFrame]  # (experiment, grid) -> its runs, read once per command
 
 
 @dataclass
 class ClaimPlan:
     """One claim's plan: the pilot's pairs (n) over its repetitions, the
-    pairs per repetition (per_rep), the power now, the pairs and the
-    repetitions needed at ALPHA and at Holm's ALPHA / family (None: not
-    reachable within power.N_MAX pairs, or nothing to plan from: note)."""
+    pairs per repetition (per_rep), the study's family m (level = ALPHA /
+    family), the power now at that level; the pairs and repetitions needed
+    at that level at the pilot's observed spread (pairs, reps) and at the
+    upper confidence bound of its spread (pairs_upper, reps_upper: the
+    recommendation), the factor the bound spreads the pairs by (factor).
+    None: not reachable within power.N_MAX pairs, or nothing to plan from
+    (note says which)."""
 
     claim_id: str
     effect: str = ""
@@ -42,11 +61,16 @@ class ClaimPlan:
     per_rep: float = 0.0
     family: int = 1
     power_now: float | None = None
+    factor: float | None = None
     pairs: int | None = None
-    pairs_holm: int | None = None
+    pairs_upper: int | None = None
     reps: int | None = None
-    reps_holm: int | None = None
+    reps_upper: int | None = None
     note: str = ""
+
+    @property
+    def level(self) -> float:
+        return ALPHA / self.family
 
 
 def experiment_file(experiment: str) -> Path:
@@ -58,56 +82,161 @@ def experiment_file(experiment: str) -> Path:
                      "(e.g. experiments/tortoise.yaml or tortoise)")
 
 
-def _claims_of(name: str, grid: str | None) -> list[Claim]:
+def require_grid(f: Path, grid: str | None, flag: str) -> None:
+    """A ValueError naming the flag and the grids the file has when it
+    defines no grid `grid` (None: the file's own sweep, always there)."""
+    grids = defined_grids(f)
+    if grid is not None and grid not in grids:
+        raise ValueError(f"{flag}: {f.name} has no grid {grid!r}; give one of its grids: "
+                         f"{', '.join(sorted(grids)) or '(none)'}" + (", or full (the file's own sweep)"
+                                                                    if flag == "--grid" else ""))
+
+
+def claims_of(name: str, grid: str | None) -> list[Claim]:
     """The claims that read this experiment on this grid."""
     return [c for s in STUDIES.values() for c in s.claims if c.experiment == name and claim_grid(c, grid) == grid]
 
 
-def _family(study_id: str, pilot: Path, grid: str | None) -> int:
-    """Holm's m for a study: its claims with a test that is no tie, on the
-    pilot results there are."""
-    s = STUDIES[study_id]
-    files, m = experiment_files(s), 0
-    for c in s.claims:
-        g = claim_grid(c, grid)
-        folder = study_folder(c.experiment, g, pilot)
-        if not folder.is_dir():
-            continue
+def _frame(c: Claim, grid: str | None, results: Path, frames: Frames) -> tuple[pd.DataFrame, Path]:
+    """The runs of the claim's experiment on `grid` (the file's grid now,
+    paired by its points now, as registry.evaluate reads them), read once
+    into frames; an empty frame when the folder is not there."""
+    file = experiment_files(STUDIES[c.study])[c.experiment]
+    folder = study_folder(c.experiment, grid, results)
+    if (c.experiment, grid) not in frames:
+        points = current_points(file, grid) if folder.is_dir() else {}
+        frames[c.experiment, grid] = load_runs(folder, set(points), points) if points else pd.DataFrame()
+    return frames[c.experiment, grid], folder
+
+
+def read_claim(c: Claim, results: str | Path, grids: list[str | None],
+               frames: Frames) -> tuple[Measurement | None, str]:
+    """The claim's measurement from the grid of `grids` that gives it the
+    most pairs (the first on a tie), as registry.evaluate picks it; (None,
+    the first grid's reason) when no grid has its runs."""
+    best, why = None, ""
+    for g in grids:
+        df, folder = _frame(c, g, Path(results), frames)
         try:
-            x = measure_claim(c, load_runs(folder, current_run_ids(files[c.experiment], g)), folder)
-        except NoData:
+            m = measure_claim(c, df, folder)
+        except NoData as exc:
+            why = why or str(exc)
             continue
-        m += x.p_value is not None and math.isfinite(x.p_value) and not tie_of(x)
-    return max(m, 1)
+        if best is None or m.n > best.n:
+            best = m
+    return best, "" if best is not None else why
+
+
+def tested(m: Measurement) -> bool:
+    """A measurement that counts in its study's family: a finite p-value and
+    no tie by construction."""
+    return m.p_value is not None and math.isfinite(m.p_value) and not tie_of(m)
+
+
+def family_of(claims: list[Claim], ms: list[Measurement | None]) -> tuple[int, list[str]]:
+    """The m for Bonferroni (LEVEL) of a study's claims with their
+    measurements (None: no runs): the primary claims (a variant,
+    Claim.primary False, stands beside its sentence's primary reading and
+    does not count) whose measurement has a test and is no tie (tested); at
+    least 1. With it the ids of the primary claims without runs: the family
+    counts what the results hold, and grows when their runs come."""
+    primary = [(c, m) for c, m in zip(claims, ms) if c.primary]
+    m = sum(x is not None and tested(x) for _, x in primary)
+    return max(m, 1), [c.id for c, x in primary if x is None]
+
+
+def family(study_id: str, results: str | Path, grid: str | None, frames: Frames) -> tuple[int, list[str]]:
+    """family_of the study's claims, each measured on `grid` (a list
+    "powered,reduced": on the grid the report picks for it)."""
+    claims = list(STUDIES[study_id].claims)
+    return family_of(claims, [read_claim(c, results, claim_grids(c, grid), frames)[0] if c.primary else None
+                              for c in claims])
+
+
+def spread_factor(n_pairs: int, confidence: float = SPREAD_CONFIDENCE) -> float | None:
+    """The one-sided `confidence` upper confidence bound of the standard
+    deviation of n_pairs pairs over the observed one: sqrt((n - 1) /
+    chi2_{1 - confidence}(n - 1)), the chi-square bound of a normal sample's
+    sd; None below 2 pairs. Why: planned at the pilot's own spread, a study
+    reaches the target power only about half the times it is run (the
+    pilot's sd is as likely low as high); planned at the bound, with about
+    `confidence` (Browne, Stat. Med. 14:1933, 1995; Teare et al., Trials
+    15:264, 2014, who use 80 %). 0.8 by default: the plan then reaches 80 %
+    power with 80 % confidence. A closed form, one factor per pilot size,
+    no resampling of few pairs: the 80 % percentile-bootstrap bound of a
+    normal sample's sd covers it in 56 % of pilots of 8 pairs, 64 % of 20
+    (2,000 simulated pilots each). Exact for normal pairs, too narrow for
+    heavier tails (Laplace or t with 5 df: about 68 % at 8 and 20 pairs),
+    which the check against the powered grid shows (studies.plan_check).
+    The pilot at the bound: inflated."""
+    if n_pairs < 2:
+        return None
+    df = n_pairs - 1
+    return math.sqrt(df / float(st.chi2.ppf(1 - confidence, df)))
+
+
+def inflated(m: Measurement, factor: float, support: int = SUPPORT, seed: int = 0) -> Measurement:
+    """m at a spread `factor` times its own: each pair repeated (to about
+    `support` pairs in all, each control kept), its log ratio plus normal
+    noise of variance (factor^2 - 1) var(log ratios), so the log ratios'
+    sd is factor times the pilot's about the same centre (the arm = control
+    * exp(log ratio)): the spread the pilot may have missed, taken as
+    normal (a smoothed bootstrap, Silverman & Young, Biometrika 74:469,
+    1987). Not a plain rescaling: power.power resamples the pilot's few
+    pairs, and a rank test on a resample of 8 values sees only their signs
+    and order after the claimed shift, so its power steps, and stays put
+    when every value is stretched by factor (a pilot of 8 pairs planned 93
+    pairs at its spread and at 1.35 times it); the noise gives the resample
+    a continuous spread. m unchanged without pairs or for factor <= 1."""
+    lr = pw.log_ratios(m)
+    if lr is None or factor <= 1:
+        return m
+    reps = max(1, math.ceil(support / lr.size))
+    rng = np.random.default_rng([seed, lr.size])
+    noise = rng.normal(0.0, math.sqrt(factor ** 2 - 1) * float(np.std(lr)), size=(reps, lr.size))
+    c = np.tile(np.asarray(m.control, float), reps)
+    return dataclasses.replace(m, control=tuple(c), arm=tuple(c * np.exp(np.tile(lr, reps) + noise.ravel())))
+
+
+def _reps(pairs: int | None, per_rep: float) -> int | None:
+    return None if pairs is None else math.ceil(pairs / per_rep)
 
 
 def plan_claim(c: Claim, m: Measurement, reps: int, family: int, sims: int = pw.PLAN_SIMS,
-               n_max: int = pw.N_MAX) -> ClaimPlan:
+               n_max: int = pw.N_MAX, confidence: float = SPREAD_CONFIDENCE) -> ClaimPlan:
     """The plan of one claim from its pilot measurement m over `reps`
-    repetitions, with Holm's m = family for its study."""
+    repetitions, at ALPHA / family (its study's m, LEVEL): the pairs needed
+    at m's observed spread and at its upper bound (spread_factor at
+    `confidence`, the pairs inflated by it)."""
     out = ClaimPlan(c.id, n=m.n, per_rep=m.n / max(reps, 1), family=family)
     effect = pw.effect_of(c.judge)
+    if c.untestable or m.untestable:
+        out.note = "not testable here: " + (c.untestable or m.untestable)
+        return out
     if tie_of(m):
         out.note = "a tie by construction: more runs do not help (" + tie_of(m) + ")"
         return out
-    if effect is None or pw.log_ratios(m) is None:
+    lr = pw.log_ratios(m)
+    if effect is None or lr is None:
         out.note = "no claimed effect or no pairs to simulate from: the claim's own rule, not a test of a shift"
         return out
     out.effect = effect.text()
+    sims = min(sims, P90_SIMS) if m.statistic == "p90" else sims
+    out.power_now = pw.power(m, effect, sims=sims, alpha=out.level)
+    out.factor = spread_factor(lr.size, confidence)
     if m.exact_repeats:
-        out.note = ("more repetitions add no pairs: its loss-free runs repeat exactly and count once (more "
-                    "conditions would)")
-        out.power_now = pw.power(m, effect, sims=sims, alpha=ALPHA / family)
+        out.note = EXACT_REPEATS
         return out
-    if m.statistic == "p90":
-        sims = min(sims, P90_SIMS)
-    out.power_now = pw.power(m, effect, sims=sims, alpha=ALPHA / family)
-    out.pairs = pw.required_n(m, effect, POWER_TARGET, ALPHA, sims, n_max)
-    out.pairs_holm = (out.pairs if family == 1 else
-                      pw.required_n(m, effect, POWER_TARGET, ALPHA / family, sims, n_max))
-    out.reps, out.reps_holm = (None if x is None else math.ceil(x / out.per_rep) for x in (out.pairs, out.pairs_holm))
-    if out.pairs_holm is None:
-        out.note = f"more than {n_max} pairs: the effect is small against the pilot's spread"
+    out.pairs = pw.required_n(m, effect, POWER_TARGET, out.level, sims, n_max)
+    upper = pw.required_n(inflated(m, out.factor), effect, POWER_TARGET, out.level, sims, n_max)
+    # never fewer than at the observed spread: a resample of few pairs steps either way, and a p90 test's simulated
+    # power at alpha/m (the swap null's normal tail) need not fall as the spread grows (india-desktop-cdt, 8 pilot
+    # pairs, 20 pairs at alpha/15: 0.30 at its spread, 0.47 at twice it)
+    out.pairs_upper = None if upper is None or out.pairs is None else max(upper, out.pairs)
+    out.reps, out.reps_upper = _reps(out.pairs, out.per_rep), _reps(out.pairs_upper, out.per_rep)
+    if out.pairs_upper is None:
+        where = "at the upper bound of" if out.pairs is not None else "against"
+        out.note = f"more than {n_max} pairs: the effect is small {where} the pilot's spread"
     return out
 
 
@@ -119,48 +248,52 @@ def seconds_per_run(folder: Path) -> float | None:
 
 
 def plan(experiment: str, grid: str | None = "reduced", pilot: str | Path = "results",
-         sims: int = pw.PLAN_SIMS) -> tuple[list[ClaimPlan], dict]:
+         sims: int = pw.PLAN_SIMS, confidence: float = SPREAD_CONFIDENCE) -> tuple[list[ClaimPlan], dict]:
     """Every claim reading the experiment on `grid`, planned from the
     pilot results (results/<name>@<grid> under `pilot`), and the pilot's
-    facts: folder, repetitions, runs per repetition, seconds per run."""
+    facts: folder, repetitions, runs per repetition, seconds per run, the
+    spread bound's confidence, each study's family m and the primary claims
+    it could not measure."""
     f = experiment_file(experiment)
+    require_grid(f, grid, "--grid")
     name = experiment_name(f)
     folder = study_folder(f, grid, pilot)
     if not folder.is_dir():
         raise ValueError(f"--pilot: no results in {folder}; run `tortoise run {f} --grid {grid}` first, or give "
                          "--pilot the results root that holds them")
-    ids = current_run_ids(f, grid)
-    df = load_runs(folder, ids)
+    claims = claims_of(name, grid)
+    if not claims:
+        raise ValueError(f"experiment: no claim reads {name} on grid {grid}")
+    frames: Frames = {}
+    df, _ = _frame(claims[0], grid, Path(pilot), frames)
     if df.empty:
         raise ValueError(f"--pilot: {folder} holds no run of the file's grid {grid}")
     reps = int(df["repetition"].nunique())
-    claims = _claims_of(name, grid)
-    if not claims:
-        raise ValueError(f"experiment: no claim reads {name} on grid {grid}")
-    families = {s: _family(s, Path(pilot), grid) for s in {c.study for c in claims}}
+    families = {s: family(s, pilot, grid, frames) for s in dict.fromkeys(c.study for c in claims)}
     rows = []
     for c in claims:
-        try:
-            rows.append(plan_claim(c, measure_claim(c, df, folder), reps, families[c.study], sims))
-        except NoData as exc:
-            rows.append(ClaimPlan(c.id, note=f"no data in the pilot: {exc}"))
+        m, why = read_claim(c, pilot, [grid], frames)
+        rows.append(plan_claim(c, m, reps, families[c.study][0], sims, confidence=confidence) if m is not None
+                    else ClaimPlan(c.id, note=f"no data in the pilot: {why}"))
     info = {"file": f, "name": name, "grid": grid, "folder": folder, "reps": reps, "runs": len(df),
-            "runs_per_rep": len(ids) / reps, "seconds_per_run": seconds_per_run(folder)}
+            "runs_per_rep": len(current_points(f, grid)) / reps, "seconds_per_run": seconds_per_run(folder),
+            "confidence": confidence, "families": families}
     return rows, info
 
 
 def repetitions_needed(rows: list[ClaimPlan], cap: int) -> tuple[int | None, str]:
-    """The largest repetitions any claim needs at Holm's level, capped (with
-    a note of what the cap leaves underpowered)."""
-    need = [r.reps_holm for r in rows if r.reps_holm is not None]
-    out_of_reach = [r.claim_id for r in rows if r.effect and r.reps_holm is None]
+    """The largest repetitions any claim needs at the upper bound of its
+    pilot's spread (reps_upper), capped (with a note of what the cap leaves
+    underpowered)."""
+    need = [r.reps_upper for r in rows if r.reps_upper is not None]
+    out_of_reach = [r.claim_id for r in rows if r.effect and r.reps_upper is None and r.note != EXACT_REPEATS]
     far = f"out of reach within {pw.N_MAX} pairs: {', '.join(out_of_reach)}" if out_of_reach else ""
     if not need:
         return None, far or "no claim of this experiment has a test to plan from"
     top = max(need)
     if top <= cap:
         return top, far
-    short = ", ".join(r.claim_id for r in rows if r.reps_holm is not None and r.reps_holm > cap)
+    short = ", ".join(r.claim_id for r in rows if r.reps_upper is not None and r.reps_upper > cap)
     return cap, "; ".join(x for x in (f"capped at {cap} repetitions (--max-repetitions): {short} would need up to "
                                       f"{top}", far) if x)
 
@@ -171,9 +304,10 @@ def powered_grid(info: dict, reps: int, note: str = "") -> str:
     raw = yaml.safe_load(Path(info["file"]).read_text())
     base = copy.deepcopy(raw["grids"][info["grid"]]) if info["grid"] else {
         k: raw[k] for k in ("sweep", "exclude") if k in raw}
+    conf = info.get("confidence", SPREAD_CONFIDENCE)
     base["description"] = (f"powered (tortoise plan from the {info['grid'] or 'full'} pilot): the same sweep with "
-                           f"{reps} repetitions, for {POWER_TARGET:.0%} power at Holm's level per claim"
-                           + (f"; {note}" if note else ""))
+                           f"{reps} repetitions, for {POWER_TARGET:.0%} power per claim at {LEVEL}, at the "
+                           f"{conf:.0%} upper confidence bound of the pilot's spread" + (f"; {note}" if note else ""))
     base["repetitions"] = reps
     return yaml.safe_dump({"powered": base}, sort_keys=False, width=110)
 
@@ -182,18 +316,30 @@ def _n(x) -> str:
     return "-" if x is None else f"{x}"
 
 
+def _header(info: dict) -> list[str]:
+    """The plan's first lines: the pilot, the level and the spread bound."""
+    conf = info.get("confidence", SPREAD_CONFIDENCE)
+    fams = "; ".join(f"{s} m = {m}" + (f" (no runs yet, not counted: {', '.join(miss)})" if miss else "")
+                     for s, (m, miss) in info.get("families", {}).items())
+    return [f"{info['name']} (pilot {info['folder']}: {info['runs']} runs, {info['reps']} repetitions, "
+            f"{info['runs_per_rep']:.0f} runs per repetition)",
+            f"pairs needed for {POWER_TARGET:.0%} power to see the claimed effect at {LEVEL}" + (
+                f": {fams}" if fams else ""),
+            f"(simulation with each claim's own test, studies/power.py), at the pilot's observed spread and at the "
+            f"{conf:.0%} upper confidence bound of it (factor: the chi-square bound on the sd of the pairs' log ratios over "
+            f"their sd; the pilot smoothed to that sd): the repetitions recommended come from the bound", "",
+            f"{'claim':38} {'n':>4} {'power now':>9} {'factor':>6} {'pairs':>5} {'bound':>5} {'reps':>5} "
+            f"{'bound':>5}  effect / note"]
+
+
 def format_plan(rows: list[ClaimPlan], info: dict, jobs: int = 1, nodes: int = 1, cap: int = 200) -> str:
     """The plan as text: one line per claim, then the powered grid's cost."""
-    out = [f"{info['name']} (pilot {info['folder']}: {info['runs']} runs, {info['reps']} repetitions, "
-           f"{info['runs_per_rep']:.0f} runs per repetition)",
-           f"pairs needed for {POWER_TARGET:.0%} power to see the claimed effect at alpha {ALPHA:g} and at Holm's "
-           f"alpha / m (simulation with each claim's own test, studies/power.py)", "",
-           f"{'claim':38} {'n':>4} {'power now':>9} {'pairs':>6} {'Holm':>6} {'reps':>5} {'Holm':>5}  effect / note"]
+    out = _header(info)
     for r in rows:
         pn = "-" if r.power_now is None else f"{r.power_now:.2f}"
-        holm = f"{_n(r.pairs_holm)}/{r.family}" if r.pairs_holm is not None else "-"
-        out.append(f"{r.claim_id:38} {r.n:>4} {pn:>9} {_n(r.pairs):>6} {holm:>6} {_n(r.reps):>5} "
-                   f"{_n(r.reps_holm):>5}  {r.effect}{'; ' if r.effect and r.note else ''}{r.note}")
+        k = "-" if r.factor is None else f"x{r.factor:.2f}"
+        out.append(f"{r.claim_id:38} {r.n:>4} {pn:>9} {k:>6} {_n(r.pairs):>5} {_n(r.pairs_upper):>5} "
+                   f"{_n(r.reps):>5} {_n(r.reps_upper):>5}  {r.effect}{'; ' if r.effect and r.note else ''}{r.note}")
     reps, note = repetitions_needed(rows, cap)
     out.append("")
     if reps is None:
