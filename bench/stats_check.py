@@ -35,7 +35,11 @@ change" for the test (on the Hodges-Lehmann estimate; for a p90, on the p90
 log ratio), then shifted by the effect (the claim's own and -5 %). --pairs
 FILE reads such pairs from JSON {name: {"control": [...], "arm": [...],
 "statistic": "ratio" | "p90", "effect": -5.0}} (statistic and effect
-optional); --save-pairs FILE writes the pilot's pairs in that form.
+optional); --save-pairs FILE writes the pilot's pairs in that form. A
+pilot's table has one more column: the size with each resampled pair's
+two runs swapped at random (exchangeable pairs, where the paired tests are
+exact); beside the size at the pilot's own centred null it shows how far
+a test answers "the arms differ" rather than "the p90 differs".
 
 Every cell is `--sims` simulated samples (Monte Carlo standard error
 sqrt(p (1 - p) / sims): at most 1.6 points at 1000); the permutation tests
@@ -90,10 +94,14 @@ def model_runs(n: int, effect_pct: float, sims: int, heavy: bool, rng: np.random
     return c, a
 
 
-def pilot_runs(control, arm, statistic: str, n: int, effect_pct: float, sims: int, rng: np.random.Generator):
+def pilot_runs(control, arm, statistic: str, n: int, effect_pct: float, sims: int, rng: np.random.Generator,
+               swapped: bool = False):
     """(control, arm), each (sims, 2n): the pilot's pairs resampled, the
     log ratios centred so the pilot is "no change" for its test (the
-    Hodges-Lehmann estimate; the p90 log ratio for a p90) and shifted."""
+    Hodges-Lehmann estimate; for a p90, the p90 log ratio, corrected by the
+    samples' own mean p90 log ratio as studies.power does) and shifted.
+    swapped: each pair's two runs swapped at random after centring, a null
+    under which the pairs are exchangeable (where the paired tests are exact)."""
     c, a = np.asarray(control, float), np.asarray(arm, float)
     x = np.log(a) - np.log(c)
     if statistic == "p90":
@@ -102,7 +110,14 @@ def pilot_runs(control, arm, statistic: str, n: int, effect_pct: float, sims: in
         i, j = np.triu_indices(x.size)
         centre = float(np.median((x[i] + x[j]) / 2))
     idx = rng.integers(0, c.size, (sims, 2 * n))
-    return c[idx], c[idx] * np.exp(x[idx] - centre) * (1 + effect_pct / 100)
+    cs, arms = c[idx], c[idx] * np.exp(x[idx] - centre)
+    if statistic == "p90":
+        arms = arms / math.exp(float(np.mean(np.log(np.quantile(arms[:, :n], Q, axis=1)
+                                                   / np.quantile(cs[:, :n], Q, axis=1)))))
+    if swapped:
+        flip = rng.random(cs.shape) < 0.5
+        cs, arms = np.where(flip, arms, cs), np.where(flip, cs, arms)
+    return cs, arms * (1 + effect_pct / 100)
 
 
 # --- the tests, vectorised: (p, estimate) per sample ----------------------------------------
@@ -176,16 +191,18 @@ def _pct(v: float) -> str:
     return f"{100 * v:.1f}"
 
 
-def table(res: dict, tests, effects) -> list[str]:
-    """A markdown table: size and power in % at alpha and alpha / FAMILY."""
+def table(res: dict, tests, effects, exchangeable: dict | None = None) -> list[str]:
+    """A markdown table: size and power in % at alpha and alpha / FAMILY
+    (exchangeable: the size at alpha under the pilot's swapped null, a column more)."""
     al, bo = f"{ALPHA:g}", f"{ALPHA / FAMILY:g}"
     head = ["test", "n", f"size {al}", f"size {bo}", *[f"{e:+g} % @ {al}" for e in effects],
-            *[f"{e:+g} % @ {bo}" for e in effects]]
+            *[f"{e:+g} % @ {bo}" for e in effects]] + ([f"size {al}, pairs swapped"] if exchangeable else [])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for t in tests:
         for n in NS:
             row = [t, str(n), _pct(res[t, n, 0.0][ALPHA]), _pct(res[t, n, 0.0][ALPHA / FAMILY])]
             row += [_pct(res[t, n, e][ALPHA]) for e in effects] + [_pct(res[t, n, e][ALPHA / FAMILY]) for e in effects]
+            row += [_pct(exchangeable[t, n, 0.0][ALPHA])] if exchangeable else []
             lines.append("| " + " | ".join(row) + " |")
     return lines
 
@@ -245,8 +262,10 @@ def pilot_tables(pairs: dict, sims: int, swaps: int) -> list[str]:
         effects = tuple(dict.fromkeys(e for e in (p.get("effect"), -5.0) if e))
         res = cells(lambda n, e, s, rng: pilot_runs(p["control"], p["arm"], stat, n, e, s, rng), tests, effects,
                     sims, swaps, seed=len(p["control"]))
+        swapped = cells(lambda n, e, s, rng: pilot_runs(p["control"], p["arm"], stat, n, e, s, rng, swapped=True),
+                        tests, (), sims, swaps, seed=len(p["control"]) + 1)
         out += [f"**{name}** (pilot: {len(p['control'])} pairs, statistic {stat}; in %)", ""]
-        out += table(res, tests, effects) + [""]
+        out += table(res, tests, effects, swapped) + [""]
     return out
 
 
