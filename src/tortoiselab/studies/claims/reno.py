@@ -67,8 +67,8 @@ def _gentler_faster(df: pd.DataFrame) -> Measurement:
     condition's median (loss levels differ in scale); positive = the
     gentler cut is faster. Fisher z interval and test (analysis.rankci)."""
     d = ok_rows(df, "plt_ms", path__loss_pct=HIGH_LOSS)
-    if d.empty or d["beta"].nunique() < 2:
-        raise NoData("no high-loss runs over several betas")
+    if len(d) < 5 or d["beta"].nunique() < 2:
+        raise NoData("needs 5 or more high-loss runs over several betas (the Fisher z interval of rho)")
     cond = [pair_key(c, "beta") for c in d["cond"]]
     rel = (d["plt_ms"] / d.groupby(cond)["plt_ms"].transform("median")).to_numpy(float)
     depth = (1 - d["beta"]).to_numpy(float)
