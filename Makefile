@@ -5,7 +5,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup setup-system kernel lab-kernel vm-setup vm-box vm-test experiment probe notebook traces test test-unit test-lab bench labs-check reproduce clean distclean
+.PHONY: setup setup-system kernel lab-kernel vm-setup vm-box vm-test experiment probe notebook traces test test-unit test-lab bench stats-check labs-check reproduce clean distclean
 
 setup: setup-system $(STAMP)
 
@@ -57,6 +57,11 @@ test-unit: setup
 
 test-lab: setup kernel
 	$(PY) -m pytest -q -ra tests/integration
+
+# figures, not assertions: the size and power of the verdicts' tests at n = 6, 20, 60 and alpha 0.05,
+# 0.05 / 10, written into docs/statistics.md (bench/stats_check.py; --results DIR for a study's pilot pairs)
+stats-check: setup
+	$(PY) bench/stats_check.py
 
 # figures, not assertions: the probe on both clocks of the uml backend
 bench: setup kernel

@@ -18,6 +18,7 @@ from tortoiselab.spec.pathspec import PathError, parse_path
 from tortoiselab.spec.topologies import parse_topology
 from tortoiselab.spec.regions import format_regions_table, load_regions
 
+NO_DATA_EXIT = 5  # tortoise report --reproduction: a seed sentence's primary reading has no runs (README, exit codes)
 LAZY_IMPORTS = ("each subcommand imports the layers it needs inside its function: the host's modules pull in "
                 "pandas and the report matplotlib (1-1.5 s), while `tortoise --help` and `validate` start in 0.2 s")
 
@@ -291,18 +292,22 @@ def cmd_grade(a: argparse.Namespace) -> int:
 def _report_reproduction(a: argparse.Namespace) -> int:
     """REPRODUCTION.md: every seed claim against the studies' results."""
     from tortoiselab.host.verify import admitted  # here: the CLI starts fast (the studies load scipy)
-    from tortoiselab.studies.reproduction import folders_read, reproduction_markdown
+    from tortoiselab.studies.reproduction import folders_read, reproduction
 
     out = Path(a.out or "REPRODUCTION.md")
     grid = None if a.grid == "full" else a.grid
     with admitted(folders_read(Path(a.results), grid), a.skip_damaged, "tortoise report --reproduction") as left_out:
-        text = reproduction_markdown(Path(a.results), grid)
+        text, lacking = reproduction(Path(a.results), grid)
     print("\n".join(left_out)) if left_out else None
     tmp = out.with_name(f".{out.name}.tmp")
     tmp.write_text(text)
     tmp.replace(out)
     print(next(line for line in text.splitlines() if line.startswith("**")))
     print(f"reproduction report: {out}")
+    if lacking:
+        print(f"tortoise report --reproduction: {len(lacking)} seed sentences lack data ({', '.join(lacking)}): "
+              "run their experiments (make reproduce), then report again")
+        return NO_DATA_EXIT
     return 0
 
 

@@ -15,7 +15,7 @@ from tortoiselab import studies as S
 from tortoiselab.analysis import stats
 from tortoiselab.studies import power as pw
 from tortoiselab.studies.model import claim
-from tortoiselab.studies.registry import holm_family, judge_claim, tie_of
+from tortoiselab.studies.registry import family_level, judge_claim, tie_of
 
 finite = hs.floats(-5, 5, allow_nan=False, allow_infinity=False)
 
@@ -76,7 +76,7 @@ def test_a_p90_claim_is_tested_with_a_quantile_test_not_wilcoxon():
     df = pd.DataFrame([{"ok": True, "server.cc": cc, "cond": f'{{"server.cc": "{cc}"}}', "repetition": i,
                         "plt_ms": v} for i, x in enumerate(c) for cc, v in (("htcp", x), ("hybla", 0.9 * x))])
     r = S.change(df, "plt_ms", "server.cc", "htcp", "hybla", "p90")
-    assert "permutation test of the p90 difference" in r.detail and "Wilcoxon" not in r.detail
+    assert "permutation test of the p90 ratio" in r.detail and "Wilcoxon" not in r.detail
     assert r.statistic == "p90" and 2 / 2 ** 12 <= r.p_value < 0.05
 
 
@@ -142,17 +142,20 @@ def test_a_tie_by_construction_is_not_testable_here_never_a_finding():
     assert tie_of(S.Measurement(0.0, -1.0, 2.0, 0.6, 12)) == ""
 
 
-def test_holm_per_study_adjusts_the_family_and_the_judges_read_it():
-    ms = [S.Measurement(-6, -8, -4, 0.01, 12), S.Measurement(-6, -8, -4, 0.02, 12), None,
-          S.Measurement(0.0, 0.0, 0.0, 1.0, 12, tie="tied"), S.Measurement(-6, -8, -4, 0.04, 12)]
-    out = holm_family(ms)
-    assert [m.p_holm if m else None for m in out] == [pytest.approx(0.03), pytest.approx(0.04), None, None,
-                                                      pytest.approx(0.04)]
-    assert out[0].family == 3 and out[3].p_holm is None
-    judge, _ = S.improvement(-7, -5)
-    assert judge(out[0])[0] == "agree"
-    late = holm_family([S.Measurement(-6, -8, -4, 0.03, 12), S.Measurement(-6, -8, -4, 0.04, 12)])
-    assert judge(late[0])[0] == "inconclusive"  # 0.03 raw, 0.06 after Holm
+def test_the_family_is_the_primary_readings_with_a_test_and_sets_every_interval():
+    rng = np.random.default_rng(5)
+    c = rng.uniform(900, 1100, 12)
+    a = c * 0.94 * rng.lognormal(0, 0.02, 12)
+    paired = S.Measurement(-6, -8, -4, 0.01, 12, control=tuple(c), arm=tuple(a), statistic="ratio")
+    claims = (_claim(), _claim(), _claim(sentence="x", variant="rich paths"), _claim(), _claim())
+    ms = [paired, paired, paired, S.Measurement(0.0, 0.0, 0.0, 1.0, 12, tie="tied"), None]
+    out = family_level(claims, ms)
+    assert [m.family for m in out[:4]] == [2, 2, 2, 2] and out[4] is None  # the variant and the tie are not in it
+    assert out[0].level == pytest.approx(0.025) and out[2].level == pytest.approx(0.025)
+    assert out[0].p_family == pytest.approx(min(1.0, 2 * out[0].p_value))
+    alone = family_level(claims[:1], ms[:1])[0]
+    assert alone.level == 0.05 and alone.low < alone.value < alone.high
+    assert out[0].low <= alone.low and out[0].high >= alone.high  # a wider interval at the family's level
 
 
 def test_judge_claim_gives_power_n_per_arm_and_setup():
@@ -230,7 +233,7 @@ def test_a_grid_list_reads_each_claim_from_the_grid_that_gives_it_most_pairs(mon
             raise S.NoData(f"no runs of {c.id} in {df}")
         return S.Measurement(1.0, 0.5, 1.5, 0.01, n)
     monkeypatch.setattr(R, "measure_claim", measure)
-    monkeypatch.setattr(R, "judge_claim", lambda c, m, w: S.Verdict(
+    monkeypatch.setattr(R, "judge_claim", lambda c, m, w, settle=False: S.Verdict(
         c.study, c.id, "", "", c.experiment, "", None, None, None, None, m.n if m else 0, "%", "", "", w, ""))
     got = {v.claim_id: (v.grid, v.n) for v in R.evaluate("cubic_plus", tmp_path, "powered,reduced")}
     assert got["cubic_plus.initcwnd-little-role"] == ("powered", 62)
@@ -260,3 +263,21 @@ def test_every_claim_a_study_grid_names_is_a_claim():
     known = {c.id for s in S.STUDIES.values() for c in s.claims}
     named = {c for f in glob.glob("experiments/*.yaml") for cs in grid_claims(f).values() for c in cs or ()}
     assert named and named <= known, named - known
+
+
+def test_the_power_simulation_runs_the_verdicts_own_test():
+    """ratio_pvalues is paired_location's p, and ratio_side the side of 0
+    its interval lies on whenever the test rejects (analysis.inference)."""
+    from tortoiselab.analysis import inference
+    rng = np.random.default_rng(7)
+    sides = 0
+    for n in (3, 5, 6, 9, 20, 35):
+        x = rng.normal(rng.choice([-0.05, 0.0, 0.05]), 0.05, (12, n))
+        p, side = pw.ratio_pvalues(x), pw.ratio_side(x)
+        for i in range(len(x)):
+            r = inference.paired_location(np.ones(n), np.exp(x[i]))
+            assert p[i] == pytest.approx(r.p_value, rel=1e-9)
+            if r.significant():
+                sides += 1
+                assert side[i] == np.sign(r.estimate) == (1 if r.low > 0 else -1)
+    assert sides > 10

@@ -24,16 +24,16 @@ def m(value, low=math.nan, high=math.nan, p=None, n=10, power=None, **kw):
 
 
 @pytest.mark.parametrize("meas, want", [
-    (m(-6, -8, -4, 0.001), "agree"),                    # significant, CI overlaps [-7, -5]
-    (m(-6, -12, 1, 0.2, power=0.3), "inconclusive"),    # overlaps, not significant, underpowered
-    (m(-6, -12, 1, 0.2, power=0.9), "disagree"),        # not significant although powered for -5 %
-    (m(-6, -12, 1, 0.2), "inconclusive"),               # not significant, power unknown
-    (m(-20, -25, -15, 0.001), "partly"),                # significant, larger than claimed
-    (m(-1, -2, -0.5, 0.001), "partly"),                 # significant, smaller than claimed
-    (m(-30, -50, -12, 0.1, power=0.5), "inconclusive"),  # the claimed direction, not significant
-    (m(0.5, -1, 2, 0.6, power=0.95), "disagree"),       # nothing, with the power to see the claim
+    (m(-6, -8, -4, 0.001), "agree"),                    # excludes 0 on the claimed side, overlaps [-7, -5]
+    (m(-6, -12, 1, 0.2, power=0.3), "inconclusive"),    # holds 0 and the claimed range
+    (m(-6, -12, 1, 0.2, power=0.99), "inconclusive"),   # power decides nothing
+    (m(-20, -25, -15, 0.001), "larger than claimed"),   # significant, beyond the claimed range
+    (m(-1, -2, -0.5, 0.001), "smaller than claimed"),   # significant, short of it
+    (m(0.5, -1, 2, 0.6, power=0.05), "disagree"),       # holds 0, excludes -7..-5: the data reject the size
     (m(5, 3, 7, 0.001), "disagree"),                    # significant the other way
-    (m(-6, -8, -4, 0.001, p_holm=0.2, power=0.4), "inconclusive"),  # significant raw, not after Holm
+    (m(4.8, 1.4, 7.7, 0.016, power=0.96), "disagree"),  # issue 36: +4.8 % [1.4, 7.7] was "inconclusive"
+    (m(-6, -math.inf, math.inf, None), "inconclusive"),  # one pair: no interval, no label off the estimate
+    (m(-6), "inconclusive"),                            # no interval at all
 ])
 def test_improvement_rule(meas, want):
     judge, rule = S.improvement(-7, -5)
@@ -51,19 +51,23 @@ def test_direction_equivalence_and_exact_rules():
     higher, _ = S.direction("higher")
     assert higher.effect.pct == 5
     assert higher(m(3, 1, 5, 0.01))[0] == "agree"
-    assert higher(m(3, -1, 5, 0.3, power=0.2))[0] == "inconclusive"
-    assert higher(m(3, -1, 5, 0.3, power=0.9))[0] == "disagree"
+    assert higher(m(3, -1, 6, 0.3))[0] == "inconclusive"  # holds 0 and +5 %
+    assert higher(m(1, -1, 3, 0.3))[0] == "disagree"      # holds 0, excludes +5 %: no effect of interest
     assert higher(m(-3, -5, -1, 0.01))[0] == "disagree"
     assert S.direction("lower", effect=10)[0].effect.pct == -10
+    seconds, rule = S.direction("higher", "the penalty", 1, "s")
+    assert not hasattr(seconds, "effect") and "+1 s" in rule  # no power simulation outside %
+    assert seconds(S.Measurement(0.2, -0.5, 0.8, 0.4, 10, "s"))[0] == "disagree"
     eq, _ = S.equivalent(5)
     assert eq(m(1, -2, 3))[0] == "agree"
     assert eq(m(1, -9, 11))[0] == "inconclusive"
-    assert eq(m(1, -9, 11, power=0.9))[0] == "partly"
+    assert eq(m(1, -9, 11, power=0.9))[0] == "inconclusive"
     assert eq(m(8, 6, 10))[0] == "disagree"
-    assert eq(m(8, 2, 10, power=0.9))[0] == "disagree"
+    assert eq(m(8, 2, 10, power=0.9))[0] == "inconclusive"
     ex, _ = S.exact(10, 0, "packets")
     assert ex(m(10, 10, 10))[0] == "agree"
-    assert ex(m(10.5, 10, 11))[0] == "disagree"
+    assert ex(m(10.5, 10, 11))[0] == "larger than claimed"
+    assert ex(m(8, 8, 8))[0] == "smaller than claimed"
 
 
 # --- paired changes ---------------------------------------------------------------

@@ -106,19 +106,21 @@ def test_chromiums_reuse_ratio_is_counted_in_connections():
     df = _frame(_loader_runs() + _chromium_runs())
     c = CLAIMS["coalescing.reuse-ratio-chromium"]
     v = verdict_of(c, df, "f")
-    assert v.value == pytest.approx(100) and v.n == 12 and v.verdict == "disagree"  # n: connections
+    assert v.value == pytest.approx(100) and v.n == 12 and v.verdict == "not testable here"  # n: connections
+    assert "does not model" in v.why and "Testable with" in v.why  # the reason, and what would make it testable
     assert "india-desktop-2017 connections 100 % of 4" in v.detail
     assert "india-desktop-2017 1 / 7" in v.detail  # TCP connections in the capture, one IP / two IPs
-    seedlike = verdict_of(c, _frame(_chromium_runs(reuse=(0.9, 0.75, 0.5), n=20)), "f")
-    assert seedlike.verdict == "agree" and seedlike.value == pytest.approx(90)
-    differ = verdict_of(c, _frame(_chromium_runs(reuse=(1.0, 0.5, 1.0))), "f")
-    assert differ.verdict == "partly"
+    # the rule a model of the seed's reuse would be judged by
+    seedlike = c.measure(of_loader(_frame(_chromium_runs(reuse=(0.9, 0.75, 0.5), n=20)), "chromium"))
+    assert c.judge(seedlike)[0] == "agree" and seedlike.value == pytest.approx(90)
+    differ = c.measure(of_loader(_frame(_chromium_runs(reuse=(1.0, 0.5, 1.0))), "chromium"))
+    assert c.judge(differ)[0] == "disagree"
 
 
 def test_the_loaders_reuse_judge_is_unchanged_by_the_browser_rows():
     v = verdict_of(CLAIMS["coalescing.reuse-ratio"],
                    _frame(_loader_runs() + _chromium_runs(reuse=(0.9, 0.75, 0.5), n=20)), "f")
-    assert v.verdict == "disagree" and v.value == pytest.approx(100)
+    assert v.verdict == "not testable here" and v.value == pytest.approx(100)
     assert v.n == 24  # the coalescing-on views' connections to static, 8 per market
 
 

@@ -43,14 +43,30 @@ def test_the_canned_runs_are_the_ci_grid(experiment_file):
     assert have == S.current_run_ids(experiment_file, GRID), f"{folder}: not the runs of {experiment_file}'s ci grid"
 
 
-# verdicts the honest rules (issue 24) changed on these one-repetition runs, and why: one pair has no test,
-# so a result that needs one is "inconclusive" where it used to be partly / disagree by its estimate alone
+# verdicts the interval rule (docs/statistics.md) gives on these one-repetition runs where the old rules
+# differed, and why: one pair (or two users, below the population's minimum) has no test, so its interval is
+# unbounded and holds both 0 and the claimed effect: inconclusive, never a label read off an estimate alone;
+# a count of exact runs beside the seed's is larger / smaller than claimed (no "partly"); the screen's three
+# algorithms of which two give the same median are a tie by construction; the reuse ratio is a quantity the
+# lab does not model (the client coalesces by design)
 CHANGED = {"tortoise.india-desktop-cdt": "inconclusive", "coalescing.gain-us": "inconclusive",
-           "cubic_plus.loss-throughput": "inconclusive"}
+           "cubic_plus.loss-throughput": "inconclusive", "reno_beta.low-loss-similar": "inconclusive",
+           "coalescing.gain-is-connect-time": "inconclusive", "tortoise.screen-top3": "not testable here",
+           "coalescing.reuse-ratio": "not testable here", "initcwnd.tls-3-round-trips": "agree",
+           "initcwnd.ten-round-trips": "smaller than claimed"}
+# claims added since the file was written (variants: two groups of users), with the label they have here
+ADDED = {"tortoise.india-mobile-plt-users-groups": "inconclusive", "coalescing.gain-us-users-groups": "inconclusive"}
 
 
 def _want(claim_id: str) -> str:
-    return CHANGED.get(claim_id, BEFORE["verdicts"][claim_id]["verdict"])
+    if claim_id in ADDED:
+        return ADDED[claim_id]
+    return CHANGED.get(claim_id, BEFORE["verdicts"].get(claim_id, {"verdict": "no data"})["verdict"])
+
+
+def _number(measured: str) -> str:
+    """The number of a measured text without its interval and p ("-0.97 %")."""
+    return measured.split(" [")[0].split(" (n = ")[0].split(", p = ")[0]
 
 
 @pytest.mark.parametrize("study_id", list(S.STUDIES))
@@ -58,16 +74,18 @@ def test_every_claim_has_its_verdict_of_before(study_id, results):
     verdicts = S.evaluate(study_id, results, GRID)
     assert [v.claim_id for v in verdicts] == [c.id for c in S.STUDIES[study_id].claims]
     for v in verdicts:
-        want = BEFORE["verdicts"][v.claim_id]
+        want = BEFORE["verdicts"].get(v.claim_id) or BEFORE["verdicts"][v.claim_id.removesuffix("-groups")]
         assert v.verdict == _want(v.claim_id), (v.claim_id, v.why)
         if v.claim_id in CHANGED:
-            assert v.why == "no test applies (n = 1)" and want["verdict"] != CHANGED[v.claim_id]
+            assert want["verdict"] != CHANGED[v.claim_id]
         if want["value"] is None:
             assert v.value is None, v.claim_id
         else:
             assert v.value == pytest.approx(want["value"], rel=1e-9, abs=1e-12), v.claim_id
-        assert v.measured == want["measured"], v.claim_id
-    assert {c for c in BEFORE["verdicts"] if c.startswith(study_id + ".")} == {v.claim_id for v in verdicts}
+        assert _number(v.measured) == _number(want["measured"]), v.claim_id
+    before = {c for c in BEFORE["verdicts"] if c.startswith(study_id + ".")}
+    assert before | {c for c in ADDED if c.startswith(study_id + ".")} >= {v.claim_id for v in verdicts} - {
+        v.claim_id for v in verdicts if v.verdict == "no data"}
 
 
 def test_every_physics_check_has_its_outcome_of_before(results):
@@ -82,14 +100,14 @@ def test_every_physics_check_has_its_outcome_of_before(results):
 
 def test_the_reproduction_markdown_builds_from_them(results):
     text = S.reproduction_markdown(results, GRID)
-    flat = [_want(c) for c in BEFORE["verdicts"]]
+    flat = [_want(c.id) for s in S.STUDIES.values() for c in s.claims if c.primary]
     counts = {k: flat.count(k) for k in S.VERDICTS}
-    assert f"**{len(flat)} claims: " + ", ".join(f"{counts[k]} {k}" for k in S.VERDICTS) + ".**" in text
-    assert "Holm per study" in text and "| n per arm | p raw / Holm | power |" in text
+    assert f"**{len(flat)} seed sentences: " + ", ".join(f"{counts[k]} {k}" for k in S.VERDICTS) + ".**" in text
+    assert "Bonferroni" in text and "| n per arm | p raw / x m | power |" in text
     for study in S.STUDIES.values():
         assert f"## {study.title}" in text
         for c in study.claims:
-            assert f"`{c.id}`" in text and BEFORE["verdicts"][c.id]["measured"] in text
+            assert f"`{c.id}`" in text
     assert "## The physicist's checks" in text and "## Commands and run times" in text
     for name in BEFORE["physics"]:
         folder, check = name.split(": ", 1)

@@ -1,7 +1,8 @@
 """The seed studies as data: what each one claims, which experiment measures
 it, how our number is computed from the results, and the rule that turns the
-number into a verdict (agree / partly / disagree / inconclusive / not
-testable here), with Holm per study and the power of each claim's test. The labs, the study
+number into a verdict (agree / larger or smaller than claimed / disagree /
+inconclusive / not testable here), read off the interval of each claim's
+own test at its study's level (docs/statistics.md). The labs, the study
 notebooks, `tortoise grade`'s lab checks and `tortoise report
 --reproduction` build on it (labs/README.md, notebooks/README.md, README.md
 "Analysis, report, the VM"); notebooks use it as
@@ -15,7 +16,7 @@ notebooks, `tortoise grade`'s lab checks and `tortoise report
         ("experiments/tortoise.yaml", "experiments/tortoise-screen.yaml");
         notebook and lab: repo-relative files (notebooks/…, labs/….md)
     Claim(id, study, seed_file, text, experiment, metric, rule, measure, judge, loader=None, grid=None,
-          setup="single path")
+          setup="single path", sentence="", primary=True, variant="", untestable="")
         text: the seed's claim in its words (seed_file names the source);
         experiment: the name of the experiment whose results it reads;
         measure(runs: pd.DataFrame) -> Measurement (runs = load_runs(folder),
@@ -24,23 +25,32 @@ notebooks, `tortoise grade`'s lab checks and `tortoise report
         grid: a grid the claim always reads (the coalescing study's
         Chromium claims: "browser"), else the grid evaluate is given;
         setup: one of SETUPS ("single path", "population", "browser"; a
-        claim on grid "browser" is "browser" unless set).
+        claim on grid "browser" is "browser" unless set); sentence: the
+        primary claim's id of its seed sentence (its own for a primary),
+        primary (in the headline and the family) or a variant (variant: what
+        it varies, in words); untestable: why the lab cannot test it.
     Measurement(value, low, high, p_value, n, unit, detail, n_control=0,
                 n_arm=0, control=(), arm=(), statistic="", tie="",
-                p_holm=None, power=None, power_raw=None, family=1)
-        our number with its 95 % CI (low, high; NaN when it has none) and the
-        p-value of the test named in detail (None when no test applies);
-        change() fills n per arm, the paired values and statistic ("ratio",
-        "p90": what power simulates from) and tie (all pairs identical, why);
-        evaluate fills p_holm (Holm over the study's `family` tests) and
-        power (for the judge's claimed effect at ALPHA / family; power_raw
-        at ALPHA). m.significant(): p (Holm where adjusted) < ALPHA. A
-        measurement built from another keeps them: dataclasses.replace.
+                p_family=None, power=None, power_raw=None, family=1, failed=0,
+                exact_repeats=False, level=None, min_p=None, untestable="")
+        our number with the interval that inverts its test (low, high, at
+        `level`; NaN when it has none) and the raw p-value of the test named
+        in detail (None when no test applies); change() fills n per arm, the
+        paired values and statistic ("ratio", "p90", ...: what the family's
+        level recomputes from and power simulates from), tie (all pairs
+        identical, why) and failed (runs in no pair); evaluate sets level
+        (ALPHA / family), p_family (min(1, p x family)) and power (for the
+        judge's claimed effect at that level; power_raw at ALPHA; planning
+        only). m.significant(): the interval excludes 0. A measurement built
+        from another keeps them: dataclasses.replace.
     Verdict(study, claim_id, seed_file, claim, experiment, metric, value, low,
             high, p_value, n, unit, measured, verdict, why, rule, detail,
-            p_holm, power, power_raw, family, effect, n_control, n_arm, setup)
-        verdict in VERDICTS = ("agree", "partly", "disagree", "inconclusive",
-        "not testable here", "no data"); measured: the number in words
+            p_family, power, power_raw, family, effect, n_control, n_arm, setup, grid,
+            sentence, primary, variant, level, min_p, settle_n, failed, untestable, changed)
+        verdict in VERDICTS = ("agree", "larger than claimed", "smaller than
+        claimed", "disagree", "inconclusive", "not testable here", "no data");
+        settle_n: the pairs that would settle an inconclusive claim; changed:
+        the claim changed after its runs were judged; measured: the number in words
         ("-4.1 % [-6.0, -2.2], p = 0.002"); effect: the claimed effect the
         power is for, in words.
     NoData: raised by a measurement whose runs are not there.
@@ -48,8 +58,10 @@ notebooks, `tortoise grade`'s lab checks and `tortoise report
     evaluate(study_id, results="results", grid="reduced") -> list[Verdict]
         every claim of the study (on its own grid if it names one); a claim
         whose experiment has no results gives verdict "no data" (never an
-        exception); Holm over the study's p-values, then each judged;
-        a tie by construction is "not testable here" before any judge.
+        exception); every measurement at the study's level ALPHA / m (m: its
+        primary readings with a test), then each judged off its interval; a
+        tie by construction or an untestable claim is "not testable here"
+        before any judge.
     verdict_frame(verdicts) -> pd.DataFrame   one row per claim
     physics_checks(exp_dir, run_ids=None) -> list[PhysicsCheck]
         PhysicsCheck(name, ok, expected, measured, n, detail, failures):
@@ -82,8 +94,9 @@ notebooks, `tortoise grade`'s lab checks and `tortoise report
         handshake_grew_window(conn, iw), second_load_window(run_dir),
         hybla_rho(rtt_ms)
     measuring and judging: pairs, paired_test (Wilcoxon with 6+ pairs, the
-        exact sign-flip test below: smallest p 2/2^n), change (a p90: the
-        paired permutation test of the p90 difference), and the judges
+        exact sign-flip test below: smallest p 2/2^n), change (value,
+        interval and p from one test, measure.infer: Hodges-Lehmann with
+        Wilcoxon, or the paired permutation test of the p90 ratio), and the judges
         improvement, direction, equivalent, exact (each -> (judge, rule);
         judge.effect: the claimed effect, power.Effect).
     power (module): power(m, effect, n=None) by simulation with the

@@ -1,16 +1,17 @@
 """How a claim's number is measured and judged: runs filtered to the ones
 that count, arms paired on the same condition and seed, the arm's change
-against the control with a bootstrap CI and a paired test (Wilcoxon for a
-median change, a paired permutation test for a p90 difference, an exact
-sign-flip test below 6 pairs), and the four judges that turn a number into
-a verdict of model.VERDICTS: significance by the Holm-adjusted p, and a
-result that is not significant is "inconclusive" unless the test had the
-power (studies.power) to see the claimed effect. The rules in words are
-printed under each study in REPRODUCTION.md (README.md, "Analysis, report,
-the VM"; the labs' questions: labs/README.md)."""
+against the control from one test with the interval that inverts it
+(Wilcoxon signed-rank with the Hodges-Lehmann estimate for a median
+change, the paired permutation test of a p90 ratio, the exact sign-flip
+test below 6 pairs; analysis.inference), recomputed at the study family's
+level (at_level), and the judges that read a verdict of model.VERDICTS off
+that interval alone (read_interval). The rules in words are printed under
+each study in REPRODUCTION.md; the tests and the rule: docs/statistics.md
+(the labs' questions: labs/README.md)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from typing import Iterable
@@ -19,17 +20,17 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
-from tortoiselab.analysis import stats
-from tortoiselab.studies.model import ALPHA, POWER_TARGET, Judge, Measurement, NoData, fmt
+from tortoiselab.analysis import inference, rankci, stats
+from tortoiselab.studies.model import ALPHA, Judge, Measurement, NoData, fmt
 from tortoiselab.studies.power import Effect
 
 # --- the runs that count, paired ------------------------------------------------------
 
 
-def ok_rows(df: pd.DataFrame, metric: str, **where) -> pd.DataFrame:
-    """The ok runs with a value of metric, filtered by where: column=value,
-    a list of values, or a function of the column (a__b is column a.b)."""
-    d = df[df["ok"].astype(bool)]
+def select(df: pd.DataFrame, **where) -> pd.DataFrame:
+    """The runs filtered by where: column=value, a list of values, or a
+    function of the column (a__b is column a.b), failed ones included."""
+    d = df
     for col, val in where.items():
         col = col.replace("__", ".")
         if isinstance(val, (list, tuple, set)):
@@ -38,7 +39,21 @@ def ok_rows(df: pd.DataFrame, metric: str, **where) -> pd.DataFrame:
             d = d[val(d[col])]
         else:
             d = d[d[col] == val]
+    return d
+
+
+def ok_rows(df: pd.DataFrame, metric: str, **where) -> pd.DataFrame:
+    """The ok runs with a value of metric, filtered by where (select)."""
+    d = select(df[df["ok"].astype(bool)], **where)
     return d[d[metric].notna()]
+
+
+def failed_runs(df: pd.DataFrame, metric: str, arm_col: str, arms: tuple, **where) -> int:
+    """The runs of the arms (values of arm_col) in the selection that
+    failed or gave no value of metric: they are in no pair, and a claim
+    says how many."""
+    d = select(df[df[arm_col].isin(list(arms))], **where)
+    return int((~d["ok"].astype(bool) | d[metric].isna()).sum())
 
 
 # the sweep fields that make up each arm column (left out of the pairing key)
@@ -91,40 +106,80 @@ def tie_reason(c: np.ndarray, a: np.ndarray) -> str:
     return ""
 
 
+# a measurement's statistic -> what it is; the first three are changes in % (log ratios), the last two
+# are in the measurement's own unit
+STATISTICS = {"ratio": "the median per-pair change", "p90": "the paired p90 ratio",
+              "p90-groups": "the p90 ratio of two groups", "shift-groups": "the shift between two groups",
+              "spearman": "Spearman's rho", "location": "the centre of the arm's values"}
+IN_PERCENT = ("ratio", "p90", "p90-groups")
+
+
+def infer(c: np.ndarray, a: np.ndarray, statistic: str, alpha: float = ALPHA, seed: int = 0):
+    """The test of `statistic` on control c and arm a, with its estimate
+    and the interval that inverts it at alpha (analysis.inference,
+    analysis.rankci): "ratio" = Wilcoxon signed-rank on log ratios with the
+    Hodges-Lehmann estimate (the exact sign-flip test below 6 pairs), "p90"
+    = the paired permutation test of the p90 ratio, "p90-groups" = the
+    permutation test of the p90 ratio of two independent groups,
+    "shift-groups" = the Mann-Whitney shift of a against c (two groups),
+    "spearman" = Spearman's rho of c and a, "location" = the Wilcoxon
+    centre of a alone (c unused) (docs/statistics.md)."""
+    if statistic == "p90":
+        return inference.paired_quantile(c, a, 0.9, alpha, n_resamples=4000, seed=seed)
+    if statistic == "p90-groups":
+        return inference.between_groups_quantile(c, a, 0.9, alpha, n_resamples=4000, seed=seed)
+    if statistic == "shift-groups":
+        return rankci.shift_between_groups(c, a, alpha)
+    if statistic == "spearman":
+        return rankci.spearman(c, a, alpha)
+    if statistic == "location":
+        return rankci.location(a, alpha)
+    return inference.paired_location(c, a, alpha)
+
+
+def at_level(m: Measurement, alpha: float, seed: int = 0) -> Measurement:
+    """m's value, interval and p recomputed by its own test at alpha (the
+    study family's level), for a measurement that carries its pairs (or
+    groups); any other is returned with only its level set."""
+    if m.statistic not in STATISTICS or len(m.control) < 2 or len(m.arm) < 2:
+        return dataclasses.replace(m, level=alpha)
+    r = infer(np.asarray(m.control, float), np.asarray(m.arm, float), m.statistic, alpha, seed)
+    value, low, high = r.pct() if m.statistic in IN_PERCENT else (r.estimate, r.low, r.high)
+    return dataclasses.replace(m, value=value, low=low, high=high, p_value=r.p_value, level=alpha,
+                               min_p=r.min_p)
+
+
 def change(df: pd.DataFrame, metric: str, arm_col: str, control, arm, statistic: str = "ratio",
            seed: int = 0, **where) -> Measurement:
-    """The arm against the control, in %: statistic "p90" = paired p90
-    difference (the seed's statistic, for one condition; tested with a
-    paired permutation test of the p90 difference, stats.quantile_diff_test),
-    "ratio" = median of per-pair changes 100*(arm/control - 1) (pooled over
-    conditions, where p90s of different scales must not be mixed; tested
-    with paired_test); 95 % bootstrap CI over pairs. The pairs ride along
-    (control, arm, statistic) for power, and tie says when all are equal."""
+    """The arm against the control, in %, runs paired on condition and
+    seed: statistic "p90" = the paired p90 ratio (the seed's statistic,
+    for one condition), "ratio" = the Hodges-Lehmann median of per-pair
+    changes (pooled over conditions, where p90s of different scales must
+    not be mixed). Value, interval and p from one test (infer), at ALPHA
+    until the study's family sets its level (at_level). The pairs ride
+    along (control, arm, statistic) for power, and tie says when all are
+    equal."""
     p = pairs(df, metric, arm_col, control, arm, **where)
+    failed = failed_runs(df, metric, arm_col, (control, arm), **where)
     if p.empty:
-        raise NoData(f"no paired runs of {arm} and {control} for {metric}")
+        raise NoData(f"no paired runs of {arm} and {control} for {metric}"
+                     + (f" ({failed} of their runs failed)" if failed else ""))
     c, a = p["control"].to_numpy(float), p["arm"].to_numpy(float)
-    if statistic == "p90":
-        e = stats.percent_diff(c, a, 0.9, paired=True, n_resamples=4000, seed=seed)
-        label = "paired p90 difference"
-        t = stats.quantile_diff_test(c, a, 0.9, n_resamples=4000, seed=seed)
-        pv = None if not math.isfinite(t["p_value"]) else t["p_value"]
-        test = ("all pairs equal" if np.array_equal(c, a) else "one pair: no test" if pv is None else
-                "paired permutation test of the p90 difference (" + (
-                    f"exact; smallest possible p = 2/2^{len(c)} = {t['min_p']:.3g})" if t.get("exact") else
-                    "4000 random swaps)"))
-    else:
-        e = stats.bootstrap_ci(100 * (a / c - 1), "median", n_resamples=4000, seed=seed)
-        label = "median per-pair change"
-        pv, test = paired_test(c, a)
-    lo, hi = (e.low, e.high) if len(p) > 1 else (math.nan, math.nan)
+    statistic = "p90" if statistic == "p90" else "ratio"
     names = (f"{arm_col} {arm} vs {control}" if isinstance(arm, (bool, np.bool_, int, float))
              else f"{arm} vs {control}")
-    return Measurement(e.value, lo, hi, pv, len(p), "%",
-                       f"{label} of {metric}, {names}; {test}; "
+    if len(p) < 2:
+        value = 100 * (float(np.quantile(a, 0.9) / np.quantile(c, 0.9)) - 1)
+        return Measurement(value, math.nan, math.nan, None, 1, "%", f"{STATISTICS[statistic]} of {metric}, "
+                           f"{names}; one pair: no test", n_control=1, n_arm=1, control=tuple(c.tolist()),
+                           arm=tuple(a.tolist()), statistic=statistic, tie=tie_reason(c, a), failed=failed)
+    r = infer(c, a, statistic, ALPHA, seed)
+    value, low, high = r.pct()
+    return Measurement(value, low, high, r.p_value, len(p), "%",
+                       f"{STATISTICS[statistic]} of {metric}, {names}; {r.test}; "
                        f"control p90 {np.quantile(c, 0.9):.0f}, arm p90 {np.quantile(a, 0.9):.0f}",
                        n_control=len(p), n_arm=len(p), control=tuple(c.tolist()), arm=tuple(a.tolist()),
-                       statistic="p90" if statistic == "p90" else "ratio", tie=tie_reason(c, a))
+                       statistic=statistic, tie=tie_reason(c, a), level=ALPHA, min_p=r.min_p, failed=failed)
 
 
 def span(values: Iterable[float], unit: str, detail: str) -> Measurement:
@@ -138,42 +193,70 @@ def span(values: Iterable[float], unit: str, detail: str) -> Measurement:
                        detail + " (interval: the runs' range; loss-free virtual-clock runs are exact)")
 
 
-# --- judges: each returns (judge, its rule in words) -----------------------------------
-# Every judge carries the effect it claims (judge.effect, a power.Effect), for the power that
-# evaluate computes before judging; significance is read from m.p (Holm-adjusted when evaluate
-# adjusted it). A claim whose pairs are all tied never reaches its judge (registry.verdict_of).
+# --- the verdict rule: each judge returns (judge, its rule in words) ---------------------
+# One rule for every claim with a claimed effect, read off the measurement's interval alone (its
+# test's inversion at the study family's level: significance and interval cannot disagree). Every
+# judge carries the effect it claims (judge.effect, a power.Effect) for the power shown beside the
+# label, which decides nothing. Ties and untestable claims never reach a judge (registry.judge_claim).
 
 DIRECTION_EFFECT = 5.0  # % : a direction claim's smallest effect of interest, unless it names one
 
 
-def _interval(m: Measurement) -> tuple[float, float]:
-    """The CI, or the value twice where there is none."""
-    return (m.low, m.high) if math.isfinite(m.low) else (m.value, m.value)
+def interval_of(m: Measurement) -> tuple[float, float]:
+    """The interval the label is read from: m's (its test's inversion, or
+    the range of exact runs); none (NaN): -inf..inf, for a number without
+    an interval shows nothing (e.g. one pair), unless its runs repeat
+    exactly (m.exact_repeats: the value itself)."""
+    if not (math.isnan(m.low) and math.isnan(m.high)):
+        return m.low, m.high
+    return (m.value, m.value) if m.exact_repeats else (-math.inf, math.inf)
 
 
 def p_text(m: Measurement) -> str:
-    """"p = 0.031" or "p = 0.031, Holm 0.19"."""
+    """"p = 0.031" or "p = 0.031, x12 = 0.37" (the family-adjusted p)."""
     if m.p_value is None:
         return "no test"
     s = f"p = {m.p_value:.2g}"
-    return s + (f", Holm {m.p_holm:.2g}" if m.p_holm is not None and m.p_holm != m.p_value else "")
+    return s + (f", x{m.family} = {m.p:.2g}" if m.family > 1 and m.p is not None else "")
 
 
-def not_significant(m: Measurement, effect: Effect | None) -> tuple[str, str]:
-    """A result that is not significant: "inconclusive" unless the test had
-    POWER_TARGET power to see the claimed effect at this n (at the level it
-    is judged by, ALPHA / family), then "disagree"."""
-    if m.p_value is None:
-        return "inconclusive", f"no test applies (n = {m.n})"
-    head = f"not significant ({p_text(m)}, n = {m.n})"
-    target = effect.text() if effect else "the claimed effect"
-    if m.family > 1:
-        target += f" at Holm's alpha / {m.family}"
-    if m.power is None:
-        return "inconclusive", f"{head}; the power to see {target} is unknown (no pairs to simulate from)"
-    if m.power < POWER_TARGET:
-        return "inconclusive", f"{head}, with power {m.power:.2f} < {POWER_TARGET:g} to see {target}: underpowered"
-    return "disagree", f"{head}, although the test had power {m.power:.2f} to see {target}"
+def _ci(low: float, high: float, unit: str = "%") -> str:
+    """"[-9.1, -2.0] %", with -inf / +inf for an unbounded side."""
+    def b(x: float) -> str:
+        return fmt(x, "") if math.isfinite(x) else ("-inf" if x < 0 else "+inf")
+    return f"[{b(low)}, {b(high)}] {unit}"
+
+
+def read_interval(low: float, high: float, sign: int, claimed: tuple[float, float] | None,
+                  interest: float, unit: str = "%") -> tuple[str, str]:
+    """The label of an interval [low, high] (% change) for a claim of a
+    change on side `sign` (-1: lower, +1: higher) of size `claimed` (lo, hi
+    in %, lo <= hi; None: direction only) whose smallest effect of interest
+    is `interest` (signed %): agree = wholly on the claimed side and
+    overlapping the claimed range (any size, for a direction claim); larger
+    / smaller than claimed = wholly on the claimed side, beyond / short of
+    the range; disagree = wholly on the other side, or holding 0 while
+    excluding every claimed effect; inconclusive = holding 0 and a claimed
+    effect. unit: the interval's, for the words."""
+    ci = _ci(low, high, unit)
+    claimed_side = high < 0 if sign < 0 else low > 0
+    other_side = low > 0 if sign < 0 else high < 0
+    lo, hi = claimed if claimed else ((-math.inf, interest) if sign < 0 else (interest, math.inf))
+    overlap = low <= hi and high >= lo
+    if claimed_side:
+        if claimed is None or overlap:
+            return "agree", f"the interval {ci} excludes 0 on the claimed side" + (
+                f" and overlaps the claimed {lo:g}..{hi:g} {unit}" if claimed else "")
+        beyond = high < lo if sign < 0 else low > hi
+        return ("larger than claimed" if beyond else "smaller than claimed",
+                f"the interval {ci} excludes 0 on the claimed side but lies "
+                f"{'beyond' if beyond else 'short of'} the claimed {lo:g}..{hi:g} {unit}")
+    if other_side:
+        return "disagree", f"the interval {ci} excludes 0 on the other side: a significant change the other way"
+    if overlap:
+        return "inconclusive", f"the interval {ci} holds both 0 and the claimed effect"
+    what = f"the claimed {lo:g}..{hi:g} {unit}" if claimed else f"any effect of {interest:+g} {unit} or more"
+    return "disagree", f"the interval {ci} holds 0 and excludes {what}: the data reject the claimed size"
 
 
 def _nearer_bound(lo: float, hi: float) -> Effect:
@@ -184,92 +267,79 @@ def _nearer_bound(lo: float, hi: float) -> Effect:
     return Effect("shift", near, source="the claimed range's bound nearer 0")
 
 
+def _level_text() -> str:
+    return "the interval of the claim's own test at the study's level (ALPHA / m, m = its primary claims with a test)"
+
+
 def improvement(lo: float, hi: float, better: str = "lower") -> tuple[Judge, str]:
-    """The seed claims a change in [lo, hi] % (lo <= hi; negative = faster for
-    times). agree: significant in the claimed direction and the CI overlaps
-    the claimed range; partly: significant in the claimed direction, of
-    another size; disagree: significant the other way, or not significant
-    although powered for the claimed effect; inconclusive: not significant
-    and underpowered."""
+    """The seed claims a change in [lo, hi] % (lo <= hi; negative = faster
+    for times), on the side `better` says: read_interval."""
     sign = -1 if better == "lower" else 1
     effect = _nearer_bound(lo, hi)
-    rule = (f"agree if p (Holm) < {ALPHA} in the claimed direction and the 95 % CI overlaps the claimed "
-            f"[{lo:g}, {hi:g}] %; partly if significant in the claimed direction but of another size; disagree if "
-            f"significant the other way, or not significant although the test had power >= {POWER_TARGET:g} for "
-            f"{effect.text()}; inconclusive if not significant with less power")
+    rule = (f"read off {_level_text()}: agree if it excludes 0 on the claimed side and overlaps the claimed "
+            f"[{lo:g}, {hi:g}] %; larger / smaller than claimed if it excludes 0 on that side beside the range; "
+            "disagree if it excludes 0 on the other side, or holds 0 and excludes the claimed range; inconclusive "
+            "if it holds both")
 
     def judge(m: Measurement) -> tuple[str, str]:
-        low, high = _interval(m)
-        overlap = low <= hi and high >= lo
-        right_way = sign * m.value > 0
-        if m.significant() and not right_way:
-            return "disagree", f"significant change the other way ({fmt(m.value, '%')}, {p_text(m)})"
-        if m.significant() and overlap:
-            return "agree", f"significant ({p_text(m)}), and the CI overlaps the claimed {lo:g}..{hi:g} %"
-        if m.significant():
-            size = 'smaller' if abs(m.value) < min(abs(lo), abs(hi)) else 'larger'
-            return "partly", f"significant in the claimed direction, but {fmt(m.value, '%')} is {size} than claimed"
-        return not_significant(m, effect)
+        return read_interval(*interval_of(m), sign, (lo, hi), effect.pct, m.unit)
     judge.effect = effect
     return judge, rule
 
 
-def direction(better: str = "lower", what: str = "the arm", effect: float | None = None) -> tuple[Judge, str]:
-    """A claim of direction only (better / worse, no size); its power is for
-    `effect` % in the claimed direction (DIRECTION_EFFECT unless given)."""
+def direction(better: str = "lower", what: str = "the arm", effect: float | None = None,
+              unit: str = "%") -> tuple[Judge, str]:
+    """A claim of direction only (better / worse, no size): agree on any
+    interval wholly on the claimed side; its smallest effect of interest
+    (`effect` in `unit`, DIRECTION_EFFECT % unless given) decides between
+    disagree and inconclusive when the interval holds 0, and is what power
+    is for (a change in %; other units have no power simulation)."""
     sign = -1 if better == "lower" else 1
     size = DIRECTION_EFFECT if effect is None else abs(effect)
     eff = Effect("shift", sign * size, source="the smallest effect of interest for a direction claim")
-    rule = (f"agree if p (Holm) < {ALPHA} and {what} is {better}; disagree if significant the other way, or not "
-            f"significant although the test had power >= {POWER_TARGET:g} for a {size:g} % change; "
-            "inconclusive if not significant with less power")
+    rule = (f"read off {_level_text()}: agree if it excludes 0 on the side where {what} is {better}; disagree if "
+            f"it excludes 0 on the other side, or holds 0 and excludes {sign * size:+g} {unit} (the smallest effect "
+            "of interest); inconclusive if it holds both")
 
     def judge(m: Measurement) -> tuple[str, str]:
-        if m.significant():
-            if sign * m.value > 0:
-                return "agree", f"significant ({p_text(m)}), in the claimed direction"
-            return "disagree", f"significant ({p_text(m)}), the other way"
-        return not_significant(m, eff)
-    judge.effect = eff
+        return read_interval(*interval_of(m), sign, None, sign * size, m.unit)
+    if unit == "%":
+        judge.effect = eff
     return judge, rule
 
 
 def equivalent(margin: float) -> tuple[Judge, str]:
-    """A claim of "about the same": within +-margin %. Power: that of the CI
-    landing within the margin when there is no change."""
+    """A claim of "about the same": within +-margin %. agree = the interval
+    within the margin; disagree = the interval wholly beyond it;
+    inconclusive = reaching beyond. Power: that of the interval landing
+    within the margin when there is no change."""
     eff = Effect("equivalence", 0.0, margin, "no change")
-    rule = (f"agree if the 95 % CI lies within +-{margin:g} %; disagree if it lies wholly outside, or if the estimate "
-            f"does although the test had power >= {POWER_TARGET:g} to show equivalence; partly if the estimate is "
-            "within but the CI reaches beyond with that power; inconclusive if the CI reaches beyond with less power")
+    rule = (f"read off {_level_text()}: agree if it lies within +-{margin:g} %; disagree if it lies wholly beyond; "
+            "inconclusive if it reaches beyond")
 
     def judge(m: Measurement) -> tuple[str, str]:
-        low, high = _interval(m)
+        low, high = interval_of(m)
+        ci = _ci(low, high, m.unit)
         if -margin <= low and high <= margin:
-            return "agree", f"the whole CI is within +-{margin:g} %"
+            return "agree", f"the interval {ci} is within +-{margin:g} %"
         if low > margin or high < -margin:
-            return "disagree", f"the whole CI is beyond +-{margin:g} % ({fmt(m.value, '%')})"
-        if m.power is None or m.power < POWER_TARGET:
-            pw = "unknown (no pairs to simulate from)" if m.power is None else f"{m.power:.2f}"
-            return "inconclusive", (f"{fmt(m.value, '%')}, the CI reaches beyond +-{margin:g} %; power to show "
-                                    f"equivalence with n = {m.n}: {pw}")
-        if abs(m.value) <= margin:
-            return "partly", f"estimate within +-{margin:g} %, the CI reaches beyond (power {m.power:.2f})"
-        return "disagree", f"{fmt(m.value, '%')} is outside +-{margin:g} % (power {m.power:.2f})"
+            return "disagree", f"the interval {ci} lies wholly beyond +-{margin:g} %"
+        return "inconclusive", f"the interval {ci} reaches beyond +-{margin:g} %"
     judge.effect = eff
     return judge, rule
 
 
 def exact(target: float, tol: float, unit: str) -> tuple[Judge, str]:
-    """A count or size the seed states: equal (within tol) on every run."""
-    rule = (f"agree if every run gives {target:g} {unit} (within {tol:g}); partly if the runs' mean is within "
-            f"2x that; disagree otherwise")
+    """A count or size the seed states, on exact runs: agree if every run
+    gives it (within tol); larger / smaller than claimed otherwise."""
+    rule = (f"agree if every run gives {target:g} {unit} (within {tol:g}); larger / smaller than claimed if the "
+            "runs give more / less")
 
     def judge(m: Measurement) -> tuple[str, str]:
-        low, high = _interval(m)
+        low, high = interval_of(m)
         if abs(low - target) <= tol and abs(high - target) <= tol:
             return "agree", f"{fmt(m.value, unit)} against the seed's {target:g} {unit}"
-        if abs(m.value - target) <= 2 * tol:
-            return "partly", f"{fmt(m.value, unit)}, close to the seed's {target:g} {unit}"
-        return "disagree", f"{fmt(m.value, unit)} against the seed's {target:g} {unit}"
+        more = m.value > target
+        return ("larger than claimed" if more else "smaller than claimed",
+                f"{fmt(m.value, unit)} against the seed's {target:g} {unit}")
     return judge, rule
-

@@ -47,21 +47,24 @@ def fmt(x: float | None, unit: str) -> str:
 
 @dataclass(frozen=True)
 class Measurement:
-    """Our number: value with its 95 % CI (NaN when it has none), the p-value
-    of the test named in `detail` (None when no test applies), n = pairs or
+    """Our number: value with its interval (the inversion of the test named
+    in `detail` at `level`, 1 - level confidence; NaN when it has none),
+    the raw p-value of that test (None when no test applies), n = pairs or
     runs behind it.
 
     For power and ties (studies.power, registry.evaluate): n_control and
     n_arm, the runs of each arm behind the test (0: n); control and arm,
-    the paired values the test ran on, and statistic ("ratio": median
-    per-pair change, Wilcoxon; "p90": paired p90 difference, bootstrap), so
-    the power for a claimed effect can be simulated; tie, non-empty when
-    every pair is identical (the reason, in words). Filled in by evaluate:
-    p_holm (Holm-adjusted over the study's family of `family` tests), power
-    (for the judge's claimed effect at the level significance is judged by,
-    ALPHA / family: Holm's first step, a lower bound of the claim's power
-    under Holm) and power_raw (at ALPHA). A measurement built from another
-    keeps them with dataclasses.replace(m, detail=...)."""
+    the paired values the test ran on, and statistic ("ratio": the
+    Hodges-Lehmann median per-pair change, Wilcoxon; "p90": the paired p90
+    ratio, permutation test; "p90-groups": two independent groups), so the
+    interval can be recomputed at the family's level (measure.at_level) and
+    the power for a claimed effect simulated; tie, non-empty when every
+    pair is identical (the reason, in words). Filled in by evaluate:
+    p_family (Bonferroni over the study's `family` primary tests), level
+    (ALPHA / family), power (for the judge's claimed effect at that level;
+    for planning, it decides no label) and power_raw (at ALPHA). A
+    measurement built from another keeps them with
+    dataclasses.replace(m, detail=...)."""
 
     value: float
     low: float = math.nan
@@ -76,10 +79,11 @@ class Measurement:
     arm: tuple[float, ...] = field(default=(), repr=False, compare=False)
     statistic: str = ""
     tie: str = ""
-    p_holm: float | None = None
+    p_family: float | None = None
     power: float | None = None
     power_raw: float | None = None
     family: int = 1
+    failed: int = 0  # runs of the claim's selection that failed (in no pair)
     exact_repeats: bool = False  # loss-free runs that repeat exactly, counted once: repetitions add no pairs
     level: float | None = None  # the alpha the interval is at (1 - level confidence; ALPHA / family)
     min_p: float | None = None  # the smallest p the test can give at this n
@@ -87,18 +91,23 @@ class Measurement:
 
     @property
     def p(self) -> float | None:
-        """The p-value significance is judged by: Holm-adjusted where the
-        study's family adjusted it, else the raw one."""
-        return self.p_holm if self.p_holm is not None else self.p_value
+        """The family-adjusted p (Bonferroni: min(1, p x family)) where the
+        study's family set it, else the raw one."""
+        return self.p_family if self.p_family is not None else self.p_value
 
     def significant(self) -> bool:
-        return self.p is not None and math.isfinite(self.p) and self.p < ALPHA
+        """The interval excludes 0 (an interval from the test's inversion
+        at the family's level does so exactly when p < that level)."""
+        if math.isnan(self.low) and math.isnan(self.high):
+            return self.p is not None and math.isfinite(self.p) and self.p < ALPHA
+        return not (self.low <= 0 <= self.high)
 
     def text(self) -> str:
         """The number in words: "-4.1 % [-6.0, -2.2], p = 0.002 (n = 12)"."""
         if self.value is None or not math.isfinite(self.value):
             return "no value"
-        ci = f" [{fmt(self.low, '')}, {fmt(self.high, '')}]" if math.isfinite(self.low) else ""
+        bound = lambda x: fmt(x, "") if math.isfinite(x) else ("-inf" if x < 0 else "+inf")  # noqa: E731
+        ci = f" [{bound(self.low)}, {bound(self.high)}]" if not math.isnan(self.low) else ""
         p = f", p = {self.p_value:.2g}" if self.p_value is not None and math.isfinite(self.p_value) else ""
         return f"{fmt(self.value, self.unit)}{ci}{p} (n = {self.n})"
 
@@ -183,10 +192,12 @@ class Study:
 class Verdict:
     """A claim judged on the results: the measurement flattened (value, low,
     high, p_value: None when there is none), measured = the number in
-    words, verdict in VERDICTS and why; p_holm (Holm over the study's
-    family of `family` tests), power (for effect, the claimed effect in
-    words, at ALPHA / family) and power_raw (at ALPHA), n per arm and the
-    claim's setup; grid, the grid whose runs it read."""
+    words, verdict in VERDICTS and why; p_family (Bonferroni over the
+    study's `family` primary tests), power (for effect, the claimed effect
+    in words, at ALPHA / family) and power_raw (at ALPHA), n per arm and
+    the claim's setup; grid, the grid whose runs it read; the claim's
+    sentence, primary reading or variant; settle_n, the pairs that would
+    settle an inconclusive claim."""
 
     study: str
     claim_id: str
@@ -205,7 +216,7 @@ class Verdict:
     why: str
     rule: str
     detail: str = ""
-    p_holm: float | None = None
+    p_family: float | None = None
     power: float | None = None
     power_raw: float | None = None
     family: int = 1
@@ -220,7 +231,9 @@ class Verdict:
     level: float | None = None  # the alpha the interval is at (ALPHA / family)
     min_p: float | None = None  # the smallest p the test could give at this n
     settle_n: int | None = None  # pairs `tortoise plan` says would settle an inconclusive claim (None: > N_MAX or unknown)
-    failed: int = 0  # failed runs among those the claim's grid asked for (they count in no pair)
+    failed: int = 0  # failed runs of the claim's selection (they count in no pair)
+    untestable: str = ""
+    changed: str = ""  # non-empty: the claim changed after its runs had been judged (registration)
 
     def as_dict(self) -> dict:
         return asdict(self)

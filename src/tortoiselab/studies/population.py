@@ -22,13 +22,13 @@ import math
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import pandas as pd
 
-from tortoiselab.analysis import stats
-from tortoiselab.analysis.population import MIN_USERS_FOR_TEST, paired_quantile_change, quantiles_over_users, rho_class
+from tortoiselab.analysis.population import MIN_USERS_FOR_TEST, quantiles_over_users, rho_class
 from tortoiselab.host import store
 from tortoiselab.studies.data import load_runs
-from tortoiselab.studies.measure import pair_key, tie_reason
+from tortoiselab.studies.measure import infer, pair_key, tie_reason
 from tortoiselab.studies.model import Measurement, NoData
 
 # what a run records of its user (config.population), as columns
@@ -117,36 +117,41 @@ def _rest_of(cond: str, arm_col: str) -> str:
 
 
 def population_change(df: pd.DataFrame, metric: str, arm_col: str, control, arm, market: str | None = None,
-                      q: float = 0.9, seed: int = 0, n_resamples: int = 4000, **where) -> Measurement:
-    """The arm's p90 (or quantile q) over users against the control's, in %,
-    users paired: 95 % interval from the paired bootstrap over users
-    (analysis/population.paired_quantile_change), p from the report's own
-    test of a quantile difference (the paired permutation test,
-    stats.quantile_diff_test, as single-path p90 claims use), and the pairs
-    riding along for power (statistic "p90"). market: one market's users
-    (None: every market's users pooled, a population of its own). NoData
-    without a pair."""
+                      q: float = 0.9, seed: int = 0, n_resamples: int = 4000, groups: bool = False,
+                      **where) -> Measurement:
+    """The arm's p90 over users against the control's, in %: users paired
+    (both arms loaded by the same simulated user; the paired permutation
+    test of the p90 ratio over users, and the interval that inverts it:
+    measure.infer, statistic "p90"), or, with groups, as two independent
+    groups of users as LinkedIn split its machines (the between-group
+    permutation test, statistic "p90-groups"); the users ride along for
+    the family's level and power. market: one market's users (None: every
+    market's users pooled). NoData without a pair."""
+    if q != 0.9:
+        raise ValueError(f"population_change: q = {q}: the claims' tests are for the p90 (q = 0.9)")
     p, dropped = user_pairs(df, metric, arm_col, control, arm, market, **where)
     if p.empty:
         raise NoData(f"no users with ok loads of both {arm} and {control} for {metric}"
                      + (f" in {market}" if market else ""))
     c, a = p["control"].to_numpy(float), p["arm"].to_numpy(float)
-    ch = paired_quantile_change(c, a, q, n_resamples, seed)
-    t = stats.quantile_diff_test(c, a, q, n_resamples=n_resamples, seed=seed)
-    test = len(c) >= MIN_USERS_FOR_TEST and math.isfinite(t["p_value"])
+    statistic = "p90-groups" if groups else "p90"
+    test = len(c) >= MIN_USERS_FOR_TEST
+    r = infer(c, a, statistic, seed=seed) if test else None
+    value, low, high = r.pct() if r else (100 * (float(np.quantile(a, q) / np.quantile(c, q)) - 1), math.nan, math.nan)
     warm = float(p["population.warm"].fillna(False).astype(bool).mean())
     rho = p["path.rtt_ms"].map(rho_class).value_counts(normalize=True).sort_index()
     mix = ", ".join(f"{k} {100 * v:.0f} %" for k, v in rho.items())
+    how = "two independent groups of users" if groups else "users paired"
     return Measurement(
-        ch.value, ch.low, ch.high, t["p_value"] if test else None, ch.n, "%",
-        f"paired p{100 * q:g} change over users of {metric} ({market or 'all markets'}), {arm} vs {control}; "
-        f"interval: paired bootstrap over users ({n_resamples} resamples); p: paired permutation test of the "
-        f"p{100 * q:g} difference; control p{100 * q:g} {ch.control_q:.0f}, "
-        f"arm {ch.arm_q:.0f}; {warm * 100:.0f} % warm loads; RTT mix {mix}"
+        value, low, high, r.p_value if r else None, len(c), "%",
+        f"p90 change over users of {metric} ({market or 'all markets'}), {arm} vs {control}, {how}; "
+        + (f"{r.test}; " if r else "") + f"control p90 {np.quantile(c, q):.0f}, arm {np.quantile(a, q):.0f}; "
+        f"{warm * 100:.0f} % warm loads; RTT mix {mix}"
         + (f"; {dropped} users left out (a failed load in either arm)" if dropped else "")
         + ("" if test else f"; no test with fewer than {MIN_USERS_FOR_TEST} users"),
         n_control=len(c), n_arm=len(a), control=tuple(c.tolist()), arm=tuple(a.tolist()),
-        statistic="p90" if q == 0.9 else "", tie=tie_reason(c, a))
+        statistic=statistic if test else "", tie=tie_reason(c, a), level=0.05 if r else None,
+        min_p=r.min_p if r else None, failed=dropped)
 
 
 def population_quantiles(df: pd.DataFrame, metric: str, arm_col: str, market: str | None = None,

@@ -6,10 +6,12 @@ of the measurement (log arm - log control) are centred so the pilot is
 "no change" for its test (on their Hodges-Lehmann pseudo-median; for a
 p90, on the log of its p90 ratio), resampled with replacement to n pairs, shifted by the claimed effect
 (log(1 + effect / 100)), and the same test the measurement ran is run on
-each simulated sample (studies.measure.paired_test: Wilcoxon signed-rank
-with 6 or more pairs, the exact sign-flip test below; the paired bootstrap
-test of the p90 difference for p90 claims: a paired permutation test). Power = the share of samples
-significant at ALPHA in the claimed direction. An equivalence claim's power
+each simulated sample (analysis.inference: Wilcoxon signed-rank with 6 or
+more pairs, the exact sign-flip test below, as paired_location; the paired
+permutation test of the p90 ratio for p90 claims, as paired_quantile).
+Power = the share of samples significant at ALPHA in the claimed
+direction: p < alpha with the interval that inverts the test on the
+claimed side of 0 (docs/statistics.md). An equivalence claim's power
 is the share of samples without a change whose 95 % bootstrap CI falls
 within the margin.
 
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as st
 
-from tortoiselab.analysis import stats
+from tortoiselab.analysis import inference
 from tortoiselab.studies.model import ALPHA, POWER_TARGET, Measurement
 
 SIMS = 400  # simulated samples per power value in the report (standard error <= 2.5 points)
@@ -84,9 +86,9 @@ def _jitter(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def ratio_pvalues(x: np.ndarray) -> np.ndarray:
-    """The paired test of studies.measure.paired_test on each row of log
-    ratios x (samples, n): Wilcoxon signed-rank with n >= 6, else the exact
-    sign-flip test."""
+    """The paired test of analysis.inference.paired_location on each row of
+    log ratios x (samples, n, without ties): Wilcoxon signed-rank with n >= 6,
+    else the exact sign-flip test."""
     n = x.shape[1]
     if n >= 6:
         return np.asarray(st.wilcoxon(x, axis=1).pvalue, float)
@@ -94,6 +96,19 @@ def ratio_pvalues(x: np.ndarray) -> np.ndarray:
     obs = np.abs(x.sum(axis=1))
     null = np.abs(x @ signs.T)
     return np.mean(null >= (obs - 1e-12 * np.maximum(1.0, obs))[:, None], axis=1)
+
+
+def ratio_side(x: np.ndarray) -> np.ndarray:
+    """The side of 0 (+1, -1) where a significant result's interval lies,
+    for each row of log ratios x (samples, n, without ties): the sign of
+    the signed-rank sum about its null centre n(n+1)/4 with n >= 6 (the
+    inverted Wilcoxon interval and its Hodges-Lehmann estimate lie on that
+    side when the test rejects), of the sum below 6."""
+    n = x.shape[1]
+    if n < 6:
+        return np.sign(x.sum(axis=1))
+    ranks = st.rankdata(np.abs(x), axis=1)
+    return np.sign(np.sum(ranks * (x > 0), axis=1) - n * (n + 1) / 4)
 
 
 def _centre(m: Measurement, lr: np.ndarray) -> float:
@@ -143,11 +158,11 @@ def power(m: Measurement, effect: Effect, n: int | None = None, sims: int = SIMS
     if m.statistic == "p90":
         a = c * np.exp(x)
         # below what INNER random swaps resolve, the permutation null's normal tail
-        p = stats.quantile_diff_pvalues(c, a, 0.9, INNER, rng, normal_tail=alpha * INNER < RESOLVED)
+        p = inference.paired_quantile_pvalues(c, a, 0.9, INNER, rng, normal_tail=alpha * INNER < RESOLVED)
         sign = np.sign(np.quantile(a, 0.9, axis=1) - np.quantile(c, 0.9, axis=1))
     else:
         x = _jitter(x, rng)
-        p, sign = ratio_pvalues(x), np.sign(np.median(x, axis=1))
+        p, sign = ratio_pvalues(x), ratio_side(x)
     return float(np.mean((p < alpha) & (sign == np.sign(shift))))
 
 

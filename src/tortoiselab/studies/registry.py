@@ -1,11 +1,14 @@
 """The studies, and every claim of one judged on its results: STUDIES,
 evaluate and verdict_frame, as the notebooks, `tortoise report
 --reproduction` and the labs use them (labs/README.md lists the studies
-with their labs and notebooks). One multiple-comparison policy: Holm per
-study over its claims' p-values (ties by construction and claims without a
-test left out), the adjusted p judged against ALPHA; the power of each
-claim's test for its claimed effect (studies.power) decides whether a
-result that is not significant is "inconclusive" or "disagree"."""
+with their labs and notebooks). One multiple-comparison policy: each
+study's family is its primary claims with a test (one per seed sentence;
+variants, ties by construction and untestable claims left out), and every
+claim of the study is read off its test's interval at ALPHA / m
+(Bonferroni: simultaneous intervals, which Holm does not give); the
+adjusted p is min(1, p x m). Power for the claimed effect is shown for
+planning, with the pairs that would settle an inconclusive claim; it
+decides no label (docs/statistics.md)."""
 
 from __future__ import annotations
 
@@ -20,9 +23,11 @@ import pandas as pd
 from tortoiselab.studies.claims import coalescing, cubic_plus, initcwnd, reno, tortoise
 from tortoiselab.studies.data import (current_points, experiment_name, load_runs, of_loader, report_grids,
                                      study_folder)
-from tortoiselab.analysis import stats
 from tortoiselab.studies import power as pw
+from tortoiselab.studies.measure import at_level
 from tortoiselab.studies.model import ALPHA, SEEDS, Claim, Measurement, NoData, Study, Verdict
+
+SETTLE_SIMS = 200  # simulated samples per n when the report asks how many pairs would settle a claim
 
 STUDIES: dict[str, Study] = {
     "tortoise": Study("tortoise", "The TCP Tortoise: congestion control for emerging markets (LinkedIn 2017)",
@@ -99,31 +104,48 @@ def tie_of(m: Measurement) -> str:
             "construction, not a finding")
 
 
-def judge_claim(c: Claim, m: Measurement | None, why_none: str = "") -> Verdict:
-    """The Verdict of a measured claim: "not testable here" for a tie by
-    construction, else the claim's judge on m with its power (p_holm as the
-    study's family gave it); m None: "no data" (why_none)."""
+def judge_claim(c: Claim, m: Measurement | None, why_none: str = "", settle: bool = False) -> Verdict:
+    """The Verdict of a measured claim: "not testable here" for a claim the
+    lab cannot test (c.untestable) or a tie by construction, else the
+    claim's judge on m (read off its interval), with the power for its
+    claimed effect at m's level and at ALPHA; settle: for an inconclusive
+    claim, the pairs that would settle it (power.required_n at m's level);
+    m None: "no data" (why_none)."""
     effect = pw.effect_of(c.judge)
+    settle_n = None
     if m is None:
         m, verdict, why = Measurement(math.nan, detail=why_none), "no data", why_none
+    elif c.untestable:
+        verdict, why = "not testable here", c.untestable
     elif tie_of(m):
         verdict, why = "not testable here", tie_of(m)
     else:
+        level = m.level or ALPHA
         if effect is not None and m.power is None:
             raw = pw.power(m, effect)
-            judged = pw.power(m, effect, alpha=ALPHA / m.family) if m.family > 1 and raw else raw
+            judged = pw.power(m, effect, alpha=level) if level < ALPHA and raw else raw
             m = dataclasses.replace(m, power=judged, power_raw=raw)
         verdict, why = c.judge(m)
+        if verdict == "inconclusive" and effect is not None and effect.kind == "shift":
+            settle_n = pw.required_n(m, effect, alpha=level, sims=SETTLE_SIMS) if settle else None
+            if settle and pw.log_ratios(m) is not None:
+                why += (f"; about {settle_n} pairs would settle it (80 % power for {effect.text()} at this level, "
+                        "`tortoise plan`)" if settle_n else f"; more than {pw.N_MAX} pairs would be needed to settle it")
+    if m.failed:
+        why += f"; {m.failed} failed runs of its selection are in no pair"
     return Verdict(c.study, c.id, c.seed_file, c.text, c.experiment, c.metric,
                    _clean(m.value), _clean(m.low), _clean(m.high), _clean(m.p_value), m.n, m.unit,
-                   m.text(), verdict, why, c.rule, m.detail, p_holm=_clean(m.p_holm), power=_clean(m.power),
-                   power_raw=_clean(m.power_raw), family=m.family, effect=effect.text() if effect and m.power is not None else "",
-                   n_control=m.n_control, n_arm=m.n_arm, setup=c.setup)
+                   m.text(), verdict, why, c.rule, m.detail, p_family=_clean(m.p_family), power=_clean(m.power),
+                   power_raw=_clean(m.power_raw), family=m.family,
+                   effect=effect.text() if effect and m.power is not None else "",
+                   n_control=m.n_control, n_arm=m.n_arm, setup=c.setup, sentence=c.sentence, primary=c.primary,
+                   variant=c.variant, level=m.level, min_p=_clean(m.min_p), settle_n=settle_n, failed=m.failed,
+                   untestable=c.untestable)
 
 
 def verdict_of(c: Claim, df: pd.DataFrame, folder: Path) -> Verdict:
     """One claim on its experiment's runs (df, read from folder; only those
-    of the claim's loader count), on its own (no family: its raw p);
+    of the claim's loader count), on its own (a family of one: ALPHA);
     missing runs give verdict "no data", never an exception."""
     try:
         return judge_claim(c, measure_claim(c, df, folder))
@@ -131,15 +153,27 @@ def verdict_of(c: Claim, df: pd.DataFrame, folder: Path) -> Verdict:
         return judge_claim(c, None, str(exc))
 
 
-def holm_family(ms: list[Measurement | None]) -> list[Measurement | None]:
-    """The study's measurements with p_holm: Holm over those with a finite
-    p that are not ties by construction (the others keep p_holm None)."""
-    idx = [i for i, m in enumerate(ms) if m is not None and m.p_value is not None
-           and math.isfinite(m.p_value) and not tie_of(m)]
-    adj = stats.holm([ms[i].p_value for i in idx])
-    out = list(ms)
-    for i, p in zip(idx, adj):
-        out[i] = dataclasses.replace(ms[i], p_holm=float(p), family=len(idx))
+def in_family(c: Claim, m: Measurement | None) -> bool:
+    """A claim that counts in its study's family: a primary reading with a
+    test (a finite p), neither untestable nor a tie by construction."""
+    return (c.primary and not c.untestable and m is not None and m.p_value is not None
+            and math.isfinite(m.p_value) and not tie_of(m))
+
+
+def family_level(claims: tuple[Claim, ...], ms: list[Measurement | None]) -> list[Measurement | None]:
+    """The study's measurements at its family's level: m = the claims in
+    the family (in_family), each measurement recomputed by its own test at
+    ALPHA / m (measure.at_level: the interval that inverts it), with
+    p_family = min(1, p x m) and family = m."""
+    m_family = max(1, sum(in_family(c, m) for c, m in zip(claims, ms)))
+    out = []
+    for m in ms:
+        if m is None:
+            out.append(None)
+            continue
+        m = at_level(m, ALPHA / m_family)
+        p_adj = None if m.p_value is None else min(1.0, m.p_value * m_family)
+        out.append(dataclasses.replace(m, p_family=p_adj, family=m_family))
     return out
 
 
@@ -160,15 +194,17 @@ def claim_grid(c: Claim, grid: str | None) -> str | None:
     return claim_grids(c, grid)[0]
 
 
-def evaluate(study_id: str, results: str | Path = "results", grid: str | None = "reduced") -> list[Verdict]:
+def evaluate(study_id: str, results: str | Path = "results", grid: str | None = "reduced",
+             settle: bool = False) -> list[Verdict]:
     """Every claim of the study against the results of its experiments on
     `grid` (None: the full sweep, results/<name>; a claim that names a grid
     of its own reads that one; a list "powered,reduced": each claim from the
     grid of the list whose runs give it the most pairs, the first on a tie:
     a powered grid may repeat only the conditions one claim needs, and a
     claim that it covers in part keeps its reduced grid), in the study's
-    order: all measured first, then Holm over the study's p-values
-    (holm_family), then each judged. A verdict's `grid` says which grid it
+    order: all measured first, then each at the family's level
+    (family_level), then each judged (settle: with the pairs that would
+    settle an inconclusive one). A verdict's `grid` says which grid it
     read."""
     s = study(study_id)
     files = experiment_files(s)
@@ -193,8 +229,8 @@ def evaluate(study_id: str, results: str | Path = "results", grid: str | None = 
         ms.append(m)
         why.append(w)
         read.append(used)
-    return [dataclasses.replace(judge_claim(c, m, w), grid=g or "")
-            for c, m, w, g in zip(s.claims, holm_family(ms), why, read)]
+    return [dataclasses.replace(judge_claim(c, m, w, settle), grid=g or "")
+            for c, m, w, g in zip(s.claims, family_level(s.claims, ms), why, read)]
 
 
 def verdict_frame(verdicts: list[Verdict]) -> pd.DataFrame:

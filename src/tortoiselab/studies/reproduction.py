@@ -12,6 +12,7 @@ from tortoiselab.host import store
 from tortoiselab.studies.data import current_run_ids, report_grids, study_folder
 from tortoiselab.studies.model import VERDICTS, Study, Verdict
 from tortoiselab.studies.physics import gate_check, physics_checks
+from tortoiselab.studies.registration import record_judged, table_hash
 from tortoiselab.studies.registry import STUDIES, claim_grid, evaluate, experiment_files
 
 WHY_WE_DIFFER = {
@@ -51,33 +52,43 @@ WHY_WE_DIFFER = {
 }
 
 HOW_TO_READ = (
-    "How to read a row: *our number* is the change of the arm against the control in % (negative = faster "
-    "for times, positive = more throughput) with its 95 % bootstrap CI in brackets and the raw p-value of a "
-    "paired test: Wilcoxon signed-rank on log ratios for a median change with 6 or more pairs (as in the seed), "
-    "the exact sign-flip test on log ratios below that (its smallest p is 2/2^n: 5 pairs can never reach "
-    "0.05), and for a p90 a test made for the quantile: a paired permutation test of the p90 difference "
-    "(arm and control swapped within pairs; exact over the 2^n swaps up to 12 pairs, smallest p 2/2^n; its "
-    "size is right at any n, where a percentile bootstrap of a p90 of 6 pairs rejects a true no-change "
-    "about 3.6 times too often). *n per arm* = runs of control + arm that were paired. Loss-free runs on the "
-    "virtual clock are exact, so their interval is the runs' range and there is no test. *power* = the "
-    "probability that the claim's test, at the level its verdict is judged by (Holm's alpha / m, m = the "
-    "study's tests), sees the claimed effect (the claimed range's bound nearer 0; a direction claim's 5 %; for "
-    "\"about the same\", a CI within the margin) given the spread the pairs measured, by simulation: the pairs' "
-    "log ratios resampled to n, shifted to the claimed effect, the same test run (src/tortoiselab/studies/"
-    "power.py; for a p90 beyond 12 pairs at a Holm level below what its 400 random swaps resolve, the swaps' "
-    "normal tail, which is conservative: it understates that power); in brackets the power at 0.05 before the "
-    "correction. The verdicts: *agree* / *partly* / "
-    "*disagree* as the rule under each study says; *inconclusive* = not significant, and the test had less "
-    "than 0.8 power for the claimed effect (too few runs to tell); *disagree* for a result that is not "
-    "significant only where it had that power; *not testable here* = every pair of runs identical (a tie by "
-    "construction, e.g. a loss-free load that runs the same slow start in both arms): the lab cannot tell the "
-    "arms apart, which is no finding; *no data* = the runs are not there. *set-up*: single path (one emulated "
-    "path per condition, seeded repetitions), population (simulated users of a market), browser (Chromium).")
+    "How to read a row: *our number* is the arm's change against the control in % (negative = faster for "
+    "times, positive = more throughput; other units where the row says so) with, in brackets, the interval "
+    "of the claim's own test at the study's level (below), and the raw p of that test at no change. The "
+    "tests (docs/statistics.md): for a median change, the Wilcoxon signed-rank test on per-pair log ratios "
+    "with the Hodges-Lehmann estimate (the exact sign-flip test below 6 pairs, whose smallest p is 2/2^n); "
+    "for a p90, the paired permutation test of the p90 ratio (arm and control swapped within pairs; exact "
+    "over the 2^n swaps up to 12 pairs); over users, the same paired over users, and beside it the "
+    "between-group permutation test of two independent groups of users (LinkedIn split machines into groups: "
+    "its design was between groups, not paired); the interval is the set of effects each test does not reject "
+    "(test inversion), so interval and p cannot disagree. A p90 interval "
+    "assumes the arm is the control rescaled: where an arm changes the shape of the distribution its test "
+    "answers \"do the arms differ\" and the interval covers the p90 ratio less often than stated (measured "
+    "on these pilots: docs/statistics.md, \"On the pilot pairs\"). An unbounded side (-inf, +inf) is one the test "
+    "cannot bound with these pairs. *n per arm* = runs of control + arm that were paired. Loss-free runs on "
+    "the virtual clock are exact: their interval is the runs' range. *power* (for planning; it decides no "
+    "label) = the probability that the claim's test at the study's level sees the claimed effect (the claimed "
+    "range's bound nearer 0; a direction claim's smallest effect of interest; for \"about the same\", an "
+    "interval within the margin) given the spread the pairs measured, by simulation "
+    "(src/tortoiselab/studies/power.py); in brackets at 0.05. The verdicts, read off the interval alone: "
+    "*agree* = it excludes 0 on the claimed side and overlaps the claimed range; *larger / smaller than "
+    "claimed* = it excludes 0 on the claimed side, beyond / short of the range; *disagree* = it excludes 0 on "
+    "the other side, or holds 0 and excludes every claimed effect (the data reject the claimed size, whatever "
+    "the power); *inconclusive* = it holds both 0 and a claimed effect, with the pairs `tortoise plan` says "
+    "would settle it; *not testable here* = a tie by construction (every pair identical, e.g. a loss-free "
+    "load that runs the same slow start in both arms) or a quantity the lab does not model, with what would "
+    "make it testable; *no data* = the runs are not there. *set-up*: single path (one emulated path per "
+    "condition, seeded repetitions), population (simulated users of a market), browser (Chromium).")
 
 MULTIPLE_COMPARISONS = (
-    "Multiple comparisons: one policy for the whole report (and the study notebooks, which call the same "
-    "code): Holm per study over its claims' p-values (the claims with a test; ties by construction left out), "
-    "significance judged by the Holm-adjusted p < 0.05. Both p-values are shown: raw, then Holm.")
+    "One primary reading per seed sentence, named in `src/tortoiselab/studies/claims/` before these runs were "
+    "judged (metric, set-up, comparison, test, effect); the headline counts seed sentences by their primary "
+    "reading. Variants of a sentence (rich paths, over users, two groups, Chromium) are shown beneath each "
+    "study as sensitivity: not in the headline, not in the family. Multiple comparisons: each study's family is "
+    "its primary readings with a test (m), and every interval of the study is at level 0.05 / m (Bonferroni: "
+    "simultaneous over the family, which Holm's step-down does not give); the p shown is raw / x m. The "
+    "registry stores the hash of each claim with the runs it judged (`registry.json` in the results folder): "
+    "a claim changed after its data had been judged is marked so.")
 
 THE_LAB = (
     "The lab: a UML guest boot per batch of up to 8 runs (real Linux TCP, netem, Apache h2, tcpdump; "
@@ -116,18 +127,27 @@ def _grid_flag(grid: str | None) -> str:
 
 
 def _header(results: Path, grid: str | None, flat: list[Verdict]) -> list[str]:
-    counts = verdict_counts(flat)
+    primary = [v for v in flat if v.primary]
+    counts = verdict_counts(primary)
+    changed = [v.claim_id for v in flat if v.changed]
+    lacking = [v.claim_id for v in primary if v.verdict == "no data"]
+    failed = sum(v.failed for v in flat if v.primary)
     return [
         "# Reproduction of the seed studies",
         "",
         f"Generated by `tortoise report --reproduction{_grid_flag(grid)}` on "
         f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC "
         f"from `{results}/` ({'grid ' + grid if grid else 'the full grids'}). Every number below is computed from "
-        "the runs by `src/tortoiselab/studies/` (claims and their measurements in `claims/`, verdict rules in "
-        "`measure.py`); nothing is typed in. Seed files are the studies' texts, named by file at each claim "
-        "(the project's briefing; they are not part of this repository).",
+        "the runs by `src/tortoiselab/studies/` (claims and their measurements in `claims/`, the tests in "
+        "`src/tortoiselab/analysis/inference.py` and `rankci.py`, the verdict rule in `measure.py`; "
+        "docs/statistics.md); nothing is typed in. Seed files are the studies' texts, named by file at each "
+        "claim (the project's briefing; they are not part of this repository).",
         "",
-        f"**{len(flat)} claims: " + ", ".join(f"{counts[k]} {k}" for k in VERDICTS) + ".**",
+        f"**{len(primary)} seed sentences: " + ", ".join(f"{counts[k]} {k}" for k in VERDICTS) + ".** "
+        f"Beside them {len(flat) - len(primary)} variants (sensitivity, not counted). Claims table "
+        f"{table_hash(STUDIES)}" + (f"; changed after their data was judged: {', '.join(changed)}" if changed else "")
+        + (f"; failed runs in the primary readings' selections: {failed}" if failed else "")
+        + (f"; lacking data: {', '.join(lacking)}" if lacking else "") + ".",
         "",
         MULTIPLE_COMPARISONS,
         "",
@@ -148,8 +168,8 @@ def _n_per_arm(v: Verdict) -> str:
 def _p_cell(v: Verdict) -> str:
     if v.p_value is None:
         return "-"
-    holm = f"{v.p_holm:.2g}" if v.p_holm is not None else "-"
-    return f"{v.p_value:.2g} / {holm}"
+    adj = f"{v.p_family:.2g}" if v.p_family is not None else "-"
+    return f"{v.p_value:.2g} / {adj}"
 
 
 def _power_cell(v: Verdict) -> str:
@@ -157,6 +177,15 @@ def _power_cell(v: Verdict) -> str:
         return "-"
     raw = f" ({v.power_raw:.2f} at 0.05)" if v.power_raw is not None and v.family > 1 else ""
     return f"{v.power:.2f}{raw} for {v.effect}"
+
+
+def _row(v: Verdict, grid: str | None, variant: bool = False) -> str:
+    setup = f"{v.setup} ({v.grid} grid)" if grid and "," in grid and v.grid else v.setup
+    level = f" ({100 * (1 - v.level):.4g} % interval)" if v.level is not None and v.level < 0.05 else ""
+    mark = " (changed after its data was judged)" if v.changed else ""
+    first = f"`{v.sentence.split('.', 1)[1]}`: {_md(v.variant)}" if variant else f"{_md(v.claim)} (`{v.seed_file}`)"
+    return (f"| {first} | {setup} | {_md(v.metric)} | {_md(v.measured)}{level} | {_n_per_arm(v)} | {_p_cell(v)} | "
+            f"{_md(_power_cell(v))} | **{v.verdict}**{mark} | {_md(v.why)} |")
 
 
 def _study_runs(s: Study, results: Path, grid: str | None) -> list[str]:
@@ -177,20 +206,25 @@ def _study_runs(s: Study, results: Path, grid: str | None) -> list[str]:
 
 
 def _study_section(s: Study, vs: list[Verdict], results: Path, grid: str | None) -> list[str]:
-    counts = verdict_counts(vs)
-    family = max((v.family for v in vs if v.p_holm is not None), default=0)
+    primary = [v for v in vs if v.primary]
+    variants = [v for v in vs if not v.primary]
+    counts = verdict_counts(primary)
+    family = max((v.family for v in vs), default=0)
+    level = f"; intervals at level 0.05 / {family} = {0.05 / family:.3g}" if family > 1 else ""
     lines = [f"## {s.title}", "",
              f"Seed: {', '.join(f'`{x}`' for x in s.seed_files)}; experiments: "
              f"{', '.join(f'`{e}`' for e in s.experiments)}; notebook `{s.notebook}`.", "",
              "Runs: " + "; ".join(_study_runs(s, results, grid)) + ".", "",
-             f"{len(vs)} claims: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
-             + (f"; Holm over {family} tests." if family else "."), "",
-             "| claim (seed) | set-up | measured | our number | n per arm | p raw / Holm | power | verdict | why |",
+             f"{len(primary)} seed sentences: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+             + f"; a family of {family} tests{level}." + (f" {len(variants)} variants beneath." if variants else ""),
+             "", "| claim (seed) | set-up | measured | our number | n per arm | p raw / x m | power | verdict | why |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for v in vs:
-        setup = f"{v.setup} ({v.grid} grid)" if grid and "," in grid and v.grid else v.setup
-        lines.append(f"| {_md(v.claim)} (`{v.seed_file}`) | {setup} | {_md(v.metric)} | {_md(v.measured)} | "
-                     f"{_n_per_arm(v)} | {_p_cell(v)} | {_md(_power_cell(v))} | **{v.verdict}** | {_md(v.why)} |")
+    lines += [_row(v, grid) for v in primary]
+    if variants:
+        lines += ["", "Variants (sensitivity: not in the headline, not in the family; judged at the same level):", "",
+                  "| sentence: variant | set-up | measured | our number | n per arm | p raw / x m | power | verdict | "
+                  "why |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [_row(v, grid, variant=True) for v in variants]
     lines += ["", "Details and rules:", ""]
     for v in vs:
         lines.append(f"- `{v.claim_id}`: {_md(v.detail)}. Rule: {_md(v.rule)}.")
@@ -255,17 +289,27 @@ def _times_section(results: Path, grid: str | None) -> list[str]:
     return lines
 
 
-def reproduction_markdown(results: str | Path = "results", grid: str | None = "reduced",
-                          with_checks: bool = True) -> str:
-    """REPRODUCTION.md: one row per seed claim (claim, our number with 95 %
-    CI and p, verdict and why), the physicist's checks, and the commands and
-    run times behind them; every number is computed from the results."""
+def reproduction(results: str | Path = "results", grid: str | None = "reduced",
+                 with_checks: bool = True) -> tuple[str, list[str]]:
+    """REPRODUCTION.md's text (reproduction_markdown) and the primary claims
+    that lack data (verdict "no data"), for the command's exit status."""
     results = Path(results)
-    all_v = {sid: evaluate(sid, results, grid) for sid in STUDIES}
+    all_v = {sid: evaluate(sid, results, grid, settle=True) for sid in STUDIES}
+    all_v = record_judged(results, grid, all_v)
     lines = _header(results, grid, [v for vs in all_v.values() for v in vs])
     for sid, vs in all_v.items():
         lines += _study_section(STUDIES[sid], vs, results, grid)
     if with_checks:
         lines += _checks_section(results, grid)
     lines += _times_section(results, grid)
-    return "\n".join(lines)
+    lacking = [v.claim_id for vs in all_v.values() for v in vs if v.primary and v.verdict == "no data"]
+    return "\n".join(lines), lacking
+
+
+def reproduction_markdown(results: str | Path = "results", grid: str | None = "reduced",
+                          with_checks: bool = True) -> str:
+    """REPRODUCTION.md: one row per seed sentence's primary reading (claim,
+    our number with the interval of its test and p, verdict and why), its
+    variants beneath, the physicist's checks, and the commands and run
+    times behind them; every number is computed from the results."""
+    return reproduction(results, grid, with_checks)[0]

@@ -1,0 +1,84 @@
+"""Canned measurements of the rows issue 36 named, from a reproduction's
+results: for each claim, the numbers its verdict is read from (the paired
+values, or the groups, with the statistic, unit and tie; a measurement
+without pairs as it is) and its study's family size, written to
+tests/data/verdict-rows.json for tests/unit/test_verdict_rows.py.
+
+    .venv/bin/python scripts/verdict_rows.py RESULTS --grid powered,reduced
+
+Read-only on RESULTS except the studies' capture cache (in the user's
+cache, not the results folder)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+from tortoiselab.studies import registry as R
+from tortoiselab.studies.data import current_points, load_runs, study_folder
+
+ROWS = ("tortoise.india-desktop-cdt", "tortoise.china-desktop-cdt", "tortoise.china-desktop-cdt-rich",
+        "tortoise.china-mobile-plt-users", "tortoise.all-three-improve", "tortoise.hybla-best",
+        "tortoise.screen-top3", "coalescing.gain-india", "coalescing.gain-us", "coalescing.gain-germany",
+        "coalescing.gain-india-users", "coalescing.reuse-ratio", "coalescing.gain-us-chromium",
+        "cubic_plus.plt-high-loss-better", "cubic_plus.larger-objects-gain-more", "cubic_plus.delay-large-cubic-wins",
+        "reno_beta.high-loss-hard-cut-slower")
+OUT = Path(__file__).resolve().parents[1] / "tests" / "data" / "verdict-rows.json"
+
+
+def _num(x):
+    return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
+
+
+def measured(study_id: str, results: Path, grid: str) -> tuple[dict, int]:
+    """Each claim's raw measurement (at 0.05) and the study's family size,
+    as evaluate computes them."""
+    s = R.study(study_id)
+    files = R.experiment_files(s)
+    ms, frames = [], {}
+    for c in s.claims:
+        best = None
+        for g in R.claim_grids(c, grid):
+            key = (c.experiment, g)
+            if key not in frames:
+                pts = current_points(files[c.experiment], g)
+                frames[key] = load_runs(study_folder(c.experiment, g, results), set(pts), pts)
+            try:
+                m = R.measure_claim(c, frames[key], study_folder(c.experiment, g, results))
+            except R.NoData:
+                continue
+            if best is None or m.n > best.n:
+                best = m
+        ms.append(best)
+    family = max(1, sum(R.in_family(c, m) for c, m in zip(s.claims, ms)))
+    return {c.id: m for c, m in zip(s.claims, ms)}, family
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results", type=Path)
+    ap.add_argument("--grid", default="powered,reduced")
+    a = ap.parse_args()
+    out = {"source": f"tortoise report --reproduction --grid {a.grid} on {a.results.name}/ (issue 36)",
+           "families": {}, "rows": {}}
+    for sid in sorted({r.split(".")[0] for r in ROWS}):
+        ms, family = measured(sid, a.results, a.grid)
+        out["families"][sid] = family
+        for cid, m in ms.items():
+            if cid not in ROWS or m is None:
+                continue
+            d = dataclasses.asdict(m)
+            out["rows"][cid] = {k: _num(d[k]) for k in ("value", "low", "high", "p_value", "n", "unit", "statistic",
+                                                        "tie", "exact_repeats", "min_p", "n_control", "n_arm")}
+            out["rows"][cid]["control"] = list(m.control)
+            out["rows"][cid]["arm"] = list(m.arm)
+    OUT.write_text(json.dumps(out, indent=1) + "\n")
+    print(f"{len(out['rows'])} rows of {len(ROWS)} -> {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,153 @@
+"""Properties of the verdict rule (docs/statistics.md) on generated
+intervals and measurements: a label never contradicts the numbers it is
+read from. The rule alone (measure.read_interval and the judges), then
+whole claims on generated pairs (effects, spreads, n, ties), at a family's
+level (registry.family_level, judge_claim), and composite rows
+(claims.tortoise.weakest): value, interval, p and power of one comparison."""
+
+import math
+
+import numpy as np
+from hypothesis import assume, given, settings
+from hypothesis import strategies as hs
+
+from tortoiselab import studies as S
+from tortoiselab.studies.claims.tortoise import weakest
+from tortoiselab.studies.measure import at_level, interval_of, read_interval, tie_reason
+from tortoiselab.studies.model import claim
+from tortoiselab.studies.registry import family_level, judge_claim, tie_of
+
+bound = hs.one_of(hs.floats(-60, 60, allow_nan=False), hs.just(math.inf), hs.just(-math.inf))
+size = hs.floats(0.5, 30, allow_nan=False)
+
+
+@hs.composite
+def intervals(draw):
+    a, b = draw(bound), draw(bound)
+    assume(not (math.isinf(a) and a == b))
+    return min(a, b), max(a, b)
+
+
+@hs.composite
+def claimed(draw):
+    """A claimed range on one side of 0: (sign, (lo, hi))."""
+    sign = draw(hs.sampled_from((-1, 1)))
+    near, far = sorted((draw(size), draw(size)))
+    lo, hi = sorted((sign * near, sign * far))
+    return sign, (lo, hi)
+
+
+def _overlaps(low, high, lo, hi):
+    return low <= hi and high >= lo
+
+
+@given(intervals(), claimed())
+@settings(max_examples=400, deadline=None)
+def test_a_label_never_contradicts_its_interval(iv, cl):
+    (low, high), (sign, (lo, hi)) = iv, cl
+    label, why = read_interval(low, high, sign, (lo, hi), lo if sign > 0 else hi)
+    claimed_side = high < 0 if sign < 0 else low > 0
+    other_side = low > 0 if sign < 0 else high < 0
+    holds_zero = low <= 0 <= high
+    if label == "agree":
+        assert claimed_side and _overlaps(low, high, lo, hi)  # never agree where it misses the claimed range
+    if label in ("larger than claimed", "smaller than claimed"):
+        assert claimed_side and not _overlaps(low, high, lo, hi)
+    if label == "inconclusive":
+        assert holds_zero and _overlaps(low, high, lo, hi)  # never inconclusive where it excludes the claim
+    if label == "disagree":
+        assert other_side or (holds_zero and not _overlaps(low, high, lo, hi))
+    assert label in S.VERDICTS and why
+
+
+@given(intervals(), hs.sampled_from((-1, 1)), size)
+@settings(max_examples=300, deadline=None)
+def test_a_direction_claim_agrees_exactly_when_the_interval_is_on_its_side(iv, sign, interest):
+    low, high = iv
+    label, _ = read_interval(low, high, sign, None, sign * interest)
+    assert (label == "agree") == (high < 0 if sign < 0 else low > 0)
+    if label == "inconclusive":
+        assert low <= 0 <= high and (low <= -interest if sign < 0 else high >= interest)
+
+
+@given(intervals(), size)
+@settings(max_examples=300, deadline=None)
+def test_an_equivalence_claim_reads_its_margin(iv, margin):
+    low, high = iv
+    judge, _ = S.equivalent(margin)
+    label = judge(S.Measurement((low + high) / 2 if math.isfinite(low + high) else 0.0, low, high, 0.5, 10))[0]
+    assert (label == "agree") == (-margin <= low and high <= margin)
+    assert (label == "disagree") == (low > margin or high < -margin)
+
+
+def _claim(judge_rule, **kw):
+    return claim("tortoise", "x", "seed", "text", "tortoise", "plt_ms", lambda df: None, judge_rule, **kw)
+
+
+@hs.composite
+def measurements(draw):
+    """A paired measurement: n pairs, a true effect, spread between pairs
+    and within them, a share of tied pairs, and its statistic."""
+    n = draw(hs.integers(2, 30))
+    effect = draw(hs.sampled_from((-0.3, -0.08, -0.03, 0.0, 0.05, 0.2)))
+    sd = draw(hs.sampled_from((0.0, 0.02, 0.1, 0.3)))
+    tied = draw(hs.floats(0, 1))
+    statistic = draw(hs.sampled_from(("ratio", "p90")))
+    rng = np.random.default_rng(draw(hs.integers(0, 2 ** 16)))
+    c = rng.lognormal(7, 0.3, n)
+    a = c * np.exp(effect + rng.normal(0, sd, n))
+    a = np.where(rng.uniform(size=n) < tied, c, a)
+    return S.Measurement(0.0, n=n, control=tuple(c), arm=tuple(a), statistic=statistic, tie=tie_reason(c, a))
+
+
+@given(measurements(), hs.integers(1, 12),
+       hs.sampled_from(((-7, -5), (-2.5, -1.5), (3, 8))))
+@settings(max_examples=40, deadline=None)
+def test_a_claim_on_generated_pairs_is_labelled_by_its_own_interval(m, family, rng_claim):
+    m = at_level(m, 0.05)  # measured as change() measures: value, interval and p of its test
+    judge_rule = S.improvement(*rng_claim, better="lower" if rng_claim[0] < 0 else "higher")
+    others = [S.Measurement(-1, -2, -0.5, 0.01, 10) for _ in range(family - 1)]
+    c = _claim(judge_rule)
+    out = family_level((c,) + tuple(_claim(judge_rule) for _ in others), [m, *others])[0]
+    v = judge_claim(c, out)
+    if tie_of(m):
+        assert v.verdict == "not testable here"  # pairs tied by construction: never a finding
+        return
+    level = 0.05 / max(1, family)
+    assert out.level == level
+    low, high = interval_of(out)
+    assert low <= out.value <= high
+    if out.p_value is not None:
+        assert (out.p_value < level) == (not (low <= 0 <= high))  # interval and test agree
+    lo, hi = rng_claim
+    if v.verdict == "agree":
+        assert _overlaps(low, high, lo, hi) and not (low <= 0 <= high)
+    if v.verdict == "inconclusive":
+        assert low <= 0 <= high and _overlaps(low, high, lo, hi)
+
+
+def test_a_composite_row_is_one_comparison():
+    rng = np.random.default_rng(1)
+
+    def meas(effect):
+        c = rng.lognormal(7, 0.2, 20)
+        a = c * np.exp(effect + rng.normal(0, 0.05, 20))
+        return S.change(_frame(c, a), "plt_ms", "server.cc", "htcp", "hybla", "p90")
+    ms = {("india", "hybla"): meas(-0.2), ("india", "yeah"): meas(-0.01), ("china", "hybla"): meas(0.15)}
+    w = weakest(ms, "each against htcp")
+    one = ms["china", "hybla"]  # significantly the other way: it refutes "all improve"
+    assert (w.value, w.low, w.high, w.p_value, w.control) == (one.value, one.low, one.high, one.p_value, one.control)
+    ms.pop(("china", "hybla"))
+    w = weakest(ms, "each against htcp")
+    biggest_p = max(ms.values(), key=lambda m: m.p_value)
+    assert (w.value, w.p_value, w.control) == (biggest_p.value, biggest_p.p_value, biggest_p.control)
+
+
+def _frame(c, a):
+    import pandas as pd
+    rows = []
+    for i, (x, y) in enumerate(zip(c, a)):
+        for cc, v in (("htcp", x), ("hybla", y)):
+            rows.append({"ok": True, "server.cc": cc, "cond": f'{{"server.cc": "{cc}"}}', "repetition": i,
+                         "plt_ms": v})
+    return pd.DataFrame(rows)
