@@ -156,7 +156,7 @@ def test_the_upper_bound_plan_asks_for_more_pairs_than_the_observed_spread():
     assert r9.pairs == r.pairs and r9.pairs_upper >= r.pairs_upper
 
 
-def test_the_family_counts_the_primary_claims_with_a_test_and_no_tie():
+def test_the_family_counts_the_primary_testable_claims_with_a_test_and_no_tie():
     judge = S.improvement(-7, -5)
     a, b, c, d = (_claim(judge, cid) for cid in "abcd")
     variant = _claim(judge, "a-rich", sentence="a", variant="rich paths")
@@ -166,6 +166,8 @@ def test_the_family_counts_the_primary_claims_with_a_test_and_no_tie():
     assert P.family_of([a, b, variant], [tested, tested, tested]) == (2, [])
     assert P.family_of([a, b, c, d, variant], [tested, no_test, tie, None, None]) == (1, ["tortoise.d"])
     assert P.family_of([variant], [tested]) == (1, [])
+    untestable = _claim(judge, "e", untestable="the lab does not model it")
+    assert P.family_of([a, b, untestable], [tested, tested, tested]) == (2, [])
 
 
 # --- predicted against realised ---------------------------------------------------------------------

@@ -11,7 +11,8 @@ seconds per run from the pilot runs' stored wall times, on this machine
 (/ jobs) and on a cluster of nodes. powered_grid writes a `powered` grid
 for the experiment file: the pilot grid's sweep with the repetitions
 needed. studies.plan_check puts a plan against the powered grid that was
-run (README.md, "Analysis, report, the VM")."""
+run (docs/statistics.md, "Planning from a pilot"; README.md, "Analysis,
+report, the VM")."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ from tortoiselab.project import REPO_DIR as REPO
 from tortoiselab.studies import power as pw
 from tortoiselab.studies.data import current_points, defined_grids, experiment_name, load_runs, study_folder
 from tortoiselab.studies.model import ALPHA, POWER_TARGET, Claim, Measurement, NoData
-from tortoiselab.studies.registry import STUDIES, claim_grid, claim_grids, experiment_files, measure_claim, tie_of
+from tortoiselab.studies.registry import (STUDIES, claim_grid, claim_grids, experiment_files, in_family, measure_claim,
+                                          tie_of)
 
 P90_SIMS = 200  # simulated samples per n for a p90 claim (each runs a permutation test of its own)
 # one-sided confidence of the upper bound of the pilot's spread that the plan recommends from (spread_factor)
@@ -127,22 +129,16 @@ def read_claim(c: Claim, results: str | Path, grids: list[str | None],
     return best, "" if best is not None else why
 
 
-def tested(m: Measurement) -> bool:
-    """A measurement that counts in its study's family: a finite p-value and
-    no tie by construction."""
-    return m.p_value is not None and math.isfinite(m.p_value) and not tie_of(m)
-
-
 def family_of(claims: list[Claim], ms: list[Measurement | None]) -> tuple[int, list[str]]:
     """The m for Bonferroni (LEVEL) of a study's claims with their
-    measurements (None: no runs): the primary claims (a variant,
+    measurements (None: no runs): the claims registry.in_family counts (a
+    primary reading with a test, neither untestable nor a tie; a variant,
     Claim.primary False, stands beside its sentence's primary reading and
-    does not count) whose measurement has a test and is no tie (tested); at
-    least 1. With it the ids of the primary claims without runs: the family
-    counts what the results hold, and grows when their runs come."""
-    primary = [(c, m) for c, m in zip(claims, ms) if c.primary]
-    m = sum(x is not None and tested(x) for _, x in primary)
-    return max(m, 1), [c.id for c, x in primary if x is None]
+    does not count), as the report counts them; at least 1. With it the ids
+    of the primary claims without runs: the family counts what the results
+    hold, and grows when their runs come."""
+    m = sum(in_family(c, x) for c, x in zip(claims, ms))
+    return max(m, 1), [c.id for c, x in zip(claims, ms) if c.primary and x is None]
 
 
 def family(study_id: str, results: str | Path, grid: str | None, frames: Frames) -> tuple[int, list[str]]:
@@ -185,9 +181,9 @@ def inflated(m: Measurement, factor: float, support: int = SUPPORT, seed: int = 
     claim the controls' log values are spread so too: its test reads the
     values, and the p90 of 20 pairs is decided by a tail that 8 tight
     pilot controls do not show (India desktop PLT, issue 36, 20 pairs at
-    alpha/16: 0.83 at the pilot's spread, 0.78 at 1.35 times its log
-    ratios' sd alone, 0.39 with its controls' too; the powered grid's own
-    20 pairs gave 0.09). Not a plain rescaling: power.power
+    alpha/8: 0.90 at the pilot's spread, 0.81 at 1.35 times its log
+    ratios' sd alone, 0.44 with its controls' too; the powered grid's own
+    20 pairs gave 0.11). Not a plain rescaling: power.power
     resamples the pilot's few pairs, and a rank test on a resample of 8
     values sees only their signs and order after the claimed shift, so its
     power steps, and stays put when every value is stretched by factor (a

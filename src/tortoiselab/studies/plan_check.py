@@ -8,7 +8,8 @@ grid's own pairs at their n. All three at one level: alpha/m, m the
 study's family as a report reading "POWERED,PILOT" counts it (plan.LEVEL).
 A realised power far below the prediction says the pilot's spread misled
 the plan (issue 36: India desktop PLT, 80 % predicted at 20 repetitions,
-0.02 realised), and by how much (README.md, "Analysis, report, the VM")."""
+0.02 realised), and by how much (docs/statistics.md, "Planning from a
+pilot")."""
 
 from __future__ import annotations
 
