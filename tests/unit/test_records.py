@@ -255,7 +255,8 @@ def test_the_reproduction_refuses_damaged_runs_or_leaves_them_out(tmp_path, caps
     err = capsys.readouterr().err
     assert f"tortoise report --reproduction: 1 damaged runs (tortoise@ci/{a})" in err
     assert f"{folder / a / 'stray.txt'}: not in the manifest" in err
-    assert cli.main([*argv, "--skip-damaged"]) == 0 and out.exists()
+    # written, with exit 5: on the ci grid most seed sentences lack data (cli.NO_DATA_EXIT)
+    assert cli.main([*argv, "--skip-damaged"]) == cli.NO_DATA_EXIT and out.exists()
     assert f"left out (damaged): tortoise@ci/{a}: stray.txt: not in the manifest" in capsys.readouterr().out
 
 
