@@ -70,13 +70,15 @@ def test_reproduction_report_lists_every_claim(study_results, tmp_path):
     out = tmp_path / "REPRODUCTION.md"
     p = subprocess.run([*TORTOISE, "report", "--reproduction", "--grid", "ci", "--results", str(root),
                         "--out", str(out)], capture_output=True, text=True, timeout=900, cwd=REPO)
-    assert p.returncode == 0, p.stderr
+    # 5: written, and some seed sentences lack data (the ci grids feed only some claims), named on its last line
+    assert p.returncode in (0, 5), p.stderr
+    assert p.returncode == 0 or "seed sentences lack data" in p.stdout.splitlines()[-1]
     text = out.read_text()
     for study in S.STUDIES.values():
         for c in study.claims:
             assert f"`{c.id}`" in text and c.seed_file in text
     assert "## The physicist's checks" in text and "## Commands and run times" in text
-    assert "--grid ci --jobs 2" in text and " claims: " in text
+    assert "--grid ci --jobs 2" in text and " seed sentences: " in text
 
 
 def test_measured_plt_is_at_or_above_the_floor_on_loss_free_grids(tmp_path):
