@@ -181,7 +181,8 @@ def _power_cell(v: Verdict) -> str:
 
 def _row(v: Verdict, grid: str | None, variant: bool = False) -> str:
     setup = f"{v.setup} ({v.grid} grid)" if grid and "," in grid and v.grid else v.setup
-    level = f" ({100 * (1 - v.level):.4g} % interval)" if v.level is not None and v.level < 0.05 else ""
+    tested = v.level is not None and v.level < 0.05 and v.low is not None and v.p_value is not None
+    level = f" ({100 * (1 - v.level):.4g} % interval)" if tested else ""
     mark = " (changed after its data was judged)" if v.changed else ""
     first = f"`{v.sentence.split('.', 1)[1]}`: {_md(v.variant)}" if variant else f"{_md(v.claim)} (`{v.seed_file}`)"
     return (f"| {first} | {setup} | {_md(v.metric)} | {_md(v.measured)}{level} | {_n_per_arm(v)} | {_p_cell(v)} | "
