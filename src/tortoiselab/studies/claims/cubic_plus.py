@@ -7,7 +7,6 @@ differs), under loss, over delay and initial windows; Linux's stock cubic
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import numpy as np

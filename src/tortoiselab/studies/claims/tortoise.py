@@ -19,7 +19,7 @@ import pandas as pd
 from scipy import stats as st
 
 from tortoiselab.studies.measure import change, direction, improvement, ok_rows
-from tortoiselab.studies.model import SEEDS, Measurement, NoData, claim, fmt
+from tortoiselab.studies.model import SEEDS, Measurement, NoData, claim
 from tortoiselab.studies.population import measure_over_users, population_change
 
 S000 = SEEDS["000"]
