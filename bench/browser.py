@@ -40,7 +40,7 @@ def loads(reps: int) -> list[dict]:
         for page in PAGES:
             for loader in LOADERS:
                 out.append({"label": f"{page}:{loader}:{rep}", "server": SERVER,
-                            "client": {"page": page, "loader": loader, "dns": False, "timeout_s": 120}})
+                            "client": {"page": page, "loader": loader, "dns": "warm", "timeout_s": 120}})
     return out
 
 

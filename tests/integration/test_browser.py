@@ -14,12 +14,12 @@ pytestmark = pytest.mark.lab
 
 PATH = PathSpec(rtt_ms=100.0, loss_pct=0, rate_mbit=50)
 H2 = {"cc": "cubic", "initcwnd_pkts": 10, "protocol": "h2", "tls": "1.3", "cert": "shared-rsa"}
-CHROME = {"page": "feed.html", "loader": "chromium", "dns": False, "timeout_s": 60}
+CHROME = {"page": "feed.html", "loader": "chromium", "dns": "warm", "timeout_s": 60}
 FAULT_TIMEOUT_S = 20
 KILL_SLACK_S = 20  # tortoiselab.browser.__main__.KILL_SLACK_S
 LOADS = {
     "coal": ({**H2}, {**CHROME}),
-    "ours": ({**H2}, {"page": "feed.html", "dns": False}),
+    "ours": ({**H2}, {"page": "feed.html", "dns": "warm"}),
     "two_ip": ({**H2}, {**CHROME, "resolution": "two-ip"}),
     "sep_certs": ({**H2, "cert": "separate-rsa"}, {**CHROME}),
     "err_cert": ({**H2}, {**CHROME, "url": "https://other.lab.test/feed.html", "timeout_s": FAULT_TIMEOUT_S}),

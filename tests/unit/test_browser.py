@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from tortoiselab.browser import procs
 from tortoiselab.browser.chromium import chromium_args
+from tortoiselab.browser.names import file_texts, resolver_rules
 from tortoiselab.browser.profile import nssdb_add_ca, nssdb_create
 from tortoiselab.browser.summary import summarize
 from tortoiselab.guest import commands as C
@@ -95,11 +96,58 @@ def test_the_browsers_error_is_kept_and_no_plt_is_given():
 
 
 def test_chromium_switches_map_names_statically_and_never_ignore_certificates():
-    args = chromium_args({"www.lab.test": "10.0.0.2", "static.lab.test": "10.0.0.3"}, "h1")
+    args = chromium_args(resolver_rules({"www.lab.test": "10.0.0.2", "static.lab.test": "10.0.0.3"}, []), "h1")
     assert args[0] == "--host-resolver-rules=MAP static.lab.test 10.0.0.3, MAP www.lab.test 10.0.0.2, MAP * ~NOTFOUND"
     assert "--disable-http2" in args
-    assert "--disable-http2" not in chromium_args({}, "h2")
-    assert not any("ignore-certificate" in a for a in args + chromium_args({}, None))
+    assert "--disable-http2" not in chromium_args("MAP * ~NOTFOUND", "h2")
+    assert not any("ignore-certificate" in a for a in args + chromium_args("MAP * ~NOTFOUND", None))
+
+
+def test_cold_names_are_left_to_the_lab_dns_and_every_other_name_is_not_found():
+    assert resolver_rules({}, ["www.lab.test", "static.lab.test"]) == \
+        "EXCLUDE static.lab.test, EXCLUDE www.lab.test, MAP * ~NOTFOUND"
+    assert file_texts("10.0.0.53") == {"/etc/hosts": "127.0.0.1 localhost\n",
+                                       "/etc/resolv.conf": "nameserver 10.0.0.53\noptions timeout:2 attempts:2\n"}
+
+
+def test_the_browser_refuses_half_a_name_setting_before_it_starts(tmp_path, capsys):
+    from tortoiselab.browser.__main__ import main
+    base = ["https://www.lab.test/", "--ca", "ca.pem", "--har", str(tmp_path / "h"), "--summary", str(tmp_path / "s")]
+    for extra, words in ((["--dns-server", "10.0.0.53"], "--dns-server and --lab-name go together"),
+                         (["--dns-server", "10.0.0.53", "--lab-name", "www.lab.test", "--resolve", "www.lab.test:1.2.3.4"],
+                          "names come from one or the other")):
+        assert main(base + extra) == 2
+        assert words in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a private mount namespace needs root")
+def test_private_name_files_are_seen_below_the_browser_and_nowhere_else(tmp_path):
+    """In a child process (the namespace is the process's): the files are
+    bind-mounted there, the parent's /etc/resolv.conf is untouched."""
+    before = Path("/etc/resolv.conf").read_bytes()
+    code = ("import sys; from pathlib import Path; from tortoiselab.browser.names import private_mounts, "
+            "bind_name_files; private_mounts(); bind_name_files('10.0.0.53', Path(sys.argv[1])); "
+            "print(open('/etc/resolv.conf').read() + open('/etc/hosts').read(), end='')")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert out.stdout == "nameserver 10.0.0.53\noptions timeout:2 attempts:2\n127.0.0.1 localhost\n"
+    assert Path("/etc/resolv.conf").read_bytes() == before
+    assert "10.0.0.53" not in Path("/proc/self/mounts").read_text()
+
+
+def test_the_summary_counts_each_names_first_lookup():
+    ev = _page({"1": 7, "2": 8, "3": 8})
+    for e in ev:  # www looked up 101.5 ms, static 99 ms (its second request: no lookup, a connection was open)
+        if e["method"] == "Network.responseReceived":
+            rid = e["params"]["requestId"]
+            e["params"]["response"]["timing"] = {"1": {"dnsStart": 0.5, "dnsEnd": 102.0},
+                                                 "2": {"dnsStart": 1.0, "dnsEnd": 100.0}}.get(
+                                                     rid, {"dnsStart": -1, "dnsEnd": -1})
+    s = summarize(events=ev, timings=TIMINGS, console_errors=[], error=None,
+                  settings={"url": f"{WWW}/feed.html", "protocol": None, "dns_server": "10.0.0.53"})
+    assert s["dns_ms_per_host"] == {"www.lab.test": 101.5, "static.lab.test": 99.0}
+    assert s["dns_ms"] == 200.5 and s["resolution"] == "lab DNS (10.0.0.53)"
+    assert _sum(_page({"1": 7, "2": 8, "3": 8}))["dns_ms"] == 0.0
 
 
 def test_nss_commands():
@@ -118,6 +166,10 @@ def test_lab_argv_runs_the_browser_in_a_pid_namespace_of_its_own():
                     "--timeout", "60", "--har", "/w/page.har", "--summary", "/w/summary.json",
                     "--resolve", "static.lab.test:10.0.0.2", "--resolve", "www.lab.test:10.0.0.2",
                     "--protocol", "h1", "--fault", "hang"]
+    cold = C.browser_loader("/venv/bin/python", "https://www.lab.test/feed.html", ca="/pki/ca-rsa.pem",
+                            resolve={"www.lab.test": "10.0.0.2", "static.lab.test": "10.0.0.2"}, timeout_s=60,
+                            har="/w/page.har", summary="/w/summary.json", dns_server="10.0.0.53")
+    assert cold[-6:] == ["--dns-server", "10.0.0.53", "--lab-name", "static.lab.test", "--lab-name", "www.lab.test"]
 
 
 def test_descendants_follow_parentage_only():

@@ -153,7 +153,8 @@ def test_tcpdump_and_dnsmasq():
         "dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--no-poll",
         "--listen-address=10.0.0.53", "--bind-interfaces", "--port=53", "--cache-size=0", "--user=root",
         "--pid-file=/run/w/dnsmasq.pid", "--log-facility=/run/w/dnsmasq.log", "--log-queries",
-        "--address=/dead.lab.test/10.0.0.99", "--address=/www.lab.test/10.0.0.2"]
+        "--address=/dead.lab.test/10.0.0.99", "--address=/www.lab.test/10.0.0.2",
+        "--local=/dead.lab.test/", "--local=/www.lab.test/"]
 
 
 LOADER_HEAD = ["/py", "-m", "tortoiselab.client", "https://www.lab.test/feed.html", "--ca", "/pki/ca.pem",

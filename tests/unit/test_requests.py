@@ -32,7 +32,7 @@ REQUESTS = [
     PageLoadRequest(path=PATH, seed=3, site_dir="/r/.lab/site", pki_dir="/r/.lab/pki/x", ro_paths=["/r/.lab"],
                     loads=[{"label": "a", "server": {"cc": "cubic_plus", "initcwnd_pkts": 3,
                                                      "module_params": {"cubic_plus": {"n": 2}}},
-                            "client": {"page": "tiny.html", "loader": "nghttp", "seed": 3, "dns": False}},
+                            "client": {"page": "tiny.html", "loader": "nghttp", "seed": 3, "dns": "warm"}},
                            {"label": "b", "client": {"url": "https://dead.lab.test/feed.html", "timeout_s": 5}}]),
 ]
 
@@ -102,7 +102,7 @@ def _former_request(run, site, pki) -> dict:
 
 
 # keys the former request left out, with the default the guest then used
-GUEST_DEFAULTS = {"switch": "ovs", "site_seed": 1, "dns": True, "tls_client": None, "url": None, "protocol": None,
+GUEST_DEFAULTS = {"switch": "ovs", "site_seed": 1, "dns": "cold", "tls_client": None, "url": None, "protocol": None,
                   "repeat_after_idle_s": None, "browser_fault": None,
                   "topology": None}  # None: wan, the one path the guest always built
 

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .chromium import CHROMIUM, BrowserLoad, Collected, run_load
+from .names import NamesError, bind_name_files, private_mounts, resolver_rules
 from .procs import end_descendants
 from .profile import ProfileError, make_profile, remove_profile
 from .summary import summarize
@@ -45,7 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("url", metavar="URL")
     p.add_argument("--ca", required=True, metavar="FILE", help="the CA (PEM) trusted for this load only")
     p.add_argument("--resolve", action="append", default=[], metavar="HOST:IP",
-                   help="static name resolution, repeatable; every other name is not found")
+                   help="static name resolution (warm: no lookup), repeatable; every other name is not found")
+    p.add_argument("--dns-server", default=None, metavar="IP",
+                   help="cold: resolve the --lab-name names through this DNS server (needs root: a private "
+                        "mount namespace with its own /etc/hosts and /etc/resolv.conf)")
+    p.add_argument("--lab-name", action="append", default=[], metavar="HOST",
+                   help="with --dns-server: a name the lab's DNS serves, repeatable; every other name is not found")
     p.add_argument("--protocol", choices=["h2", "h1"], default=None,
                    help="h1: HTTP/2 off (--disable-http2); default: what ALPN gives")
     p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="bound on the whole load (default 60)")
@@ -114,8 +120,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         a = build_parser().parse_args(argv)
         resolve = _resolve(a.resolve)
+        if (a.dns_server is None) != (not a.lab_name):
+            raise _ArgError("--dns-server and --lab-name go together (cold), or give neither (--resolve: warm)")
+        if a.dns_server is not None and resolve:
+            raise _ArgError("--resolve with --dns-server: the names come from one or the other")
+        if a.dns_server is not None:
+            private_mounts()  # before the watchdog's thread (browser/names.py)
     except _ArgError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except NamesError as exc:
+        print(f"{PROG}: error: --dns-server: {exc}", file=sys.stderr)
         return 2
     dog = _Watchdog(a.timeout + KILL_SLACK_S, a)
     dog.timer.start()
@@ -123,20 +138,23 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     try:
         dog.profile = make_profile(Path(a.ca))
-    except ProfileError as exc:
+        if a.dns_server is not None:
+            bind_name_files(a.dns_server, dog.profile.home)
+    except (ProfileError, NamesError) as exc:
         _write(a.summary, _failed(a.url, f"browser profile: {exc}"))
         _write(a.har, empty_har(a.url, str(exc)))
         return 1
     out = Collected()
     try:
         run_load(BrowserLoad(url=a.url, user_data=dog.profile.user_data, env=dog.profile.env(dict(os.environ)),
-                             har=Path(a.har), resolve=resolve, timeout_s=a.timeout, protocol=a.protocol,
+                             har=Path(a.har), resolver_rules=resolver_rules(resolve, a.lab_name), timeout_s=a.timeout, protocol=a.protocol,
                              executable=a.chromium, fault=a.fault), out)
     finally:
         leftovers = end_descendants(os.getpid())
         remove_profile(dog.profile)
     summary = summarize(events=out.events, timings=out.timings, console_errors=out.console_errors, error=out.error,
-                        settings={"url": a.url, "protocol": a.protocol}, started_at=started,
+                        settings={"url": a.url, "protocol": a.protocol, "dns_server": a.dns_server},
+                        started_at=started,
                         browser_version=out.browser_version, leftover_processes=leftovers)
     summary["browser_seconds"] = round(time.monotonic() - t0, 6)
     dog.timer.cancel()

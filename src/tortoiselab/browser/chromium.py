@@ -17,8 +17,9 @@ What a load collects (browser/summary.py turns it into the lab's summary):
 
 Each load runs in a fresh private home and profile (browser/profile.py):
 cold cache, the lab CA trusted there alone, certificates verified.
-Names resolve through a static map (--host-resolver-rules, every other
-name NOTFOUND), so the browser reaches nothing outside the lab.
+Names resolve through the lab's DNS server or a static map
+(browser/names.py); every other name is not found, so the browser reaches
+nothing outside the lab.
 """
 
 from __future__ import annotations
@@ -51,13 +52,12 @@ NETWORK_EVENTS = ("Network.requestWillBeSent", "Network.responseReceived", "Netw
                   "Network.loadingFinished", "Network.loadingFailed")
 
 
-def chromium_args(resolve: dict[str, str], protocol: str | None) -> list[str]:
+def chromium_args(resolver_rules: str, protocol: str | None) -> list[str]:
     """Chromium's switches beyond Playwright's own defaults (which already
     turn off background networking, component updates, sync and the
-    first-run UI): names through a static map only, no proxy, no QUIC,
+    first-run UI): the names' rules (browser/names.py), no proxy, no QUIC,
     HTTP/2 off when the client is to speak HTTP/1.1."""
-    rules = [f"MAP {host} {ip}" for host, ip in sorted(resolve.items())] + ["MAP * ~NOTFOUND"]
-    args = ["--host-resolver-rules=" + ", ".join(rules), "--no-proxy-server", "--disable-quic",
+    args = ["--host-resolver-rules=" + resolver_rules, "--no-proxy-server", "--disable-quic",
             "--disable-gpu", "--no-first-run", "--no-default-browser-check"]
     if protocol == "h1":
         args.append("--disable-http2")
@@ -95,7 +95,7 @@ class BrowserLoad:
     user_data: Path
     env: dict[str, str]
     har: Path
-    resolve: dict[str, str]
+    resolver_rules: str  # --host-resolver-rules (browser/names.py)
     timeout_s: float
     protocol: str | None = None
     executable: str = CHROMIUM
@@ -116,7 +116,7 @@ def run_load(load: BrowserLoad, out: Collected) -> None:
         with sync_playwright() as pw:
             ctx = pw.chromium.launch_persistent_context(
                 str(load.user_data), executable_path=load.executable, headless=True, env=load.env,
-                args=chromium_args(load.resolve, load.protocol), timeout=_left_ms(deadline),
+                args=chromium_args(load.resolver_rules, load.protocol), timeout=_left_ms(deadline),
                 record_har_path=str(load.har), record_har_content="omit", ignore_https_errors=False,
                 service_workers="block")
             try:

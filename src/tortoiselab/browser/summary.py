@@ -7,7 +7,7 @@ the page's time origin):
 
 - plt_ms: navigation start to the last responseEnd among the page and its
   resources (the lab's "page start to last byte": includes the base page's
-  TCP and TLS set-up; names come from a static map, so no DNS time).
+  DNS lookup when names are cold, and its TCP and TLS set-up).
 - plt_onload_ms: navigation start to loadEventEnd (the browser's own PLT:
   parsing, scripts and layout included).
 - plt_from_request_ms: the page's requestStart to the last responseEnd
@@ -29,6 +29,9 @@ HTTP/2 connection, coalesced ones included):
   "" for another origin's resources, which send no Timing-Allow-Origin);
 - bytes: response body bytes received (the sum of Network.dataReceived;
   Resource Timing gives no sizes for another origin's resources).
+- dns_ms: the lookups' durations, one per name (the first response whose
+  DevTools timing has a lookup: dnsEnd - dnsStart), summed as our loader
+  sums its lookups; 0 when names come from the static map (warm).
 """
 
 from __future__ import annotations
@@ -72,7 +75,7 @@ def exchanges(events: list[dict]) -> list[dict]:
             # a redirect reuses the request id: the later request replaces the earlier
             by_id[rid] = {"url": url, "origin": origin(url), "t": p.get("timestamp"), "status": None,
                           "protocol": None, "remote": None, "connection": None, "reused": None,
-                          "cached": False, "done": False, "error": None, "bytes": 0}
+                          "cached": False, "done": False, "error": None, "bytes": 0, "dns_ms": None}
         elif rid in by_id:
             rec = by_id[rid]
             if ev["method"] == "Network.responseReceived":
@@ -81,7 +84,8 @@ def exchanges(events: list[dict]) -> list[dict]:
                            remote=(f"{r['remoteIPAddress']}:{r.get('remotePort')}"
                                    if r.get("remoteIPAddress") else None),
                            connection=r.get("connectionId") or None, reused=r.get("connectionReused"),
-                           cached=bool(r.get("fromDiskCache") or r.get("fromPrefetchCache")))
+                           cached=bool(r.get("fromDiskCache") or r.get("fromPrefetchCache")),
+                           dns_ms=_lookup_ms(r.get("timing")))
             elif ev["method"] == "Network.dataReceived":
                 rec["bytes"] += int(p.get("dataLength") or 0)
             elif ev["method"] == "Network.loadingFinished":
@@ -89,6 +93,24 @@ def exchanges(events: list[dict]) -> list[dict]:
             elif ev["method"] == "Network.loadingFailed":
                 rec["error"] = p.get("errorText") or "failed"
     return sorted(by_id.values(), key=lambda r: (r["t"] is None, r["t"] or 0))
+
+
+def _lookup_ms(timing: dict | None) -> float | None:
+    """A DevTools ResourceTiming's DNS lookup in ms, None if it made none
+    (dnsStart -1: a connection already open, or a static map)."""
+    if not timing or timing.get("dnsStart", -1) < 0 or timing.get("dnsEnd", -1) < 0:
+        return None
+    return timing["dnsEnd"] - timing["dnsStart"]
+
+
+def lookups_ms(recs: list[dict]) -> dict[str, float]:
+    """The lookup time per name: the first request of that name that shows one."""
+    out: dict[str, float] = {}
+    for r in recs:
+        host = urlsplit(r["url"]).hostname
+        if r["dns_ms"] is not None and host not in out:
+            out[host] = round(r["dns_ms"], 3)
+    return out
 
 
 def connections(recs: list[dict]) -> list[dict]:
@@ -144,7 +166,7 @@ def _nav_figures(timings: dict | None) -> dict:
 def summarize(*, events: list[dict], timings: dict | None, console_errors: list[str], error: str | None,
               settings: dict, started_at: str | None = None, browser_version: str | None = None,
               leftover_processes: list | None = None) -> dict:
-    """settings: url, protocol, resolve (copied through). A load is ok when
+    """settings: url, protocol, dns_server (None: a static map). A load is ok when
     the browser raised no error, every request finished with a status
     below 400 and the page's timings were read."""
     recs = exchanges(events)
@@ -160,6 +182,7 @@ def summarize(*, events: list[dict], timings: dict | None, console_errors: list[
     if error is None and not (timings or {}).get("nav"):
         error = "the page's navigation timing was not read"
     figures = _nav_figures(timings)
+    lookups = lookups_ms(recs)
     if error is not None:
         figures.update(plt_ms=None, plt_onload_ms=None, plt_from_request_ms=None, content_download_ms=None)
     errors = [e for e in [error, *failures] if e]
@@ -168,7 +191,9 @@ def summarize(*, events: list[dict], timings: dict | None, console_errors: list[
         "loader": "chromium", "browser_version": browser_version, "ok": error is None, "error": error,
         "started_at": started_at, "requests": len(recs), "requests_failed": len(failures),
         "bytes": sum(r["bytes"] for r in recs), **figures,
-        "dns_ms": 0.0, "resolution": "static map (--host-resolver-rules)",
+        "dns_ms": round(sum(lookups.values()), 3), "dns_ms_per_host": lookups,
+        "resolution": (f"lab DNS ({settings['dns_server']})" if settings.get("dns_server")
+                       else "static map (--host-resolver-rules)"),
         "connections_opened": len(conns),
         "connections_reused": len(coalesced),
         "reuse_ratio": round(sum(1 for r in others if r in coalesced) / len(others), 6) if others else 0.0,

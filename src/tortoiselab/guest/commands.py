@@ -274,11 +274,17 @@ def tcpdump(dev: str, out: str | Path, user: str = "root", snaplen: int = 128, b
 
 def dnsmasq(listen: str, names: dict[str, str], pidfile: str | Path, logfile: str | Path) -> list[str]:
     """An authoritative-only DNS server for the lab's names: no upstream, no
-    /etc/hosts, no cache surprises (every answer comes from --address)."""
+    /etc/hosts, no cache surprises (every answer comes from --address).
+    --local per name: a query of another type (AAAA, HTTPS) for a lab name
+    gets an empty answer (NOERROR), as from a real authoritative server,
+    not REFUSED; Chromium asks for the HTTPS record beside the address
+    (RFC 9460) and, refused, asked again and waited about 20 ms more on a
+    100 ms path (docs/browser.md). Address answers stay as they were."""
     argv = ["dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--no-poll",
             f"--listen-address={listen}", "--bind-interfaces", "--port=53", "--cache-size=0",
             "--user=root", f"--pid-file={pidfile}", f"--log-facility={logfile}", "--log-queries"]
     argv += [f"--address=/{name}/{ip}" for name, ip in sorted(names.items())]
+    argv += [f"--local=/{name}/" for name in sorted(names)]
     return argv
 
 
@@ -309,17 +315,22 @@ def page_loader(python: str, url: str, *, ca: str, protocol: str, cache_hit_rati
 
 def browser_loader(python: str, url: str, *, ca: str | Path, resolve: dict[str, str], timeout_s: float,
                    har: str | Path, summary: str | Path, protocol: str | None = None,
-                   fault: str | None = None) -> list[str]:
+                   fault: str | None = None, dns_server: str | None = None) -> list[str]:
     """Chromium as a page loader (tortoiselab.browser), as the first process
     of a PID namespace of its own: when it ends, or `unshare` is killed at
     the executor's timeout (--kill-child), the kernel ends every process
     left in the namespace (the Playwright driver, Chromium and its helpers),
     whatever process groups they made. --mount-proc: /proc shows the
-    namespace's own processes, which the loader ends by pid on its way out."""
+    namespace's own processes, which the loader ends by pid on its way out.
+    Names: through dns_server (cold: the names of `resolve` are left to it)
+    or the static map `resolve` (warm)."""
     argv = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc",
             python, "-m", "tortoiselab.browser", url, "--ca", str(ca), "--timeout", str(timeout_s),
             "--har", str(har), "--summary", str(summary)]
-    argv += [x for n, ip in sorted(resolve.items()) for x in ("--resolve", f"{n}:{ip}")]
+    if dns_server is not None:
+        argv += ["--dns-server", dns_server] + [x for n in sorted(resolve) for x in ("--lab-name", n)]
+    else:
+        argv += [x for n, ip in sorted(resolve.items()) for x in ("--resolve", f"{n}:{ip}")]
     if protocol:
         argv += ["--protocol", protocol]
     if fault:

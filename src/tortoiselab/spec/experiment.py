@@ -46,32 +46,21 @@ import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, create_model,
-                      field_validator, model_serializer, model_validator)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from tortoiselab.spec.bounds import name_problems, points as sweep_points, size_problem
 from tortoiselab.spec.browsercfg import browser_problems
-from tortoiselab.spec.ccparams import OUR_MODULES, ParamError, check_params
-from tortoiselab.spec.hostspec import REGION_HOST, SETTINGS, Buffers, HostSpec, named_host
-from tortoiselab.spec.pathspec import STOCK_ALGORITHMS, PathSpec, describe_errors
+from tortoiselab.spec.hostspec import REGION_HOST
+from tortoiselab.spec.pathspec import PathSpec, describe_errors
 from tortoiselab.spec.population import PopulationCfg, PopulationError, user_configs
 from tortoiselab.spec.regions import load_regions, profile_path
 from tortoiselab.spec.sweep import canonical as _canonical, relocate as _relocate, set_value as _set, where as sweep_where
 from tortoiselab.spec.topologies import TopologyCfg
 from tortoiselab.spec.topology import TopologyError
+from tortoiselab.spec.sides import ClientCfg, ServerCfg
 from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
-
-PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html", "base.html", "article.html", "app.html")
-KNOWN_CC = (*STOCK_ALGORITHMS, *OUR_MODULES)
-
-
-def _one_of(v: str, allowed: tuple[str, ...], what: str, has: str) -> str:
-    """A field validator's check that v is one of allowed; the error lists them."""
-    if v not in allowed:
-        raise ValueError(f"unknown {what} {v!r}; {has} {', '.join(allowed)}")
-    return v
 
 
 class ExperimentError(ValueError):
@@ -105,108 +94,6 @@ PathCfg = create_model(
     "PathCfg", __base__=_PathCfgBase, __module__=__name__,
     **{name: (f.annotation | None, Field(None, description=f.description))
        for name, f in PathSpec.model_fields.items()})
-
-
-class _HostCfg(BaseModel):
-    """A side's host (spec/hostspec.py, docs/hosts.md): a named host of
-    topologies/hosts.yaml and/or its fields, the fields given winning over
-    the name's. Unset fields are left out of a dump, so a run that sets none
-    dumps, and hashes to the run id, as before hosts could be set."""
-
-    host: str | None = Field(None, description="named host (topologies/hosts.yaml: desktop, mobile, mininet); "
-                                               "client only: region, the path's region profile's host")
-    tcp_rmem: Buffers | None = Field(None, description=HostSpec.model_fields["tcp_rmem"].description)
-    tcp_wmem: Buffers | None = Field(None, description=HostSpec.model_fields["tcp_wmem"].description)
-    tcp_window_scaling: bool | None = Field(None, description=HostSpec.model_fields["tcp_window_scaling"].description)
-
-    @field_validator("host")
-    @classmethod
-    def _known_host(cls, v: str | None) -> str | None:
-        if v is not None and v != REGION_HOST:
-            named_host(v)  # HostError is a ValueError: pydantic reports it under the field
-        return v
-
-    @model_validator(mode="after")
-    def _resolve_host(self) -> "_HostCfg":
-        """A named host's values fill the fields not given."""
-        if self.host is not None and self.host != REGION_HOST:
-            named = named_host(self.host)
-            for k in SETTINGS:
-                if getattr(self, k) is None and getattr(named, k) is not None:
-                    setattr(self, k, getattr(named, k))
-        return self
-
-    @model_serializer(mode="wrap")
-    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict:
-        d = handler(self)
-        for k in ("host", *SETTINGS):
-            if k in d and d[k] is None:
-                del d[k]
-        if d.get("cache_unit") == "asset":  # the client's default cache model, left out as before it existed
-            del d["cache_unit"]
-        return d
-
-    def host_spec(self) -> HostSpec:
-        """The settings this side's host gets (None: the namespace's own)."""
-        return HostSpec(**{k: getattr(self, k) for k in SETTINGS})
-
-
-class ServerCfg(_HostCfg):
-    model_config = ConfigDict(extra="forbid")
-    cc: str = "cubic"
-    module_params: dict[str, dict[str, float | int | str]] = Field(default_factory=dict)
-    initcwnd_pkts: int | None = Field(10, ge=1, le=1000)
-    initrwnd_pkts: int | None = Field(None, ge=1, le=10000)
-    slow_start_after_idle: bool = True
-    protocol: Literal["h2", "h1"] = "h2"
-    tls: Literal["1.3", "1.2"] = "1.3"
-    cert: Literal["shared", "separate", "large", "shared-rsa", "separate-rsa"] = "shared"
-
-    @field_validator("cc")
-    @classmethod
-    def _known_cc(cls, v: str) -> str:
-        return _one_of(v, KNOWN_CC, "congestion control algorithm", "the lab has")
-
-    @field_validator("host")
-    @classmethod
-    def _not_region(cls, v: str | None) -> str | None:
-        """(after _known_host)"""
-        if v == REGION_HOST:
-            raise ValueError("region names the client's host of a region profile; name a host for the server, "
-                             "e.g. desktop")
-        return v
-
-    @model_validator(mode="after")
-    def _params(self) -> "ServerCfg":
-        for alg, ps in self.module_params.items():
-            try:
-                check_params(alg, ps, field="module_params")
-            except ParamError as exc:
-                raise ValueError(str(exc)) from None
-        return self
-
-
-class ClientCfg(_HostCfg):
-    model_config = ConfigDict(extra="forbid")
-    page: str = "feed.html"
-    url: str | None = Field(None, description="a path on www instead of a page, e.g. objects/1000000.bin")
-    coalescing: bool = True
-    cache_hit_ratio: float = Field(0.0, ge=0, lt=1)
-    cache_unit: Literal["asset", "page"] = Field(
-        "asset", description="what cache_hit_ratio counts: asset = that share of each view's assets is cached; "
-                             "page = that share of page views is served wholly from cache (seed 001)")
-    resolution: Literal["same-ip", "two-ip"] = "same-ip"
-    loader: Literal["loader", "h2load", "nghttp", "chromium"] = "loader"
-    protocol: Literal["h2", "h1"] | None = None
-    h2load_requests: int = Field(3, ge=1, le=1000)
-    repeat_after_idle_s: float | None = Field(
-        None, gt=0, le=600, description="load the page a second time on the same connection after this idle gap")
-    timeout_s: float = Field(120, gt=0, le=3600)
-
-    @field_validator("page")
-    @classmethod
-    def _page(cls, v: str) -> str:
-        return _one_of(v, PAGES, "page", "the lab serves")
 
 
 class RunConfig(BaseModel):

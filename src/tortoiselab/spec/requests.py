@@ -152,7 +152,6 @@ class LoadClient(ClientCfg):
     # did before the typed requests (the guest's argv is part of the run)
     timeout_s: Annotated[int | float, *_TIMEOUT.metadata] = Field(_TIMEOUT.default, description=_TIMEOUT.description)
     seed: int = Field(1, ge=0, description="the loader's seed (cache-hit choices)")
-    dns: bool = Field(True, description="resolve through the lab's DNS server; False: --resolve each name")
     tls_client: Literal["1.3", "1.2"] | None = Field(None, description="the loader's TLS version; None: its own")
     browser_fault: Literal["hang", "crash"] | None = Field(
         None, description="tests of the bounds only: the chromium loader stops (hang) or kills (crash) the "

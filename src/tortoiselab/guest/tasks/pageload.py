@@ -301,7 +301,8 @@ def _our_loader(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None
                          protocol=c.protocol or s.protocol,
                          cache_hit_ratio=c.cache_hit_ratio, seed=c.seed, timeout_s=c.timeout_s,
                          har=d / "page.har", summary=d / "summary.json",
-                         dns_server=DNS_IP if c.dns else None, resolve=None if c.dns else names,
+                         dns_server=DNS_IP if c.dns == "cold" else None,
+                         resolve=None if c.dns == "cold" else names,
                          coalescing=c.coalescing, tls=c.tls_client, repeat_after_s=c.repeat_after_idle_s,
                          cache_unit=c.cache_unit)
     timeout = c.timeout_s + (c.repeat_after_idle_s or 0) + LOADER_GRACE_S
@@ -339,7 +340,8 @@ def _chromium(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None, 
               names: dict[str, str], d: Path) -> tuple[dict, str | None]:
     """Chromium through tortoiselab.browser (docs/browser.md), in a PID
     namespace of its own, the lab CA of the certificate variant trusted in a
-    private NSS database, names from the load's static map. Bounded twice:
+    private NSS database, names through the lab's DNS (cold) or the load's
+    static map (warm). Bounded twice:
     the loader's own watchdog (its --timeout plus slack), then the
     executor's kill at the timeout plus LOADER_GRACE_S, which ends the
     namespace. Afterwards the guest is searched for browser processes left
@@ -347,7 +349,8 @@ def _chromium(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None, 
     s, c = load.server, load.client
     argv = C.browser_loader(sys.executable, c.target(), ca=web.pki["variants"][s.cert]["ca"], resolve=names,
                             timeout_s=c.timeout_s, har=d / "page.har", summary=d / "summary.json",
-                            protocol=c.protocol, fault=c.browser_fault)
+                            protocol=c.protocol, fault=c.browser_fault,
+                            dns_server=DNS_IP if c.dns == "cold" else None)
     if lab.ctx.private_ovs:
         # uml: the lab kernel's io_uring mmap broke Chromium's pages ("Bad page
         # map", the process stuck); without io_uring it and node fall back to
