@@ -95,11 +95,22 @@ def test_napkin_article_reproduced_tls12_large_chain_at_iw3():
     assert N.tls_round_trips("1.3", 3, t13["tls"]["server_handshake_bytes"]) == 2
 
 
+def test_a_spare_connect_carried_no_request_and_a_used_connection_did():
+    """Chromium races connects and drops the spares in their handshakes:
+    opened, not used (the store's tcp_connections vs tcp_connections_used)."""
+    conns = {c["client"].split(":")[1]: c for c in F.analyze_pcap(DATA / "spares_chromium_two_ip.pcap")}
+    assert {p: c["carried_request"] for p, c in conns.items()} == {"42716": True, "59210": False, "59224": False}
+    assert conns["42716"]["tls"]["version"] == "1.3"
+    for name in ("flights_tls12_large_iw3.pcap", "flights_tls13_large_iw3.pcap", "flights_iw10.pcap"):
+        assert one(name)["carried_request"] is True, name
+
+
 def test_handshake_summary_is_what_a_run_stores():
     """run.json -> connections: one compact line per connection of the capture."""
     s12 = F.handshake_summary(one("flights_tls12_large_iw3.pcap"))
-    assert set(s12) == {"client", "server", "tcp_rtt_ms", "tls_version", "tls_ms", "tls_rtts",
+    assert set(s12) == {"client", "server", "carried_request", "tcp_rtt_ms", "tls_version", "tls_ms", "tls_rtts",
                         "server_flights_before_finished"}
+    assert s12["carried_request"] is True
     assert s12["tls_version"] == "1.2" and s12["tls_rtts"] == 3
     assert [f["segments"] for f in s12["server_flights_before_finished"]] == [3, 3, 2]
     assert s12["tls_ms"] == pytest.approx(3 * s12["tcp_rtt_ms"], rel=0.05)

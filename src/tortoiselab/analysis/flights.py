@@ -104,11 +104,13 @@ __all__ = ["KINDS", "RETRANS_KINDS", "analyze_pcap", "flights", "format_flights"
 
 def handshake_summary(conn: dict) -> dict:
     """The few fields of a connection (a dict from analyze_pcap) that a run
-    stores for every connection (run.json -> connections): its ends, the TCP
+    stores for every connection (run.json -> connections): its ends, whether
+    it carried a request (tcpconn.carried_request), the TCP
     round trip, the TLS handshake in ms and in round trips, and the server's
     flights before the client could send its request."""
     tls = conn.get("tls") or {}
-    return {"client": conn["client"], "server": conn["server"], "tcp_rtt_ms": conn["tcp_rtt_ms"],
+    return {"client": conn["client"], "server": conn["server"], "carried_request": conn["carried_request"],
+            "tcp_rtt_ms": conn["tcp_rtt_ms"],
             "tls_version": tls.get("version"), "tls_ms": tls.get("handshake_ms"),
             "tls_rtts": conn["handshake_rtts"]["tls"],
             "server_flights_before_finished": [{"segments": f["segments"], "bytes": f["bytes"]}

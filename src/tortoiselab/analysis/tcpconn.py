@@ -40,7 +40,7 @@ class Conn:
         "c_wscale", "s_wscale", "exchange", "xchg_pending",
         # client stream / TLS
         "c_max", "c_first_payload_t", "tls", "tls_sync", "tls_next", "tls_types", "t_ch", "t_tls_end",
-        "tls_version", "hrr", "c_payload_bytes",
+        "tls_version", "hrr", "c_payload_bytes", "tls_app_end",
         # series
         "s_t", "s_seq", "s_len", "s_kind", "rtt_s", "rtt_from_data", "fin_t", "rst",
     )
@@ -80,6 +80,7 @@ class Conn:
         self.tls_next = 0
         self.tls_types: list[int] = []
         self.t_ch = self.t_tls_end = None
+        self.tls_app_end = None  # client stream offset where its first application-data record ends
         self.tls_version = None
         self.hrr = False
         self.c_payload_bytes = 0
@@ -240,7 +241,7 @@ def _tls_records(c: Conn, ts: float, buf: bytes, start: int, avail: int, s: int,
             elif typ == 22 and c.tls_version is None:
                 c.tls_version = "1.2"  # ClientKeyExchange (or a client certificate) in the clear
             elif typ == 23:
-                c.t_tls_end = ts
+                c.t_tls_end, c.tls_app_end = ts, c.tls_next + 5 + ln
                 if c.tls_version is None:
                     c.tls_version = "1.3"
                 c.tls_types.append(typ)
@@ -371,6 +372,24 @@ def _open_flight(c: Conn, ts: float, s: int) -> None:
     c.flights.append([ts, 0, 0, 0, 0, data_phase, s, c.exchange, 0, 0, None, False])
 
 
+# a TLS 1.3 alert record (close_notify): header, alert, inner type, AEAD tag
+TLS13_ALERT_RECORD = 5 + 2 + 1 + 16
+
+
+def carried_request(c: Conn) -> bool:
+    """The client sent the server something beyond its handshake: a request.
+    TLS 1.3: more than an alert after the record that carries its Finished
+    (the first application-data record, RFC 8446 §5); TLS 1.2: an
+    application-data record at all (its Finished is a handshake record);
+    plain TCP: any payload. A connection opened and dropped after (or
+    during) its handshake, as a browser's spare connects are, carried none."""
+    if c.tls is False or c.tls is None:
+        return c.c_max > 0
+    if c.tls_app_end is None:
+        return False
+    return c.c_max > c.tls_app_end + TLS13_ALERT_RECORD if c.tls_version == "1.3" else True
+
+
 def _ms(t: float | None, t0: float) -> float | None:
     return None if t is None else round((t - t0) * 1e3, 3)
 
@@ -429,6 +448,7 @@ def summary(c: Conn) -> dict:
         "mss": {"client": c.mss_client, "server": c.mss_server}, "sack": c.sack_ok,
         "tls": tls, "handshake_rtts": hs_rtts,
         "request_ms": _ms(c.t_tls_end if c.tls else c.c_first_payload_t, t0),
+        "carried_request": carried_request(c),
         "first_data_ms": _ms(c.first_data_t, t0), "last_ack_ms": _ms(c.una_t, t0),
         "server_bytes_sent": c.bytes_sent, "server_bytes_unique": c.snd_max,
         "server_bytes_acked": min(c.snd_una, c.snd_max), "client_bytes": c.c_payload_bytes,

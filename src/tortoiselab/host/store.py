@@ -1,7 +1,7 @@
 """The one owner of a results folder: the run record (run.json) as a typed,
 versioned model, its one upgrade path for folders written by older
-versions, and the runs table (runs.parquet) whose schema is defined here
-once. Every reader (the runner's listing, the report, the studies, the
+versions, and the runs table (runs.parquet) whose schema is host/columns.py.
+Every reader (the runner's listing, the report, the studies, the
 grader, the notebooks) loads runs through `load_runs` or `read_records`;
 nobody else parses run.json (docs/architecture.md).
 
@@ -36,11 +36,10 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tortoiselab.analysis import napkin
-from tortoiselab.analysis.fidelity import cross_rates_mbit
 from tortoiselab.host import readfiles, safefs
+from tortoiselab.host.columns import COLUMNS, NUMERIC, row
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.tablediff import table_differences
-from tortoiselab.spec.experiment import ClientCfg, PathCfg, ServerCfg
 
 FORMAT_VERSION = 4  # 4: manifest.json beside the record; 3: meta.batch (runs sharing a lab boot)
 RECORD = readfiles.RECORD
@@ -297,129 +296,6 @@ def completed(exp_dir: Path, run_id: str) -> bool:
 
 
 # --- the runs table ------------------------------------------------------------------
-
-
-def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def _setting(v: Any) -> Any:
-    """A configuration value as a table cell: scalars as they are, the rest as JSON."""
-    return v if v is None or isinstance(v, (str, int, float, bool)) else json.dumps(v, sort_keys=True)
-
-
-def _fid(r: RunRecord) -> dict:
-    return r.fidelity[0] if r.fidelity else {}
-
-
-def _capture_drops(r: RunRecord) -> int | None:
-    drops = [c.get("dropped_by_kernel") for c in r.capture.values() if isinstance(c, dict)]
-    return sum(d for d in drops if d is not None) if drops else None
-
-
-# figures a loader's summary may carry (tortoiselab.client.summary, the
-# nghttp and h2load parsers), with their meaning
-SUMMARY_METRICS = {
-    "plt_ms": "page start (incl. DNS, TCP, TLS) to last byte",
-    "floor_ms": "napkin-model floor of the PLT (tortoiselab.analysis.napkin.run_floor)",
-    "plt_over_floor": "measured PLT / floor (>= 1)",
-    "plt_from_request_ms": "first request sent to last byte",
-    "content_download_ms": "first byte of the base HTML to last byte",
-    "ttfb_ms": "time to first byte",
-    "connections_opened": "TCP connections the page used",
-    "reuse_ratio": "coalesced share of 2nd-origin requests",
-    "bytes": "response body bytes",
-    "throughput_mbit": "h2load throughput: body bytes over the whole transfer (slow start included)",
-    "steady_throughput_mbit": "h2load runs: throughput of the second half of the bytes, from the server "
-                              "capture's ACKs (analysis/flights.steady_throughput_mbit)",
-}
-
-
-def _path_columns() -> dict[str, str]:
-    return {f"path.{k}": f.description or k for k, f in PathCfg.model_fields.items() if k != "addon"}
-
-
-def _setting_columns(section: str, model: type[BaseModel]) -> dict[str, str]:
-    return {f"{section}.{k}": f.description or k for k, f in model.model_fields.items()}
-
-
-@dataclass(frozen=True)
-class Column:
-    name: str
-    description: str
-    get: Callable[[RunRecord], Any]
-
-
-def _columns() -> list[Column]:
-    """The schema of runs.parquet, in column order. Every field of the
-    experiment's path, server and client sections is a column of its own
-    (path values as they resolved), so a new setting reaches the table
-    without a change here."""
-    cols = [
-        Column("run_id", "the run's id: hash of its resolved configuration and repetition", lambda r: r.run_id),
-        Column("experiment", "experiment name (<name>@<grid> for a grid)", lambda r: r.experiment),
-        Column("repetition", "0-based repetition", lambda r: r.repetition),
-        Column("seed", "the run's seed", lambda r: str(r.seed)),
-        Column("ok", "the measurement is whole (every request answered, every sample taken)", lambda r: r.ok),
-        Column("error", "what failed, if anything", lambda r: r.error),
-    ]
-    for name, desc in _path_columns().items():
-        key = name.split(".", 1)[1]
-        if key == "region":
-            cols.append(Column(name, "region profile, if any", lambda r: (r.config.get("path") or {}).get("region")))
-        else:
-            cols.append(Column(name, f"configured {desc} (as resolved)",
-                               lambda r, k=key: _setting((r.config.get("path") or {}).get("resolved", r.path).get(k))))
-    cols.append(Column("topology", "the topology and its parameters as tortoise probe --topology takes them "
-                       "(dumbbell,bulk_flows=2,clients=2); wan when the run names none",
-                       lambda r: _topology(r.config.get("topology"))))
-    for section, model in (("server", ServerCfg), ("client", ClientCfg)):
-        for name, desc in _setting_columns(section, model).items():
-            key = name.split(".", 1)[1]
-            cols.append(Column(name, desc, lambda r, s=section, k=key: _setting((r.config.get(s) or {}).get(k))))
-    for k, desc in SUMMARY_METRICS.items():
-        cols.append(Column(k, desc, lambda r, k=k: _num(r.summary.get(k))))
-    cols += [
-        Column("cross_bulk_mbit", "the bulk cross flows' throughput during the page load (shared bottleneck)",
-               lambda r: _cross_rate(r, "bulk")),
-        Column("cross_web_mbit", "the background page loads' throughput during the page load",
-               lambda r: _cross_rate(r, "web")),
-        Column("tcp_rtt_ms", "smallest TCP handshake RTT in the server capture", lambda r: _fid(r).get("measured")),
-        Column("fidelity_ok", "measured RTT within tolerance", lambda r: _fid(r).get("ok")),
-        Column("capture_drops", "packets tcpdump's kernel buffer dropped (both sides)", _capture_drops),
-    ]
-    for k in ("backend", "clock", "kernel_release", "sim_seconds", "wall_seconds", "started", "ended"):
-        cols.append(Column(k, RUN_META_DOC[k], lambda r, k=k: getattr(r.meta, k)))
-    return cols
-
-
-def _topology(cfg: dict | None) -> str:
-    if not cfg:
-        return "wan"
-    return ",".join([cfg["name"], *(f"{k}={cfg[k]}" for k in sorted(cfg) if k != "name")])
-
-
-def _cross_rate(r: RunRecord, kind: str) -> float | None:
-    if not r.cross or "load_window_s" not in r.cross:
-        return None
-    return cross_rates_mbit(r.cross, *r.cross["load_window_s"])[kind]
-
-
-RUN_META_DOC = {"backend": "native | uml", "clock": "real | virtual", "kernel_release": "lab kernel",
-                "sim_seconds": "guest time of the run", "wall_seconds": "wall time of the run",
-                "started": "UTC start", "ended": "UTC end"}
-SCHEMA = _columns()
-COLUMNS = {c.name: c.description for c in SCHEMA}
-# path columns that are not numbers: the region's name, a trace (its file, name and sha256 as JSON)
-TEXT_PATH = ("path.region", "path.trace_down", "path.trace_up")
-NUMERIC = [c for c in COLUMNS if c.startswith("path.") and c not in TEXT_PATH] + list(SUMMARY_METRICS) + [
-    "server.initcwnd_pkts", "server.initrwnd_pkts", "client.cache_hit_ratio", "sim_seconds", "wall_seconds",
-    "cross_bulk_mbit", "cross_web_mbit"]
-
-
-def row(record: RunRecord) -> dict:
-    """One run as a row of the runs table."""
-    return {c.name: c.get(record) for c in SCHEMA}
 
 
 Extra = Mapping[str, Callable[[RunRecord], Any]]

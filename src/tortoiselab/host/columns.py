@@ -1,0 +1,153 @@
+"""The runs table's columns (runs.parquet, docs/architecture.md): each a name,
+its meaning and a function of a run record. Every field of the
+experiment's path, server and client sections is a column of its own, so a
+new setting reaches the table without a change here."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pydantic import BaseModel
+
+from tortoiselab.analysis.fidelity import cross_rates_mbit
+from tortoiselab.spec.experiment import ClientCfg, PathCfg, ServerCfg
+
+# a run record (host/store.RunRecord; not imported: the store imports this module)
+RunRecord = Any
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _setting(v: Any) -> Any:
+    """A configuration value as a table cell: scalars as they are, the rest as JSON."""
+    return v if v is None or isinstance(v, (str, int, float, bool)) else json.dumps(v, sort_keys=True)
+
+
+def _fid(r: RunRecord) -> dict:
+    return r.fidelity[0] if r.fidelity else {}
+
+
+def _connections_used(r: RunRecord) -> int | None:
+    """The capture's connections that carried a request; None for a record
+    made before the capture said (no carried_request)."""
+    flags = [c.get("carried_request") for c in r.connections]
+    return None if not r.summary or None in flags else sum(map(bool, flags))
+
+
+def _capture_drops(r: RunRecord) -> int | None:
+    drops = [c.get("dropped_by_kernel") for c in r.capture.values() if isinstance(c, dict)]
+    return sum(d for d in drops if d is not None) if drops else None
+
+
+# figures a loader's summary may carry (tortoiselab.client.summary, the
+# nghttp and h2load parsers), with their meaning
+SUMMARY_METRICS = {
+    "plt_ms": "page start (incl. DNS, TCP, TLS) to last byte",
+    "floor_ms": "napkin-model floor of the PLT (tortoiselab.analysis.napkin.run_floor)",
+    "plt_over_floor": "measured PLT / floor (>= 1)",
+    "plt_from_request_ms": "first request sent to last byte",
+    "content_download_ms": "first byte of the base HTML to last byte",
+    "ttfb_ms": "time to first byte",
+    "connections_opened": "connections that carried the page's requests, as the loader counts them (the "
+                          "capture's: tcp_connections, tcp_connections_used)",
+    "reuse_ratio": "coalesced share of 2nd-origin requests",
+    "bytes": "response body bytes",
+    "throughput_mbit": "h2load throughput: body bytes over the whole transfer (slow start included)",
+    "steady_throughput_mbit": "h2load runs: throughput of the second half of the bytes, from the server "
+                              "capture's ACKs (analysis/flights.steady_throughput_mbit)",
+}
+
+
+def _path_columns() -> dict[str, str]:
+    return {f"path.{k}": f.description or k for k, f in PathCfg.model_fields.items() if k != "addon"}
+
+
+def _setting_columns(section: str, model: type[BaseModel]) -> dict[str, str]:
+    return {f"{section}.{k}": f.description or k for k, f in model.model_fields.items()}
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    description: str
+    get: Callable[[RunRecord], Any]
+
+
+def _columns() -> list[Column]:
+    """The schema of runs.parquet, in column order. Every field of the
+    experiment's path, server and client sections is a column of its own
+    (path values as they resolved), so a new setting reaches the table
+    without a change here."""
+    cols = [
+        Column("run_id", "the run's id: hash of its resolved configuration and repetition", lambda r: r.run_id),
+        Column("experiment", "experiment name (<name>@<grid> for a grid)", lambda r: r.experiment),
+        Column("repetition", "0-based repetition", lambda r: r.repetition),
+        Column("seed", "the run's seed", lambda r: str(r.seed)),
+        Column("ok", "the measurement is whole (every request answered, every sample taken)", lambda r: r.ok),
+        Column("error", "what failed, if anything", lambda r: r.error),
+    ]
+    for name, desc in _path_columns().items():
+        key = name.split(".", 1)[1]
+        if key == "region":
+            cols.append(Column(name, "region profile, if any", lambda r: (r.config.get("path") or {}).get("region")))
+        else:
+            cols.append(Column(name, f"configured {desc} (as resolved)",
+                               lambda r, k=key: _setting((r.config.get("path") or {}).get("resolved", r.path).get(k))))
+    cols.append(Column("topology", "the topology and its parameters as tortoise probe --topology takes them "
+                       "(dumbbell,bulk_flows=2,clients=2); wan when the run names none",
+                       lambda r: _topology(r.config.get("topology"))))
+    for section, model in (("server", ServerCfg), ("client", ClientCfg)):
+        for name, desc in _setting_columns(section, model).items():
+            key = name.split(".", 1)[1]
+            cols.append(Column(name, desc, lambda r, s=section, k=key: _setting((r.config.get(s) or {}).get(k))))
+    for k, desc in SUMMARY_METRICS.items():
+        cols.append(Column(k, desc, lambda r, k=k: _num(r.summary.get(k))))
+    cols += [
+        Column("cross_bulk_mbit", "the bulk cross flows' throughput during the page load (shared bottleneck)",
+               lambda r: _cross_rate(r, "bulk")),
+        Column("cross_web_mbit", "the background page loads' throughput during the page load",
+               lambda r: _cross_rate(r, "web")),
+        Column("tcp_rtt_ms", "smallest TCP handshake RTT in the server capture", lambda r: _fid(r).get("measured")),
+        Column("fidelity_ok", "measured RTT within tolerance", lambda r: _fid(r).get("ok")),
+        Column("capture_drops", "packets tcpdump's kernel buffer dropped (both sides)", _capture_drops),
+        Column("tcp_connections", "TCP connections the client opened (the server capture's, spare connects "
+               "included)", lambda r: len(r.connections) if r.summary else None),
+        Column("tcp_connections_used", "of them, those that carried a request (analysis/tcpconn.carried_request)",
+               _connections_used),
+    ]
+    for k in ("backend", "clock", "kernel_release", "sim_seconds", "wall_seconds", "started", "ended"):
+        cols.append(Column(k, RUN_META_DOC[k], lambda r, k=k: getattr(r.meta, k)))
+    return cols
+
+
+def _topology(cfg: dict | None) -> str:
+    if not cfg:
+        return "wan"
+    return ",".join([cfg["name"], *(f"{k}={cfg[k]}" for k in sorted(cfg) if k != "name")])
+
+
+def _cross_rate(r: RunRecord, kind: str) -> float | None:
+    if not r.cross or "load_window_s" not in r.cross:
+        return None
+    return cross_rates_mbit(r.cross, *r.cross["load_window_s"])[kind]
+
+
+RUN_META_DOC = {"backend": "native | uml", "clock": "real | virtual", "kernel_release": "lab kernel",
+                "sim_seconds": "guest time of the run", "wall_seconds": "wall time of the run",
+                "started": "UTC start", "ended": "UTC end"}
+SCHEMA = _columns()
+COLUMNS = {c.name: c.description for c in SCHEMA}
+# path columns that are not numbers: the region's name, a trace (its file, name and sha256 as JSON)
+TEXT_PATH = ("path.region", "path.trace_down", "path.trace_up")
+NUMERIC = [c for c in COLUMNS if c.startswith("path.") and c not in TEXT_PATH] + list(SUMMARY_METRICS) + [
+    "server.initcwnd_pkts", "server.initrwnd_pkts", "client.cache_hit_ratio", "sim_seconds", "wall_seconds",
+    "cross_bulk_mbit", "cross_web_mbit", "tcp_connections", "tcp_connections_used"]
+
+
+def row(record: RunRecord) -> dict:
+    """One run as a row of the runs table."""
+    return {c.name: c.get(record) for c in SCHEMA}
