@@ -26,6 +26,10 @@ LOADS = {
     "hang": ({**H2}, {**CHROME, "browser_fault": "hang", "timeout_s": FAULT_TIMEOUT_S}),
     "crash": ({**H2}, {**CHROME, "browser_fault": "crash", "timeout_s": FAULT_TIMEOUT_S}),
     "after": ({**H2}, {**CHROME, "page": "tiny.html"}),
+    # a page view the cache serves (cache_unit page; seed 2 draws a warm view at 0.5), cold names
+    "warm": ({**H2}, {**CHROME, "dns": "cold", "cache_hit_ratio": 0.5, "cache_unit": "page", "seed": 2}),
+    "ours_warm": ({**H2}, {"page": "feed.html", "cache_hit_ratio": 0.5, "cache_unit": "page", "seed": 2}),
+    "two_ip_cold": ({**H2}, {**CHROME, "dns": "cold", "resolution": "two-ip"}),
 }
 
 
@@ -129,3 +133,35 @@ def test_a_hung_or_crashed_browser_ends_within_its_bound_and_leaves_nothing(virt
 def test_the_lab_loads_again_after_the_faults(virtual):
     s = virtual["after"]["summary"]
     assert s["error"] is None and s["requests"] == 51 and s["connections_opened"] == 1
+
+
+def test_a_warm_view_comes_from_the_browsers_cache_and_only_the_page_from_the_network(virtual):
+    """The priming load (a second navigation in the same profile, before
+    the capture) leaves the page's 46 objects in the cache; the measured
+    load asks the network for the page alone, on one connection, as our
+    loader's warm view does, and resolves www through the lab's DNS."""
+    b, o = virtual["warm"], virtual["ours_warm"]
+    s = b["summary"]
+    assert s["error"] is None, s["error"]
+    assert b["prime"]["ok"] and b["prime"]["requests"] == 47
+    assert (s["cache"], s["requests"], s["requests_from_cache"]) == ("warm", 1, 46)
+    assert o["summary"]["requests"] == 1 and o["summary"]["error"] is None
+    assert len(b["connections"]) == 1 and b["connections"][0]["carried_request"]  # the priming's not captured
+    assert s["dns_ms_per_host"].keys() == {"www.lab.test"} and 95 < s["dns_ms"] < 130  # one round trip, 100 ms
+    assert abs(s["plt_ms"] - o["summary"]["plt_ms"]) < 0.05 * o["summary"]["plt_ms"]
+    print(f"warm feed.html: PLT chromium {s['plt_ms']} ms, ours {o['summary']['plt_ms']} ms")
+
+
+def test_cold_names_cost_the_browser_its_lookups_and_spare_connects_are_counted(virtual):
+    """Without coalescing Chromium looks both names up in the lab's DNS
+    (one round trip each) and races spare connects to static: the capture's
+    connections that carried a request are the two the page used."""
+    ld = virtual["two_ip_cold"]
+    s = ld["summary"]
+    assert s["error"] is None, s["error"]
+    assert s["dns_ms_per_host"].keys() == {"www.lab.test", "static.lab.test"}
+    assert all(95 < ms < 130 for ms in s["dns_ms_per_host"].values()), s["dns_ms_per_host"]
+    used = [c for c in ld["connections"] if c["carried_request"]]
+    assert len(used) == s["connections_opened"] == 2 and len(ld["connections"]) >= 2
+    print(f"two-ip, cold names: {len(ld['connections'])} connections opened, {len(used)} used; "
+          f"dns {s['dns_ms_per_host']}")

@@ -172,6 +172,38 @@ def test_lab_argv_runs_the_browser_in_a_pid_namespace_of_its_own():
     assert cold[-6:] == ["--dns-server", "10.0.0.53", "--lab-name", "static.lab.test", "--lab-name", "www.lab.test"]
 
 
+def test_the_browser_and_our_loader_draw_the_same_warm_views():
+    """spec/browsercfg.warm_view is client/page.view_from_cache's draw (the
+    two processes import nothing of each other)."""
+    from tortoiselab.client.page import view_from_cache
+    from tortoiselab.spec.browsercfg import warm_view
+    for ratio in (0.0, 0.3, 0.8):
+        draws = [warm_view(ratio, seed) for seed in range(400)]
+        assert draws == [view_from_cache(ratio, seed) for seed in range(400)]
+        assert abs(sum(draws) / 400 - ratio) < 0.08
+
+
+def test_a_warm_view_primes_a_kept_profile_then_loads_from_it():
+    argv = C.browser_loader("/py", "https://www.lab.test/feed.html", ca="/pki/ca-rsa.pem", resolve={}, timeout_s=60,
+                            har="/w/prime.har", summary="/w/prime.json", profile_dir="/w/browser-profile", prime=True)
+    assert argv[-3:] == ["--profile-dir", "/w/browser-profile", "--prime"]
+    ev = _page({"1": 7, "2": 8, "3": 8})
+    for e in ev:  # static's two objects from the HTTP cache
+        if e["method"] == "Network.responseReceived" and e["params"]["requestId"] in ("2", "3"):
+            e["params"]["response"]["fromDiskCache"] = True
+    s = summarize(events=ev, timings=TIMINGS, console_errors=[], error=None,
+                  settings={"url": f"{WWW}/feed.html", "protocol": None, "cache": "warm"})
+    assert (s["cache"], s["requests"], s["requests_from_cache"], s["connections_opened"]) == ("warm", 1, 2, 1)
+    assert s["ok"] and s["bytes"] == 500
+
+
+def test_prime_needs_a_profile_to_keep(tmp_path, capsys):
+    from tortoiselab.browser.__main__ import main
+    assert main(["https://www.lab.test/", "--ca", "ca.pem", "--har", str(tmp_path / "h"), "--summary",
+                 str(tmp_path / "s"), "--resolve", "www.lab.test:10.0.0.2", "--prime"]) == 2
+    assert "--prime needs --profile-dir" in capsys.readouterr().err
+
+
 def test_descendants_follow_parentage_only():
     table = {10: (1, "python"), 11: (10, "node"), 12: (11, "chromium"), 13: (12, "chromium"), 20: (1, "chromium")}
     assert procs.descendants_in(table, 10) == [(11, "node"), (12, "chromium"), (13, "chromium")]
@@ -198,7 +230,7 @@ def test_end_descendants_kills_a_grandchild_in_its_own_process_group():
 
 @pytest.mark.parametrize("server,client,words", [
     ({"cert": "shared"}, {}, "server.cert: Chromium accepts no Ed25519"),
-    ({"cert": "shared-rsa"}, {"cache_hit_ratio": 0.5}, "client.cache_hit_ratio"),
+    ({"cert": "shared-rsa"}, {"cache_hit_ratio": 0.5}, "client.cache_hit_ratio: the browser's warm views are whole"),
     ({"cert": "shared-rsa"}, {"coalescing": False}, "separate-rsa or client.resolution: two-ip"),
     ({"cert": "shared-rsa"}, {"repeat_after_idle_s": 5}, "client.repeat_after_idle_s"),
 ])
@@ -211,6 +243,7 @@ def test_the_spec_refuses_what_the_browser_cannot_do(server, client, words):
 
 def test_the_spec_takes_a_browser_run_and_keeps_faults_for_the_browser():
     RunConfig(server={"cert": "separate-rsa"}, client={"loader": "chromium", "resolution": "two-ip"})
+    RunConfig(server={"cert": "shared-rsa"}, client={"loader": "chromium", "cache_hit_ratio": 0.8, "cache_unit": "page"})
     LoadSpec(label="x", server={"cert": "shared-rsa"}, client={"loader": "chromium", "browser_fault": "hang"})
     with pytest.raises(ValidationError, match="browser_fault: only for loader chromium"):
         LoadSpec(label="x", client={"browser_fault": "crash"})

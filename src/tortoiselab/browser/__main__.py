@@ -25,10 +25,11 @@ from pathlib import Path
 from .chromium import CHROMIUM, BrowserLoad, Collected, run_load
 from .names import NamesError, bind_name_files, private_mounts, resolver_rules
 from .procs import end_descendants
-from .profile import ProfileError, make_profile, remove_profile
+from .profile import ProfileError, make_profile, remove_profile, reuse_profile
 from .summary import summarize
 
 PROG = "python -m tortoiselab.browser"
+PRIME_QUERY = "?tortoise-prime"  # the priming load's page URL: its own cache entry, the page's objects shared
 KILL_SLACK_S = 20.0  # past --timeout before the watchdog ends the load
 
 
@@ -56,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="h1: HTTP/2 off (--disable-http2); default: what ALPN gives")
     p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="bound on the whole load (default 60)")
     p.add_argument("--chromium", default=CHROMIUM, metavar="PATH", help=f"the browser (default {CHROMIUM})")
+    p.add_argument("--profile-dir", default=None, metavar="DIR",
+                   help="keep the profile (home, NSS database, HTTP cache) in DIR: made there if DIR does not "
+                        "exist, reused (warm) if it does; default: a fresh one, removed after the load")
+    p.add_argument("--prime", action="store_true",
+                   help=f"with --profile-dir: load URL{PRIME_QUERY} (the page's objects, not the page itself, "
+                        "land in the cache: the page is another URL) and write a summary of that load")
     p.add_argument("--fault", choices=["hang", "crash"], default=None,
                    help="tests only: stop or kill the browser's processes before the navigation")
     p.add_argument("--har", required=True, metavar="OUT.har")
@@ -96,7 +103,7 @@ class _Watchdog:
     """Ends the load at its deadline however stuck the main thread is."""
 
     def __init__(self, seconds: float, a: argparse.Namespace) -> None:
-        self.a, self.seconds, self.profile = a, seconds, None
+        self.a, self.seconds, self.profile, self.keep = a, seconds, None, False
         self.timer = threading.Timer(seconds, self._fire)
         self.timer.daemon = True
 
@@ -109,7 +116,7 @@ class _Watchdog:
             if not Path(self.a.har).exists():
                 _write(self.a.har, empty_har(self.a.url, error))
         finally:
-            if self.profile is not None:
+            if self.profile is not None and not self.keep:
                 remove_profile(self.profile)
             print(f"{PROG}: {error}", file=sys.stderr, flush=True)
             os._exit(1)
@@ -122,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         resolve = _resolve(a.resolve)
         if (a.dns_server is None) != (not a.lab_name):
             raise _ArgError("--dns-server and --lab-name go together (cold), or give neither (--resolve: warm)")
+        if a.prime and a.profile_dir is None:
+            raise _ArgError("--prime needs --profile-dir (the profile the measured load reuses)")
         if a.dns_server is not None and resolve:
             raise _ArgError("--resolve with --dns-server: the names come from one or the other")
         if a.dns_server is not None:
@@ -136,8 +145,13 @@ def main(argv: list[str] | None = None) -> int:
     dog.timer.start()
     started = datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
     t0 = time.monotonic()
+    warm = a.profile_dir is not None and Path(a.profile_dir).exists() and not a.prime
     try:
-        dog.profile = make_profile(Path(a.ca))
+        if a.profile_dir is None:
+            dog.profile = make_profile(Path(a.ca))
+        else:
+            dog.keep, home = True, Path(a.profile_dir)
+            dog.profile = reuse_profile(home) if warm else make_profile(Path(a.ca), home=home)
         if a.dns_server is not None:
             bind_name_files(a.dns_server, dog.profile.home)
     except (ProfileError, NamesError) as exc:
@@ -146,14 +160,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     out = Collected()
     try:
-        run_load(BrowserLoad(url=a.url, user_data=dog.profile.user_data, env=dog.profile.env(dict(os.environ)),
+        run_load(BrowserLoad(url=a.url + (PRIME_QUERY if a.prime else ""), user_data=dog.profile.user_data, env=dog.profile.env(dict(os.environ)),
                              har=Path(a.har), resolver_rules=resolver_rules(resolve, a.lab_name), timeout_s=a.timeout, protocol=a.protocol,
                              executable=a.chromium, fault=a.fault), out)
     finally:
         leftovers = end_descendants(os.getpid())
-        remove_profile(dog.profile)
+        if not dog.keep:
+            remove_profile(dog.profile)
     summary = summarize(events=out.events, timings=out.timings, console_errors=out.console_errors, error=out.error,
-                        settings={"url": a.url, "protocol": a.protocol, "dns_server": a.dns_server},
+                        settings={"url": a.url, "protocol": a.protocol, "dns_server": a.dns_server,
+                                  "cache": "priming" if a.prime else "warm" if warm else "cold"},
                         started_at=started,
                         browser_version=out.browser_version, leftover_processes=leftovers)
     summary["browser_seconds"] = round(time.monotonic() - t0, 6)

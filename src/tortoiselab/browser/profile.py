@@ -72,13 +72,33 @@ def _run(argv: list[str]) -> str:
     return p.stdout
 
 
-def make_profile(ca_pem: Path, parent: Path | None = None) -> Profile:
-    """A fresh home under parent (default: the system's temporary folder)
-    whose NSS database trusts ca_pem; the caller removes it (remove_profile)."""
+def _at(home: Path) -> Profile:
+    return Profile(home=home, user_data=home / "profile", tmp=home / "tmp")
+
+
+def reuse_profile(home: Path) -> Profile:
+    """The profile a priming load left in home (make_profile(..., home=)):
+    its HTTP cache warm, its NSS database as made."""
+    prof = _at(home)
+    if not (prof.nssdb.is_dir() and prof.user_data.is_dir()):
+        raise ProfileError(f"{home} holds no browser profile (make one with --prime first)")
+    return prof
+
+
+def make_profile(ca_pem: Path, parent: Path | None = None, home: Path | None = None) -> Profile:
+    """A fresh home, at `home` (which must not exist) or under parent
+    (default: the system's temporary folder), whose NSS database trusts
+    ca_pem; the caller removes it (remove_profile)."""
     if not ca_pem.is_file():
         raise ProfileError(f"the CA file {ca_pem} does not exist")
-    home = Path(tempfile.mkdtemp(prefix="tortoise-browser-", dir=parent))
-    prof = Profile(home=home, user_data=home / "profile", tmp=home / "tmp")
+    if home is not None:
+        try:
+            home.mkdir(parents=True)
+        except FileExistsError:
+            raise ProfileError(f"{home} exists: a new profile needs a new folder") from None
+    else:
+        home = Path(tempfile.mkdtemp(prefix="tortoise-browser-", dir=parent))
+    prof = _at(home)
     try:
         for d in (prof.nssdb, prof.user_data, prof.tmp):
             d.mkdir(parents=True)

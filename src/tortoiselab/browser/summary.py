@@ -19,7 +19,9 @@ From the DevTools Network events (one per request; connectionId is the
 socket a response came over, the same for every request multiplexed on an
 HTTP/2 connection, coalesced ones included):
 
-- requests, requests_failed (a network error or a status >= 400);
+- requests, requests_failed (a network error or a status >= 400): the
+  requests that went to the network; requests_from_cache: those the HTTP
+  cache answered (a warm load, browser/__main__.py --profile-dir);
 - connections_opened: distinct connections that carried a response;
 - connections_reused: responses on a connection first used for another
   origin (coalesced);
@@ -166,19 +168,21 @@ def _nav_figures(timings: dict | None) -> dict:
 def summarize(*, events: list[dict], timings: dict | None, console_errors: list[str], error: str | None,
               settings: dict, started_at: str | None = None, browser_version: str | None = None,
               leftover_processes: list | None = None) -> dict:
-    """settings: url, protocol, dns_server (None: a static map). A load is ok when
+    """settings: url, protocol, dns_server (None: a static map), cache
+    (cold, warm or priming). A load is ok when
     the browser raised no error, every request finished with a status
     below 400 and the page's timings were read."""
-    recs = exchanges(events)
+    every = exchanges(events)
+    recs = [r for r in every if not r["cached"]]
     conns = connections(recs)
     first_origin = {c["id"]: c["origin"] for c in conns}
     base = recs[0]["origin"] if recs else None
     final = [r for r in recs if r["connection"] is not None and not r["cached"]]
     coalesced = [r for r in final if r["origin"] != first_origin[r["connection"]]]
     others = [r for r in final if r["origin"] != base]
-    failures = _failures(recs)
+    failures = _failures(every)
     if error is None and failures:
-        error = f"{len(failures)} of {len(recs)} requests failed, e.g. {failures[0]}"
+        error = f"{len(failures)} of {len(every)} requests failed, e.g. {failures[0]}"
     if error is None and not (timings or {}).get("nav"):
         error = "the page's navigation timing was not read"
     figures = _nav_figures(timings)
@@ -189,7 +193,8 @@ def summarize(*, events: list[dict], timings: dict | None, console_errors: list[
     return {
         **{k: settings.get(k) for k in ("url", "protocol")},
         "loader": "chromium", "browser_version": browser_version, "ok": error is None, "error": error,
-        "started_at": started_at, "requests": len(recs), "requests_failed": len(failures),
+        "started_at": started_at, "cache": settings.get("cache", "cold"), "requests": len(recs),
+        "requests_from_cache": len(every) - len(recs), "requests_failed": len(failures),
         "bytes": sum(r["bytes"] for r in recs), **figures,
         "dns_ms": round(sum(lookups.values()), 3), "dns_ms_per_host": lookups,
         "resolution": (f"lab DNS ({settings['dns_server']})" if settings.get("dns_server")

@@ -315,7 +315,8 @@ def page_loader(python: str, url: str, *, ca: str, protocol: str, cache_hit_rati
 
 def browser_loader(python: str, url: str, *, ca: str | Path, resolve: dict[str, str], timeout_s: float,
                    har: str | Path, summary: str | Path, protocol: str | None = None,
-                   fault: str | None = None, dns_server: str | None = None) -> list[str]:
+                   fault: str | None = None, dns_server: str | None = None, profile_dir: str | Path | None = None,
+                   prime: bool = False) -> list[str]:
     """Chromium as a page loader (tortoiselab.browser), as the first process
     of a PID namespace of its own: when it ends, or `unshare` is killed at
     the executor's timeout (--kill-child), the kernel ends every process
@@ -323,7 +324,8 @@ def browser_loader(python: str, url: str, *, ca: str | Path, resolve: dict[str, 
     whatever process groups they made. --mount-proc: /proc shows the
     namespace's own processes, which the loader ends by pid on its way out.
     Names: through dns_server (cold: the names of `resolve` are left to it)
-    or the static map `resolve` (warm)."""
+    or the static map `resolve` (warm). profile_dir: the profile a priming
+    load (prime) leaves for the measured load (a warm page view)."""
     argv = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc",
             python, "-m", "tortoiselab.browser", url, "--ca", str(ca), "--timeout", str(timeout_s),
             "--har", str(har), "--summary", str(summary)]
@@ -335,6 +337,8 @@ def browser_loader(python: str, url: str, *, ca: str | Path, resolve: dict[str, 
         argv += ["--protocol", protocol]
     if fault:
         argv += ["--fault", fault]
+    if profile_dir is not None:
+        argv += ["--profile-dir", str(profile_dir)] + (["--prime"] if prime else [])
     return argv
 
 

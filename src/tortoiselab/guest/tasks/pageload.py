@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import sys
 import time
 import traceback
@@ -31,6 +32,7 @@ from tortoiselab.guest.net import LAB_PREFIX, LabContext, PathLab, mininet_path
 from tortoiselab.guest.record import code_digest, write_json_atomic
 from tortoiselab.guest.webtier import DNS_IP, NameFiles, WebLab, capture, guest_name_files, resolution, write_names
 from tortoiselab.spec import hostspec
+from tortoiselab.spec.browsercfg import warm_view
 from tortoiselab.spec.crosstraffic import CrossParams
 from tortoiselab.spec.requests import LAB_DOMAIN, LoadSpec, PageLoadRequest
 from tortoiselab.spec.topologies import TopologyCfg
@@ -81,8 +83,14 @@ def run(ctx: LabContext, req: PageLoadRequest) -> dict:
                     target = None
                     if i > 0:
                         web.stop()  # every load meets servers as fresh as a run alone does
+                    primed = _prime_browser(ctx, lab, web, req, load, name_files, d)
+                    if i == 0:
+                        t_set_up = uptime_s()
+                    else:
                         target = _wait_for_slot(req, first, out["loads"][-1]["sim_end_s"])
                     res = _one_load(ctx, lab, web, fork, req, load, i, name_files, d, target, marks)
+                    if primed is not None:
+                        res["prime"] = primed
                 except Exception as exc:  # this load's run fails, the batch goes on
                     res = {"index": i, "label": load.label, "error": f"{type(exc).__name__}: {exc}"[:2000],
                            "traceback": traceback.format_exc()[-4000:]}
@@ -211,6 +219,38 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, fork: ForkLoader | Non
             "pcap": str(pcap), "client_pcap": str(cpcap), "capture": capstats, "client_capture": ccapstats,
             **_collect(ctx.ex, lab, pcap), "load_seconds": round(wall_of_load, 6), "cwnd": cwnd,
             **({"cross": _cross_result(crossed, start, wall_of_load)} if crossed is not None else {})}
+
+
+PROFILE_DIR = "browser-profile"  # a warm view's browser profile, in the load's folder, removed after it
+
+
+def _prime_browser(ctx: LabContext, lab: PathLab, web: WebLab, req: PageLoadRequest, load: LoadSpec,
+                   name_files: NameFiles | None, d: Path) -> dict | None:
+    """A chromium load of a page view the cache serves (spec/browsercfg.warm_view):
+    the page loaded once before, by the same browser profile (--prime: the
+    page's objects enter its HTTP cache, the page itself does not), over
+    the load's path without loss, before the load's set-up, its capture and
+    its seeded netem, so the measured load meets a warm cache, fresh
+    servers (stopped after) and netem's draws as a run alone does. Returns
+    the priming load's summary; None for every other load."""
+    c = load.client
+    if c.loader != "chromium" or not warm_view(c.cache_hit_ratio, c.seed):
+        return None
+    names = _set_up_server(ctx.ex, lab, web, load, name_files)
+    lab.set_netem(load.path or req.path, loss_on=False, seed=req.seed if load.seed is None else load.seed)
+    if lab.ctx.private_ovs:
+        ctx.ex.sysctl({"kernel.io_uring_disabled": 2})  # as _chromium
+    argv = C.browser_loader(sys.executable, c.target(), ca=web.pki["variants"][load.server.cert]["ca"],
+                            resolve=names, timeout_s=c.timeout_s, har=d / "prime.har", summary=d / "prime.json",
+                            protocol=c.protocol, dns_server=DNS_IP if c.dns == "cold" else None,
+                            profile_dir=d / PROFILE_DIR, prime=True)
+    rc, _timed_out = ctx.ex.run_to_file(argv, lab.client, d / "prime.log", timeout=c.timeout_s + LOADER_GRACE_S)
+    web.stop()
+    try:
+        primed = json.loads((d / "prime.json").read_text())
+    except (OSError, ValueError):
+        primed = {"ok": False, "error": f"the priming load wrote no summary (exit {rc})"}
+    return {k: primed.get(k) for k in ("ok", "error", "requests", "requests_failed", "bytes", "plt_ms")}
 
 
 def _wall(ctx: LabContext) -> float | None:
@@ -347,10 +387,11 @@ def _chromium(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None, 
     namespace. Afterwards the guest is searched for browser processes left
     running (uml only: there the guest's processes are the lab's alone)."""
     s, c = load.server, load.client
+    profile = d / PROFILE_DIR if (d / PROFILE_DIR).exists() else None  # primed: a warm view
     argv = C.browser_loader(sys.executable, c.target(), ca=web.pki["variants"][s.cert]["ca"], resolve=names,
                             timeout_s=c.timeout_s, har=d / "page.har", summary=d / "summary.json",
                             protocol=c.protocol, fault=c.browser_fault,
-                            dns_server=DNS_IP if c.dns == "cold" else None)
+                            dns_server=DNS_IP if c.dns == "cold" else None, profile_dir=profile)
     if lab.ctx.private_ovs:
         # uml: the lab kernel's io_uring mmap broke Chromium's pages ("Bad page
         # map", the process stuck); without io_uring it and node fall back to
@@ -365,6 +406,10 @@ def _chromium(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None, 
         why = "killed at the lab's timeout" if timed_out else f"exit {rc}"
         summary = {"loader": "chromium", "ok": False, "requests": 0, "plt_ms": None,
                    "error": f"the browser loader wrote no summary ({why} after {time.monotonic() - t0:.1f} s): {log}"}
+    if profile is not None:
+        shutil.rmtree(profile, ignore_errors=True)  # the cache's copies of the site: not part of the record
+        if summary.get("cache") != "warm" and not summary.get("error"):
+            summary["error"] = f"the page view was to be warm, the browser says {summary.get('cache')!r}"
     summary["exit_code"] = rc
     summary["processes_left"] = _browser_processes() if lab.ctx.private_ovs else None
     if summary["processes_left"] and not summary.get("error"):
