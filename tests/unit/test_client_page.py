@@ -1,9 +1,11 @@
 """Asset discovery, URL resolution and the seeded cache-hit choice."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tortoiselab.client import choose_cached, discover_assets, resolve_url
-from tortoiselab.client.page import decode_html, origin_of, query_string, request_target
+from tortoiselab.client.page import decode_html, is_html, origin_of, query_string, request_target, subresources
 
 BASE = "https://www.lab.test/feed/index.html?x=1"
 
@@ -98,6 +100,13 @@ def test_decode_html_uses_the_charset():
     assert decode_html(b"\xff", "text/html; charset=bogus") == "\ufffd"
 
 
+@pytest.mark.parametrize("charset", ["idna", "punycode", "undefined", "ascii\x00"])
+def test_decode_html_falls_back_to_utf8_when_the_charset_cannot_decode(charset):
+    """Before: UnicodeError (idna, undefined), UnicodeDecodeError (punycode),
+    ValueError (a NUL in the name) out of the loader."""
+    assert decode_html(b"\xff<img src=a.png>", f"text/html; charset={charset}") == "\ufffd<img src=a.png>"
+
+
 URLS = [f"https://www.lab.test/img/{i}.png" for i in range(20)]
 
 
@@ -143,3 +152,79 @@ def test_page_level_cache_serves_a_share_of_views_wholly_from_cache():
         cached_assets(URLS, 0.5, 1, "object")
     with pytest.raises(ValueError, match="cache_hit_ratio"):
         view_from_cache(-0.1, 1)
+
+
+# --- what a response's body is: only HTML has subresources (issue 37) ---------
+
+IMG_PAGE = b'<!doctype html><img src="a.png"><script src="b.js"></script>'
+
+
+@pytest.mark.parametrize("content_type,found", [
+    ("text/html", 2), ("text/html; charset=utf-8", 2), ("Text/HTML ;charset=ISO-8859-1", 2), (" text/html", 2),
+    ("application/octet-stream", 0), ("image/jpeg", 0), ("text/plain", 0), ("text/htmlx", 0),
+    ("application/xhtml+xml", 0), ("", 0), (None, 0),
+])
+def test_only_an_html_response_has_subresources(content_type, found):
+    """A browser parses a response for subresources only when its media type
+    (RFC 9110 §8.3.1) is text/html; a binary object is a load of one object.
+    Before: objects/10000000.bin was parsed as HTML and the load failed with
+    'internal error in the loader: AssertionError: expected name token'."""
+    got = subresources(IMG_PAGE, content_type, BASE)
+    assert len(got) == found
+    assert is_html(content_type) == bool(found)
+
+
+def test_a_binary_body_is_never_parsed():
+    """The 10 MB object of the report, in small: random bytes that the HTML
+    parser chokes on when read as HTML, served as application/octet-stream."""
+    body = b"\x00\x17<![\x01\x9c\xff" * 1000
+    assert subresources(body, "application/octet-stream", BASE) == []
+
+
+@pytest.mark.parametrize("html,want", [
+    ("<![\x01><img src=a.png>", ["a.png"]),  # 3.11's stdlib: AssertionError expected name token
+    ("<![\x01<img src=a.png>", []),  # the bogus comment runs to the img tag's '>'
+    ("<![\x01<img src=a.png><img src=b.png>", ["b.png"]),
+    ("<![ ]]><img src=a.png>", ["a.png"]),
+    ("<![foo[ x ]><img src=a.png>", ["a.png"]),  # AssertionError unknown status keyword 'foo'
+    ("<![if !IE]><img src=a.png><![endif]>", ["a.png"]),
+    # outside SVG and MathML, <![CDATA[ opens a bogus comment ending at the first '>'
+    # (WHATWG HTML, 13.2.5.42 markup declaration open state): b.png is markup again
+    ("<![CDATA[ x > <img src=b.png> ]]>", ["b.png"]),
+    ("<!x><img src=a.png>", ["a.png"]),
+    ("<img src=a.png><![", ["a.png"]),
+])
+def test_markup_declarations_read_as_the_html_tokenizer_does(html, want):
+    assert [a.url for a in discover_assets(html, BASE)] == [f"https://www.lab.test/feed/{u}" for u in want]
+
+
+@pytest.mark.parametrize("ref", ["http://[x/a.png", "https://www.lab.test:99999/a.png", "https://www.lab.test:ab/a.png",
+                                 "https://[::1/a.png"])
+def test_a_url_that_does_not_parse_is_no_asset(ref):
+    """Before: urljoin's ValueError (Invalid IPv6 URL) out of discover_assets,
+    or an asset whose port origin_of could not read."""
+    assert resolve_url(BASE, ref) is None
+    assert [a.url for a in discover_assets(f'<img src="{ref}"><img src="ok.png">', BASE)] == [
+        "https://www.lab.test/feed/ok.png"]
+    assert [a.url for a in discover_assets(f'<base href="{ref}"><img src="x.png">', BASE)] == [
+        "https://www.lab.test/feed/x.png"]
+
+
+# markup-heavy documents: single characters and the tokens the parser branches on
+TOKENS = list("<>!/[]-?&#;=\"' \n\tabcdimgsrcptlnkhefCDATAIF:.\x00\ufffd") + [
+    "<img src=", "<script src=", "<link rel=stylesheet href=", "<base href=", "<![", "<![", "<!", "<!--", "-->",
+    "]]>", "<![CDATA[", "<!doctype", "<?", "</", "http://[", "https://x.test", ":99999", "&#x", "&amp", "<svg>",
+    "<style>", "</script>", "<script>"]
+MARKUP = st.lists(st.sampled_from(TOKENS), max_size=120).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.binary(max_size=3000), MARKUP.map(str.encode)),
+       st.one_of(st.just("text/html"), st.text(max_size=20).map(lambda c: f"text/html; charset={c}")))
+def test_any_bytes_as_an_html_body_give_assets_or_none_and_never_raise(body, content_type):
+    """The page parser is total: whatever an HTML response's body and charset
+    hold, it returns assets (no exception), each one the loader can request."""
+    for a in subresources(body, content_type, BASE):
+        assert a.kind in ("image", "script", "stylesheet")
+        origin_of(a.url)
+        assert request_target(a.url).startswith("/")

@@ -1,6 +1,10 @@
 """The page: which assets a browser would fetch, where they are, which are cached.
 
-Pure functions, tested without a network.
+Pure functions, tested without a network. Only an HTML response has assets
+(`subresources`): any other body (an image, objects/<bytes>.bin) is a load
+of that one object. The HTML parser is total: whatever bytes an HTML
+response holds, `discover_assets` returns the assets it finds and raises
+nothing (tests/unit/test_client_page.py feeds it arbitrary bytes).
 """
 
 from __future__ import annotations
@@ -69,18 +73,37 @@ class _AssetParser(HTMLParser):
         elif tag == "link" and "stylesheet" in a.get("rel", "").lower().split() and a.get("href", "").strip():
             self.found.append((a["href"], "stylesheet"))
 
+    def parse_html_declaration(self, i: int) -> int:
+        """`<!` read as the HTML tokenizer reads it (WHATWG HTML, 13.2.5.42
+        "markup declaration open state"): a comment, a DOCTYPE, or else a
+        bogus comment up to the next `>`, `<![` included (`<![CDATA[` is a
+        CDATA section only inside SVG and MathML, whose assets we do not
+        fetch). The stdlib reads `<![` as an SGML marked section and, in
+        Python 3.11, raises AssertionError on anything but its keywords
+        ("expected name token", "unknown status keyword"). Returns the
+        index after the declaration, or -1 if it is not complete yet."""
+        if self.rawdata.startswith("<![", i):
+            return self.parse_bogus_comment(i)
+        return super().parse_html_declaration(i)
+
 
 def resolve_url(base_url: str, ref: str) -> str | None:
     """An attribute value resolved against the document's base URL, fragment
-    dropped; None if it does not name an http(s) resource (data:, javascript:, ...)."""
+    dropped; None if it does not name an http(s) resource (data:, javascript:,
+    ...) or does not parse (a bad IPv6 literal, a port out of range: a
+    browser's URL parser fails on them too and fetches nothing)."""
     ref = ref.strip()
     # browsers strip tabs and newlines inside URLs (WHATWG URL parser)
     ref = ref.replace("\t", "").replace("\n", "").replace("\r", "")
     if not ref:
         return None
-    absolute, _frag = urldefrag(urljoin(base_url, ref))
-    u = urlsplit(absolute)
-    if u.scheme not in DEFAULT_PORTS or not u.hostname:
+    try:
+        absolute, _frag = urldefrag(urljoin(base_url, ref))
+        u = urlsplit(absolute)
+        if u.scheme not in DEFAULT_PORTS or not u.hostname:
+            return None
+        _ = u.port  # ValueError for a port out of range or not a number
+    except ValueError:  # "http://[x": a URL that does not parse names nothing to fetch
         return None
     return absolute
 
@@ -143,6 +166,30 @@ def cached_assets(urls: list[str], ratio: float, seed: int, unit: str = "asset")
     raise ValueError(f"cache unit must be one of {', '.join(CACHE_UNITS)}, got {unit!r}")
 
 
+def media_type(content_type: str | None) -> str:
+    """The media type of a Content-Type value, lowercased, without its
+    parameters (RFC 9110 §8.3.1: type/subtype, case-insensitive); "" for
+    none."""
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def is_html(content_type: str | None) -> bool:
+    """Is a response with this Content-Type an HTML document, which a browser
+    parses for the subresources it then fetches? Its media type is text/html.
+    A response without one is not (RFC 9110 §8.3 lets a recipient assume
+    application/octet-stream; we do, rather than sniff the body)."""
+    return media_type(content_type) == "text/html"
+
+
+def subresources(body: bytes, content_type: str | None, url: str) -> list[Asset]:
+    """The assets a browser fetches after this response of url: those of
+    discover_assets when it is HTML (is_html; decoded by its charset), none
+    otherwise (an image, a binary object: the load is that one object)."""
+    if not is_html(content_type):
+        return []
+    return discover_assets(decode_html(body, content_type), url)
+
+
 def charset_of(content_type: str | None) -> str:
     for part in (content_type or "").split(";")[1:]:
         k, _, v = part.strip().partition("=")
@@ -152,7 +199,10 @@ def charset_of(content_type: str | None) -> str:
 
 
 def decode_html(body: bytes, content_type: str | None) -> str:
+    """The body as text in the Content-Type's charset, bytes that do not
+    decode replaced; UTF-8 when the charset is none Python can decode with
+    (unknown, or a codec that fails even so: idna, punycode, undefined)."""
     try:
         return body.decode(charset_of(content_type), errors="replace")
-    except LookupError:
+    except (LookupError, ValueError):  # UnicodeError is a ValueError; a NUL in the name too
         return body.decode("utf-8", errors="replace")
