@@ -244,3 +244,21 @@ def test_summary_of_a_failed_load_keeps_what_completed():
     assert s["errors"] == ["connect to static.lab.test failed"]
     empty = summarize([], [], [], settings=SETTINGS, cached_urls=[], assets_found=0, error="bad CA file")
     assert empty["plt_ms"] is None and empty["ttfb_ms"] is None and empty["requests"] == 0
+
+
+@pytest.mark.parametrize("headers,body,status,problem", [
+    ([("content-length", "1000")], 1000, 200, None),
+    ([("Content-Length", "1000, 1000")], 1000, 200, None),  # a list of equal values is one (RFC 9110 §8.6)
+    ([], 1234, 200, None),  # delimited by the end of the stream
+    ([("content-length", "1000")], 990, 200, "received 990 body bytes, the Content-Length is 1000"),
+    ([("content-length", "1000")], 1010, 200, "received 1010 body bytes, the Content-Length is 1000"),
+    ([("content-length", "10, 20")], 10, 200, "Content-Length '10, 20' is not one number of bytes"),
+    ([("content-length", "-1")], 0, 200, "Content-Length '-1' is not one number of bytes"),
+    ([("content-length", "\u0661")], 1, 200, "Content-Length '\u0661' is not one number of bytes"),
+    ([("content-length", "500")], 0, 304, None),  # the length of the body it did not send
+    ([("content-length", "500"), ("transfer-encoding", "chunked")], 20, 200, None),  # chunked wins (RFC 9112 §6.3)
+])
+def test_a_body_is_whole_when_it_has_its_content_length(headers, body, status, problem):
+    r = RequestRecord("https://www.lab.test/objects/1000.bin", WWW, "document", start=t(0), status=status,
+                      body_bytes=body, response_headers=[(":status", str(status)), *headers])
+    assert r.length_problem() == problem

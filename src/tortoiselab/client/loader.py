@@ -1,6 +1,9 @@
 """Load one page the way a browser does, and time every step.
 
 1. GET the base HTML (resolve, TCP connect, TLS with ALPN, request).
+   A response that is not HTML (its Content-Type is not text/html: an
+   image, objects/<bytes>.bin) is the whole load, one object, complete
+   when its body is whole (as many bytes as its Content-Length).
 2. Find its <img src>, <script src>, <link rel=stylesheet href>; treat a
    seeded choice of cache_hit_ratio of them as cached; request the rest at
    once:
@@ -36,7 +39,7 @@ from .connections import USER_AGENT, H1Connection, H2Connection, open_stream, tl
 from .errors import LoadError, Retry, fmt_s, quiet_future
 from .har import build_har
 from .options import LoadOptions
-from .page import Origin, cached_assets, decode_html, discover_assets, origin_of, request_target
+from .page import Origin, cached_assets, origin_of, request_target, subresources
 from .resolver import Resolver
 from .summary import summarize
 from .timeline import Clock, ConnRecord, RequestRecord
@@ -114,7 +117,7 @@ class PageLoad:
         if base.error:
             self.error = base.error
             return
-        assets = discover_assets(decode_html(body, base.header("content-type")), url)
+        assets = subresources(body, base.header("content-type"), url)
         self.assets_found = len(assets)
         self.cached = cached_assets([a.url for a in assets], self.opts.cache_hit_ratio, self.opts.seed,
                                     self.opts.cache_unit)
@@ -149,6 +152,10 @@ class PageLoad:
                 raise LoadError(f"GET {url} returned HTTP {rec.status}, a redirect to "
                                 f"{rec.header('location') or '(no Location)'}; redirects are not followed, "
                                 "load the target URL instead", step="http", host=origin.host)
+            short = rec.length_problem()
+            if short:
+                raise LoadError(f"GET {url}: {short} (from {rec.server_ip}, {rec.conn_id})", step="http",
+                                host=origin.host)
             rec.end = rec.last_byte
             rec.phase = "done"
         except LoadError as e:

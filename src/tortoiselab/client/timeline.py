@@ -102,6 +102,24 @@ class RequestRecord:
                 return v
         return None
 
+    def length_problem(self) -> str | None:
+        """Why the body received is not the whole body: its byte count differs
+        from the response's Content-Length (RFC 9110 §8.6; a list of equal
+        values counts as one), or that is not a number. None when they
+        agree or there is no Content-Length (a body delimited by the end of
+        the stream or of the connection), or a Transfer-Encoding overrides it
+        (RFC 9112 §6.3)."""
+        value = self.header("content-length")
+        if value is None or self.status in (204, 304) or self.header("transfer-encoding") is not None:
+            return None
+        values = {v.strip() for v in value.split(",")}
+        if len(values) != 1 or not (v := next(iter(values))).isascii() or not v.isdigit():
+            return f"Content-Length {value!r} is not one number of bytes"
+        want = int(v)
+        if self.body_bytes != want:
+            return f"received {self.body_bytes} body bytes, the Content-Length is {want}"
+        return None
+
     @property
     def complete(self) -> bool:
         return self.error is None and self.last_byte is not None
