@@ -81,3 +81,17 @@ def test_a_capture_is_whole_only_with_counters_and_no_drops():
         "tcpdump dropped 12 packets of the server capture"]
     assert capture_problems({"server": good, "client": {"captured": None}}) == [
         "the client capture has no tcpdump counters (tcpdump did not stop cleanly)"]
+
+
+def test_our_loader_on_an_object_is_whole_with_the_objects_bytes():
+    """A load of objects/<bytes>.bin by our loader (issue 37): one request of
+    exactly that many body bytes; the runner passes the size from the URL."""
+    ok = {"ok": True, "error": None, "requests": 1, "requests_failed": 0, "plt_ms": 1650.2, "bytes": 1000000}
+    assert load_problems("loader", ok, object_bytes=1000000, url="objects/1000000.bin") == []
+    assert load_problems("loader", {**ok, "bytes": 999000}, object_bytes=1000000, url="objects/1000000.bin") == [
+        "999000 body bytes for objects/1000000.bin, 1000000 expected"]
+    run = expand(Experiment(name="o", path={"rtt_ms": 50, "loss_pct": 0, "rate_mbit": 10},
+                            client={"url": "objects/1000000.bin", "loader": "loader"}))[0]
+    assert measurement_problems(run, ok) == []
+    assert measurement_problems(run, {**ok, "bytes": 512}) == [
+        "512 body bytes for objects/1000000.bin, 1000000 expected"]

@@ -23,10 +23,11 @@ def object_bytes_of(url: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _loader_problems(s: dict) -> list[str]:
+def _loader_problems(s: dict, object_bytes: int | None = None, url: str | None = None) -> list[str]:
     """Our loader (tortoiselab.client): it raises on any status >= 400 or
     broken exchange, so its summary's error and failed requests say it all;
-    a whole load also has its page-load time."""
+    a whole load also has its page-load time, and a load of one of the
+    site's objects (object_bytes: its size) exactly that many body bytes."""
     out = []
     if s.get("error"):
         out.append(str(s["error"]))
@@ -38,6 +39,8 @@ def _loader_problems(s: dict) -> list[str]:
         out.append("no request was made")
     if s.get("plt_ms") is None and not out:
         out.append("no page-load time was measured")
+    if object_bytes is not None and not out and s.get("bytes") != object_bytes:
+        out.append(f"{s.get('bytes')} body bytes for {url or 'the object'}, {object_bytes} expected")
     return out
 
 
@@ -103,7 +106,9 @@ def load_problems(loader: str, summary: dict, requests: int | None = None, objec
     """Why a load's measurement is not whole (empty when it is). requests:
     how many the loader was asked for (h2load); object_bytes: the size each
     answer must have (a single object's size, from its URL)."""
-    if loader in ("loader", "chromium"):  # the browser's summary has our loader's keys (tortoiselab.browser)
+    if loader == "loader":
+        return _loader_problems(summary, object_bytes, url)
+    if loader == "chromium":  # the browser's summary has our loader's keys (tortoiselab.browser)
         return _loader_problems(summary)
     if loader == "nghttp":
         return _nghttp_problems(summary)
