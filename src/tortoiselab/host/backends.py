@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tortoiselab.host import workfolder
 from tortoiselab.host.cpus import cpu_slot, pinned
 from tortoiselab.host.guestpaths import guest_request, host_paths
 from tortoiselab.host.procid import LAB_GUARD
@@ -205,13 +206,15 @@ def run_task(info: BackendInfo, request: LabRequest, work: Path, timeout_s: floa
     """Run one typed lab request (spec/requests.py) on the chosen backend:
     add where it runs (backend, clock, private_ovs, our modules for a uml
     kernel), write it as request.json into work and return the guest's
-    result.json. A uml lab runs on a host CPU of its own (host/cpus.py).
+    result.json. A work folder used before is used again: what the lab left
+    there is removed first (host/workfolder.py; WorkFolderError when it
+    cannot be). A uml lab runs on a host CPU of its own (host/cpus.py).
     Once `stop` is set the lab is ended within STOP_POLL_S and its process
     group's shutdown (kill_group), or never started: LabInterrupted
     (host/stopping.py)."""
     if stop is not None and stop.is_set():
         raise LabInterrupted("the runner is being stopped: the lab was not started")
-    work.mkdir(parents=True, exist_ok=True)
+    workfolder.prepare(work)  # a folder an earlier boot used: its lab files removed, no link followed
     placed = {"backend": info.backend, "clock": info.clock, "private_ovs": info.backend == "uml"}
     if info.backend == "uml":
         mods = modules_path(Path(info.kernel) if info.kernel else None)

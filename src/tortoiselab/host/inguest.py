@@ -35,7 +35,10 @@ def run_in_guest(argv: list[str], work: Path, clock: str = "real", timeout_s: fl
     as its working directory and return the task's result: exit_code (-9:
     killed at timeout_s), timed_out, seconds, log (the command's output,
     work/command.log) and tail. A command that fails is returned, not
-    raised; a lab that cannot boot raises backends.LabError."""
+    raised; a lab that cannot boot raises backends.LabError. work may have
+    been used before: what the lab left there is replaced, the command's own
+    files stay (host/workfolder.py; a folder whose lab still runs, or with
+    a link where the lab writes, raises workfolder.WorkFolderError)."""
     work = Path(work).resolve()
     work.mkdir(parents=True, exist_ok=True)
     # the guest's Apache (www-data) serves a site the command may make under it
