@@ -4,14 +4,17 @@ and what a browser load costs.
 The four graded pages and the feed page, each loaded by our loader
 (tortoiselab.client) and by Chromium (tortoiselab.browser) in one lab boot,
 same path, same server (h2, TLS 1.3, the shared-rsa certificate: Chromium
-takes no Ed25519), names from a static map for both (no DNS time in either).
-Per page and loader: connections (the loader's own count and the server
-capture's), PLT (page start to last byte), first request to last byte,
-TTFB, and for the browser its onload PLT; then the wall time each load took
-on the host (the guest's marks, capture on to loaded) and the browser's
-cost relative to ours.
+takes no Ed25519), names cold for both (each resolves through the lab's
+DNS, inside its PLT; --dns warm: a static map for both).
+Per page and loader, from the server capture: connections opened and used
+(tcpconn.carried_request), the bytes the server sent (payload, TLS
+included) against the page's bytes (manifest); from the loaders: TTFB, PLT
+(page start to last byte) and its difference, DNS time, first request to
+last byte, the browser's onload PLT; then the wall time each load took on
+the host (the guest's marks, capture on to loaded) and the browser's cost
+relative to ours.
 
-    .venv/bin/python bench/browser.py [--clock virtual|real] [--rtt-ms 100] [--rate-mbit 50] [--reps 1]
+    .venv/bin/python bench/browser.py [--clock virtual|real] [--rtt-ms 100] [--rate-mbit 50] [--reps 1] [--dns cold|warm]
 
 Figures, not assertions; the lab's folder stays in --out for a look.
 """
@@ -26,6 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from tortoiselab.analysis.pcapread import analyze_pcap
 from tortoiselab.host.pageload import run_loads
 from tortoiselab.spec.pathspec import PathSpec
 
@@ -34,14 +38,22 @@ LOADERS = ("loader", "chromium")
 SERVER = {"cc": "cubic", "initcwnd_pkts": 10, "protocol": "h2", "tls": "1.3", "cert": "shared-rsa"}
 
 
-def loads(reps: int) -> list[dict]:
+def loads(reps: int, dns: str = "cold") -> list[dict]:
     out = []
     for rep in range(reps):
         for page in PAGES:
             for loader in LOADERS:
                 out.append({"label": f"{page}:{loader}:{rep}", "server": SERVER,
-                            "client": {"page": page, "loader": loader, "dns": "warm", "timeout_s": 120}})
+                            "client": {"page": page, "loader": loader, "dns": dns, "timeout_s": 120}})
     return out
+
+
+def capture_figures(ld: dict) -> dict:
+    """From the load's server capture: connections opened and used, and the
+    bytes the server sent (payload, retransmissions left out)."""
+    conns = analyze_pcap(ld["pcap"], keep_series=False) if ld.get("pcap") else []
+    return {"opened": len(conns), "used": sum(c["carried_request"] for c in conns),
+            "server_bytes": sum(c["server_bytes_unique"] for c in conns)}
 
 
 def _wall(ld: dict) -> float | None:
@@ -59,7 +71,8 @@ def _f(x: float | None, nd: int = 1) -> str:
 
 
 def rows(res: dict) -> dict[tuple[str, str], dict]:
-    """(page, loader) -> medians over the repetitions."""
+    """(page, loader) -> medians over the repetitions, with the page's bytes."""
+    pages = (res.get("manifest") or {}).get("pages", {})
     by: dict[tuple[str, str], list[dict]] = {}
     for ld in res["loads"]:
         page, loader, _ = ld["label"].split(":")
@@ -67,7 +80,12 @@ def rows(res: dict) -> dict[tuple[str, str], dict]:
     out = {}
     for key, lds in by.items():
         ss = [ld.get("summary") or {} for ld in lds]
+        cap = [capture_figures(ld) for ld in lds]
         out[key] = {
+            "page_bytes": (pages.get(key[0]) or {}).get("total_bytes"),
+            "opened": _med([c["opened"] for c in cap]), "used": _med([c["used"] for c in cap]),
+            "server_bytes": _med([c["server_bytes"] for c in cap]),
+            "dns": _med([s.get("dns_ms") for s in ss]),
             "errors": [s.get("error") or ld.get("error") for s, ld in zip(ss, lds) if s.get("error") or ld.get("error")],
             "conns": _med([s.get("connections_opened") for s in ss]),
             "capture_conns": _med([len(ld.get("connections") or []) for ld in lds]),
@@ -81,20 +99,27 @@ def rows(res: dict) -> dict[tuple[str, str], dict]:
     return out
 
 
+def _pct(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None or not a else 100.0 * (b - a) / a
+
+
 def table(r: dict[tuple[str, str], dict]) -> str:
-    head = (f"{'page':<12} {'conns o/b':>9} {'capture o/b':>11} {'PLT ours':>9} {'PLT chr':>8} {'onload':>8} "
-            f"{'1st-req ours':>12} {'1st-req chr':>11} {'TTFB ours':>9} {'TTFB chr':>8} {'wall ours s':>11} "
-            f"{'wall chr s':>10} {'cost':>6}")
+    """Ours against Chromium per page (o/c: ours / chromium)."""
+    head = (f"{'page':<12} {'conns used o/c':>14} {'opened o/c':>10} {'page KB':>8} {'server KB o/c':>15} "
+            f"{'TTFB o':>7} {'TTFB c':>7} {'DNS o':>6} {'DNS c':>6} {'PLT ours':>9} {'PLT chr':>8} {'diff':>7} "
+            f"{'onload':>8} {'wall o s':>8} {'wall c s':>8}")
     lines = [head, "-" * len(head)]
     for page in PAGES:
         o, b = r.get((page, "loader"), {}), r.get((page, "chromium"), {})
-        cost = b["wall_s"] / o["wall_s"] if b.get("wall_s") and o.get("wall_s") else None
+        kb = (lambda x: None if x is None else x / 1000)
+        diff = _pct(o.get("plt"), b.get("plt"))
         lines.append(
-            f"{page:<12} {_f(o.get('conns'), 0) + '/' + _f(b.get('conns'), 0):>9} "
-            f"{_f(o.get('capture_conns'), 0) + '/' + _f(b.get('capture_conns'), 0):>11} "
-            f"{_f(o.get('plt')):>9} {_f(b.get('plt')):>8} {_f(b.get('onload')):>8} {_f(o.get('from_req')):>12} "
-            f"{_f(b.get('from_req')):>11} {_f(o.get('ttfb')):>9} {_f(b.get('ttfb')):>8} {_f(o.get('wall_s'), 2):>11} "
-            f"{_f(b.get('wall_s'), 2):>10} {_f(cost, 1) + 'x':>6}")
+            f"{page:<12} {_f(o.get('used'), 0) + '/' + _f(b.get('used'), 0):>14} "
+            f"{_f(o.get('opened'), 0) + '/' + _f(b.get('opened'), 0):>10} {_f(kb(o.get('page_bytes'))):>8} "
+            f"{_f(kb(o.get('server_bytes'))) + '/' + _f(kb(b.get('server_bytes'))):>15} "
+            f"{_f(o.get('ttfb')):>7} {_f(b.get('ttfb')):>7} {_f(o.get('dns')):>6} {_f(b.get('dns')):>6} "
+            f"{_f(o.get('plt')):>9} {_f(b.get('plt')):>8} {_f(diff, 1) + '%':>7} {_f(b.get('onload')):>8} "
+            f"{_f(o.get('wall_s'), 2):>8} {_f(b.get('wall_s'), 2):>8}")
         for who, x in (("ours", o), ("chromium", b)):
             for e in x.get("errors", []):
                 lines.append(f"    {page} {who}: {e}")
@@ -109,16 +134,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rate-mbit", type=float, default=50.0)
     p.add_argument("--loss-pct", type=float, default=0.0)
     p.add_argument("--reps", type=int, default=1)
+    p.add_argument("--dns", default="cold", choices=["cold", "warm"])
     p.add_argument("--out", type=Path, default=None)
     a = p.parse_args(argv)
     work = a.out or Path(tempfile.mkdtemp(prefix="tortoise-bench-browser-"))
     path = PathSpec(rtt_ms=a.rtt_ms, loss_pct=a.loss_pct, rate_mbit=a.rate_mbit)
     t0 = time.monotonic()
-    res = run_loads(loads(a.reps), path, backend=a.backend, clock=a.clock, work=work / "lab")
+    res = run_loads(loads(a.reps, a.dns), path, backend=a.backend, clock=a.clock, work=work / "lab")
     wall = time.monotonic() - t0
     r = rows(res)
     print(f"browser vs our loader: {a.backend} backend, {a.clock} clock, rtt {a.rtt_ms} ms, {a.rate_mbit} Mbit/s, "
-          f"loss {a.loss_pct} %, h2 + TLS 1.3, cert shared-rsa, same-ip, no DNS; median of {a.reps} "
+          f"loss {a.loss_pct} %, h2 + TLS 1.3, cert shared-rsa, same-ip, names {a.dns}; median of {a.reps} "
           f"repetition(s); one lab boot, {wall:.1f} s of wall time in all")
     print(table(r))
     chrome = [x["wall_s"] for (pg, ld), x in r.items() if ld == "chromium" and x.get("wall_s")]
