@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         remove_profile(dog.profile)
     summary = summarize(events=out.events, timings=out.timings, console_errors=out.console_errors, error=out.error,
                         settings={"url": a.url, "protocol": a.protocol}, started_at=started,
-                        browser_version=out.browser_version, leftover_processes=leftovers)
+                        browser_version=out.browser_version, leftover_processes=leftovers, images=out.images)
     summary["browser_seconds"] = round(time.monotonic() - t0, 6)
     dog.timer.cancel()
     _write(a.summary, summary)
