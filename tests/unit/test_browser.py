@@ -247,3 +247,15 @@ def test_the_spec_takes_a_browser_run_and_keeps_faults_for_the_browser():
     LoadSpec(label="x", server={"cert": "shared-rsa"}, client={"loader": "chromium", "browser_fault": "hang"})
     with pytest.raises(ValidationError, match="browser_fault: only for loader chromium"):
         LoadSpec(label="x", client={"browser_fault": "crash"})
+
+
+def test_images_count_those_the_browser_did_not_decode():
+    """summary["images"]: an image that did not decode (a broken file:
+    decode() rejected, naturalWidth 0) is named; not read -> None."""
+    imgs = [{"src": f"{STATIC}/a.png", "width": 4, "decoded": True},
+            {"src": f"{STATIC}/b.jpg", "width": 0, "decoded": False},
+            {"src": f"{STATIC}/c.jpg", "width": 0, "decoded": True}]
+    s = summarize(events=_page({"1": 7, "2": 7, "3": 7}), timings=TIMINGS, console_errors=[], error=None,
+                  settings={"url": f"{WWW}/feed.html", "protocol": None}, images=imgs)
+    assert s["images"] == {"count": 3, "decoded": 1, "not_decoded": [f"{STATIC}/b.jpg", f"{STATIC}/c.jpg"]}
+    assert _sum(_page({"1": 7, "2": 7, "3": 7}))["images"] is None

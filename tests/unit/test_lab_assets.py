@@ -5,8 +5,10 @@ folder made before a page existed served 404 for it)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tortoiselab.host import assets, guestpaths
+from tortoiselab.web import images
 from tortoiselab.web import pki as pkimod
 
 
@@ -66,3 +68,13 @@ def test_a_uml_request_names_its_read_only_folders_at_the_guests_paths():
     assert out["site_dir"] == f"{g}/0/site" and out["pki_dir"] == f"{g}/0/pki"
     assert out["path"] == {"trace_down": f"{g}/1/lte.down", "other": "/r/x/.labz/f"}  # the deeper folder's own mount
     assert out["ro_paths"] == [f"{g}/0", f"{g}/1"] and out["n"] == 3
+
+
+def test_a_changed_image_encoder_is_a_changed_generator(tmp_path, monkeypatch):
+    """The site's images come from web/images.py: a change there makes a
+    results folder's site again, as one in web/pages.py does."""
+    before = assets.site_version()
+    copy = tmp_path / "images.py"
+    copy.write_bytes(Path(images.__file__).read_bytes() + b"\n# changed\n")
+    monkeypatch.setattr(images, "__file__", str(copy))
+    assert assets.site_version() != before

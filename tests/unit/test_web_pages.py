@@ -2,6 +2,7 @@ import hashlib
 import json
 import os
 import stat
+import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -220,3 +221,37 @@ def test_app_page_is_the_apps_data_and_images_only(sites):
     assert sorted(src for _, src in r) == sorted(o["url"] for o in app["objects"])  # each image once
     feed_urls = {o["url"] for o in feed["objects"]}
     assert {o["url"] for o in app["objects"]} <= feed_urls  # the same files as the feed's, no new ones
+
+
+def test_styles_parse_as_css(sites):
+    """Every style sheet is CSS without a syntax error (tinycss2, a CSS
+    Syntax Level 3 parser): rules and declarations alike."""
+    tinycss2 = pytest.importorskip("tinycss2")
+    base, m, *_ = sites
+    sheets = [o for o in m["pages"]["feed.html"]["objects"] if o["kind"] == "css"]
+    assert len(sheets) == 4
+    for o in sheets:
+        rules = tinycss2.parse_stylesheet((base / "a" / o["file"]).read_text(), skip_comments=True,
+                                          skip_whitespace=True)
+        assert rules and all(r.type == "qualified-rule" for r in rules), o["file"]
+        for r in rules:
+            decls = tinycss2.parse_declaration_list(r.content, skip_comments=True, skip_whitespace=True)
+            assert decls and all(d.type == "declaration" for d in decls), (o["file"], r.serialize())
+
+
+def test_scripts_parse_as_javascript(sites):
+    """Every script passes Node's syntax check in strict mode (the node
+    binary inside Playwright's wheel: nothing else installed); the browser
+    test runs them in Chromium (tests/integration/test_site_whole.py)."""
+    driver = pytest.importorskip("playwright._impl._driver")
+    node = driver.compute_driver_executable()[0]
+    base, m, *_ = sites
+    scripts = [base / "a" / o["file"] for o in m["pages"]["feed.html"]["objects"] if o["kind"] == "js"]
+    assert len(scripts) == 12
+    for f in scripts:
+        assert '"use strict";' in f.read_text()
+        p = subprocess.run([str(node), "--check", str(f)], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, (f.name, p.stderr)
+    bad = base / "bad.js"
+    bad.write_text('"use strict";\nvar static = 1;\n')  # the check can fail: a reserved word in strict mode
+    assert subprocess.run([str(node), "--check", str(bad)], capture_output=True, timeout=60).returncode != 0

@@ -170,8 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(events=out.events, timings=out.timings, console_errors=out.console_errors, error=out.error,
                         settings={"url": a.url, "protocol": a.protocol, "dns_server": a.dns_server,
                                   "cache": "priming" if a.prime else "warm" if warm else "cold"},
-                        started_at=started,
-                        browser_version=out.browser_version, leftover_processes=leftovers)
+                        started_at=started, browser_version=out.browser_version, leftover_processes=leftovers,
+                        images=out.images)
     summary["browser_seconds"] = round(time.monotonic() - t0, 6)
     dog.timer.cancel()
     _write(a.summary, summary)

@@ -12,6 +12,8 @@ What a load collects (browser/summary.py turns it into the lab's summary):
   its load event (loadEventEnd set);
 - DevTools Network events: every request, its response (status, protocol,
   remote address, connectionId, connectionReused), its end or failure;
+- every <img src> of the page after the load: its natural width and whether
+  `HTMLImageElement.decode()` resolved (the browser decoded it whole);
 - the page's console errors and uncaught exceptions;
 - the HAR Playwright writes when the context closes.
 
@@ -47,6 +49,14 @@ READ_TIMINGS = """() => {
   return {nav: nav ? nav.toJSON() : null, timeOrigin: performance.timeOrigin,
           resources: performance.getEntriesByType('resource').map(e => e.toJSON())};
 }"""
+# read after the timings, so the decodes are not in the load's figures; an
+# <img> without src (base.html's data-src) requests nothing and is left out
+READ_IMAGES = """async () => Promise.all(Array.from(document.images).filter(i => i.getAttribute('src'))
+  .map(async (i) => {
+    let decoded = true;
+    try { await i.decode(); } catch (e) { decoded = false; }
+    return {src: i.currentSrc || i.src, width: i.naturalWidth, decoded: decoded};
+  }))"""
 LOAD_DONE = "() => { const n = performance.getEntriesByType('navigation')[0]; return !!n && n.loadEventEnd > 0; }"
 NETWORK_EVENTS = ("Network.requestWillBeSent", "Network.responseReceived", "Network.dataReceived",
                   "Network.loadingFinished", "Network.loadingFailed")
@@ -84,6 +94,7 @@ class Collected:
     events: list[dict] = field(default_factory=list)  # DevTools Network events: {"method", "params"}
     console_errors: list[str] = field(default_factory=list)
     timings: dict | None = None  # READ_TIMINGS' result
+    images: list[dict] | None = None  # READ_IMAGES' result
     browser_version: str | None = None
     error: str | None = None
     goto_status: int | None = None
@@ -154,6 +165,7 @@ def _load_page(ctx: Any, load: BrowserLoad, out: Collected, deadline: float) -> 
     out.goto_status = resp.status if resp is not None else None
     page.wait_for_function(LOAD_DONE, timeout=_left_ms(deadline))
     out.timings = page.evaluate(READ_TIMINGS)
+    out.images = page.evaluate(READ_IMAGES)
 
 
 def _console(out: Collected, msg: Any) -> None:

@@ -34,6 +34,12 @@ HTTP/2 connection, coalesced ones included):
 - dns_ms: the lookups' durations, one per name (the first response whose
   DevTools timing has a lookup: dnsEnd - dnsStart), summed as our loader
   sums its lookups; 0 when names come from the static map (warm).
+
+From the page after its load:
+
+- images: the page's <img src> elements: how many, how many the browser
+  decoded (HTMLImageElement.decode() resolved and naturalWidth > 0), and
+  the URLs of those it did not (None when the page was not read).
 """
 
 from __future__ import annotations
@@ -165,9 +171,19 @@ def _nav_figures(timings: dict | None) -> dict:
     }
 
 
+def image_figures(images: list[dict] | None) -> dict | None:
+    """{"count", "decoded", "not_decoded": [src, ...]} of the page's
+    images as READ_IMAGES returned them (browser/chromium.py); None when
+    they were not read."""
+    if images is None:
+        return None
+    bad = [i["src"] for i in images if not (i.get("decoded") and (i.get("width") or 0) > 0)]
+    return {"count": len(images), "decoded": len(images) - len(bad), "not_decoded": bad}
+
+
 def summarize(*, events: list[dict], timings: dict | None, console_errors: list[str], error: str | None,
               settings: dict, started_at: str | None = None, browser_version: str | None = None,
-              leftover_processes: list | None = None) -> dict:
+              leftover_processes: list | None = None, images: list[dict] | None = None) -> dict:
     """settings: url, protocol, dns_server (None: a static map), cache
     (cold, warm or priming). A load is ok when
     the browser raised no error, every request finished with a status
@@ -202,6 +218,7 @@ def summarize(*, events: list[dict], timings: dict | None, console_errors: list[
         "connections_opened": len(conns),
         "connections_reused": len(coalesced),
         "reuse_ratio": round(sum(1 for r in others if r in coalesced) / len(others), 6) if others else 0.0,
-        "connections": conns, "console_errors": list(console_errors), "errors": list(dict.fromkeys(errors)),
+        "connections": conns, "images": image_figures(images), "console_errors": list(console_errors),
+        "errors": list(dict.fromkeys(errors)),
         "leftover_processes": [list(p) for p in (leftover_processes or [])],
     }

@@ -2,8 +2,8 @@
 results folder, with an atomic rename, and shared by all its runs. The
 pages are generated (web/pages.py); when the generator changes (a page
 added, e.g. app.html), a folder made before would serve 404 for the new
-page, so the site records the generator's hash (SITE_VERSION) and is made
-again when it differs. The pages already there come out the same (they
+page, so the site records the generator's hash (SITE_VERSION: its modules'
+sources, the image encoders included) and is made again when it differs. The pages already there come out the same (they
 depend only on the seed), and the PKI stays: runs stored before and after
 meet the same certificates (docs/architecture.md, "Results"). Nothing
 here is made, replaced or removed through a link (host/safefs.py)."""
@@ -16,12 +16,18 @@ import shutil
 from pathlib import Path
 
 from tortoiselab.host import safefs
-from tortoiselab.web import pages, pki
+from tortoiselab.web import images, pages, pki
+
+# the modules whose source makes the site's bytes
+SITE_MODULES = (pages, images)
 
 
 def site_version() -> str:
-    """The hash of the page generator's source."""
-    return hashlib.sha256(Path(pages.__file__).read_bytes()).hexdigest()[:16]
+    """The hash of the page generator's source (SITE_MODULES)."""
+    h = hashlib.sha256()
+    for m in SITE_MODULES:
+        h.update(hashlib.sha256(Path(m.__file__).read_bytes()).digest())
+    return h.hexdigest()[:16]
 
 
 def _make_site(lab: Path, seed: int) -> None:

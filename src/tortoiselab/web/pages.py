@@ -24,12 +24,15 @@ Page composition (seed 002, Stony Brook: objects <1 KB, 1-10 KB,
 10-100 KB, >1 MB; seed 001, LinkedIn: a base HTML page on www whose static
 assets come from a second hostname) is documented in webroot/README.md.
 
-Object bodies are pseudo-random bytes, so they do not compress (Apache
-serves them as they are: no mod_deflate); images are saved with .png /
-.jpg names and content types but are NOT valid images (no decoder will
-render them; a browser fires `error` on them, which still completes the
-load). CSS and JS are text that looks like CSS and JS (padded with a
-comment to an exact size); they are not meant to be executed.
+Images are valid PNG and JPEG files of the drawn size (web/images.py):
+a small seeded picture, and seeded random bytes in metadata placed before
+the pixels (a PNG private chunk, JPEG APP15 segments) that make up the
+exact size, so a browser reads and decodes every byte (it stopped after
+~16 KB of the random bytes the generator wrote before, docs/browser.md).
+Bulk objects are pseudo-random bytes. Nothing compresses (Apache serves
+the files as they are: no mod_deflate). CSS and JS are valid CSS and
+JavaScript, padded with a comment to an exact size; the scripts only
+declare functions and arrays, so running them does nothing.
 """
 
 from __future__ import annotations
@@ -43,7 +46,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-GENERATOR = "tortoiselab.web.pages/1"
+from tortoiselab.web import images
+
+# /2: valid images (web/images.py) of the same sizes as /1's random bytes
+GENERATOR = "tortoiselab.web.pages/2"
 WWW, STATIC = "www", "static"
 
 # What Apache sends for these extensions with Debian's /etc/mime.types.
@@ -236,7 +242,8 @@ def _stony_brook_page(site: _Site, cls: SizeClass) -> dict:
     for i in range(cls.count):
         rel = f"img/{cls.name}/flag-{i:03d}{cls.ext}"
         size = _rng(site.seed, f"size:{cls.name}:{i}").randint(cls.lo, cls.hi)
-        objects.append(site.put(WWW, rel, _rng(site.seed, f"body:{rel}").randbytes(size), cls.name))
+        data = images.encode(cls.ext, size, _rng(site.seed, f"body:{rel}")).data
+        objects.append(site.put(WWW, rel, data, cls.name))
     rng = _rng(site.seed, f"html:{cls.name}")
     imgs = "".join(f'<img src="{o["path"][1:]}" width="64" height="48" alt="flag {i:03d}">\n'
                    for i, o in enumerate(objects))
@@ -263,7 +270,7 @@ def _feed_assets(site: _Site) -> dict[str, list[dict]]:
             elif ac.kind == "js":
                 data = _js(rng, size, stem)
             else:
-                data = rng.randbytes(size)
+                data = images.encode(ac.ext, size, rng).data
             rel = f"{ac.folder}/{stem}-{hashlib.sha256(data).hexdigest()[:10]}{ac.ext}"  # fingerprinted
             out.append(site.put(STATIC, rel, data, ac.kind))
         assets[ac.kind] = out
