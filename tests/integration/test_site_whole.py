@@ -48,7 +48,7 @@ def manifest(tmp_path_factory) -> dict:
 @pytest.fixture(scope="module")
 def loads(tmp_path_factory, lab_kernel) -> dict:
     spec = [{"label": f"{page}:{loader}", "server": SERVER,
-             "client": {"page": page, "loader": loader, "dns": False, "timeout_s": 120}}
+             "client": {"page": page, "loader": loader, "dns": "warm", "timeout_s": 120}}
             for page in PAGES for loader in LOADERS]
     res = run_loads(spec, PATH, clock="virtual", work=tmp_path_factory.mktemp("site-whole") / "w")
     return {tuple(ld["label"].split(":")): ld for ld in res["loads"]}
