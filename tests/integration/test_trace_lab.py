@@ -5,9 +5,11 @@ a bad trace is refused before anything starts."""
 
 import json
 import shutil
+import subprocess
 
 import pytest
 
+from tests.conftest import TORTOISE, write_yaml
 from tests.integration.conftest import lossfree_probe as probe
 from tortoiselab.spec.trace import TRACE_DIR
 
@@ -54,3 +56,28 @@ def test_a_bad_trace_is_refused_before_anything_starts(tmp_path, lab_kernel, tex
     assert p.returncode == 2 and rep is None
     assert "trace_down" in p.stderr and words in p.stderr
     assert not (tmp_path / "w").exists()
+
+
+FEED_ON_LTE = """
+name: lte-feed
+repetitions: 1
+seed: 37
+server: {cc: cubic, initcwnd_pkts: 10, protocol: h2, tls: "1.3", cert: shared}
+client: {page: feed.html}
+path: {rtt_ms: 100, loss_pct: 0, trace_down: lte.down, trace_up: lte.up}
+"""
+
+
+def test_a_traced_page_loads_floor_is_the_traces(tmp_path, lab_kernel):
+    """issue 37: a feed load over the LTE trace stored a floor from the
+    default 10 Mbit/s (1526 ms against a PLT of 1215 ms: 'beaten'). The
+    floor now follows the trace from the instant the page started in it."""
+    f = write_yaml(tmp_path, FEED_ON_LTE)
+    p = subprocess.run([*TORTOISE, "run", str(f), "--results", str(tmp_path / "r"), "--backend", "uml",
+                        "--clock", "virtual"], capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    (rec,) = [json.loads(r.read_text()) for r in (tmp_path / "r" / "lte-feed").glob("*/run.json")]
+    s = rec["summary"]
+    assert 0 <= s["trace_start_ms"] < 50  # the replay starts at the load's start instant
+    assert s["floor_model"]["trace_down"] == "lte.down" and s["floor_model"]["trace_start_ms"] == s["trace_start_ms"]
+    assert 1.0 <= s["plt_over_floor"] < 1.1, s

@@ -31,6 +31,7 @@ import struct
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Iterator
 
@@ -88,6 +89,20 @@ def rate_events(trace: Trace, t0_ns: int) -> Iterator[tuple[int, int]]:
         for s in segs:
             yield base + s.start_ms * 10**6, s.frame_rate_Bps()
         loop += 1
+
+
+def trace_offset_ms(started_at: str | None, t0_s: float, wall_minus_mono_s: float) -> float | None:
+    """How far into its path's traces a page load started: the loader's
+    page start (its summary's started_at, an ISO wall time: the HAR's
+    startedDateTime) on the monotonic clock, less the replay's start t0_s,
+    in ms; wall_minus_mono_s is the guest's realtime less its monotonic
+    clock (the loader's anchor pair, client/timeline.py, is taken on the
+    same kernel's clocks). None without a started_at; the floor of such a
+    load on a traced downlink is not computed (analysis/tracefloor.py)."""
+    if not started_at:
+        return None
+    wall = datetime.fromisoformat(started_at.replace("Z", "+00:00")).timestamp()
+    return round((wall - wall_minus_mono_s - t0_s) * 1e3, 3)
 
 
 def sample_events(t0_ns: int, step_ms: int) -> Iterator[tuple[int, None]]:
