@@ -37,7 +37,8 @@ def cmd_probe(a: argparse.Namespace) -> int:
         if getattr(a, k) is not None:
             fields[k] = getattr(a, k)
     path = parse_path(fields)
-    measure = {"bulk_seconds": a.bulk_seconds, "loss_probes": a.loss_probes}
+    measure = {"loss_probes": a.loss_probes, **({"bulk_seconds": a.bulk_seconds} if a.bulk_seconds else {}),
+               **({"trace_window_s": tuple(a.trace_window)} if a.trace_window else {})}
     module_params = parse_assignments(a.module_param)
     topology = parse_topology(a.topology)
     rep = run_probe(path, cc=a.cc, backend=a.backend, clock=a.clock,
@@ -380,7 +381,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a topology in topologies/ with its parameters, as mn's --topo: wan, "
                         "dumbbell,2,bulk_flows=1, cellular,trace_down=3g.down (docs/topologies.md)")
     p.add_argument("--switch", default="ovs", choices=["ovs", "bridge"])
-    p.add_argument("--bulk-seconds", type=float, default=10.0)
+    p.add_argument("--bulk-seconds", type=float, default=None,
+                   help="the bulk transfer of an untraced path (default 10); a traced path's lasts its trace window")
+    p.add_argument("--trace-window", type=float, nargs=2, default=None, metavar=("START_S", "END_S"),
+                   help="a traced path: replay and check this part of the trace (s from its start); "
+                        "default the whole trace (docs/traces.md)")
     p.add_argument("--loss-probes", type=int, default=4000, help="UDP probes per direction")
     p.add_argument("--module-param", action="append", default=[], metavar="ALG.PARAM=VALUE",
                    help="a parameter of our modules for this run, e.g. reno_beta.beta=0.8 (repeatable)")

@@ -29,8 +29,9 @@ CASES = {
 @pytest.mark.parametrize("case", CASES)
 def test_each_topology_is_emulated_as_configured(tmp_path, lab_kernel, case):
     topology, rtt_ms, rate_mbit = CASES[case]
+    length = ("--bulk-seconds", "8") if rate_mbit is not None else ("--trace-window", "0", "8")  # a traced last mile
     p, rep = probe(tmp_path / "w", "--topology", topology, "--rtt-ms", str(rtt_ms),
-                   "--rate-mbit", str(rate_mbit or 10), "--bulk-seconds", "8")
+                   "--rate-mbit", str(rate_mbit or 10), *length)
     assert rep is not None, p.stderr
     table = {c["quantity"]: c for c in rep["checks"]}
     for c in rep["checks"]:  # the figures, for the log

@@ -159,15 +159,24 @@ def test_page_floor_by_hand():
     objects over 100 ms / 20 Mbit/s, IW 10, TLS 1.3 with a one-segment
     server flight, one DNS lookup: DNS + TCP + TLS, the document in one
     round (4 post-handshake segments + 3 fit in 10), then the objects from a
-    window of 10 + 1 + 3 = 14: 14, then 7 segments, the last round's 7 at
-    the bottleneck rate."""
+    window of 10 + 1 + 4 + 3 = 18 (Linux counts ACKed segments, the four
+    small ones too): 18, then 3 segments, the last round's 3 at the
+    bottleneck rate."""
     f = N.page_floor_ms(100, 20, 3000, 21 * 1448, 10, tls="1.3", cert_flight_bytes=1409, dns_lookups=1)
     assert (f["dns_rtts"], f["tcp_rtts"], f["tls_rtts"], f["document_rounds"], f["object_rounds"]) == (1, 1, 1, 1, 2)
-    assert f["objects_first_window"] == 14 and f["rtts"] == 6
-    assert f["total_ms"] == pytest.approx(600 + 3 * SEG_20 + 7 * SEG_20, abs=1e-3)
+    assert f["objects_first_window"] == 18 and f["rtts"] == 6
+    assert f["total_ms"] == pytest.approx(600 + 3 * SEG_20 + 3 * SEG_20, abs=1e-3)
     # no objects: the document's load alone
     g = N.page_floor_ms(100, 20, 3000, 0, 10, cert_flight_bytes=1409)
     assert g["total_ms"] == pytest.approx(400 + 3 * SEG_20, abs=1e-3) and g["object_rounds"] == 0
+
+
+def test_the_lead_segments_grow_the_window_as_linux_counts_them():
+    """Linux's slow start counts ACKed segments, not bytes: the four small
+    post-handshake segments (TLS 1.3) add four segments of window, as the
+    lab's capture of a feed load shows (objects from 56 segments)."""
+    f = N.page_floor_ms(100, 20, 60_000, 100_000, 10, tls="1.3", cert_flight_bytes=1271)
+    assert f["objects_first_window"] == 10 + 1 + 4 + 42
 
 
 def test_page_floor_second_origin():
@@ -175,7 +184,7 @@ def test_page_floor_second_origin():
               cert_flight_bytes=1409, dns_lookups=1, second_origin_bytes=500_000)
     doc = N.data_time_ms(100, 20, 60_000, 10, lead_segments=4)
     co = N.page_floor_ms(second_origin="coalesced", **kw)
-    w = 10 + -(-(1409 + 60_000) // 1448)
+    w = 10 + 1 + 4 + -(-60_000 // 1448)  # IW + the segments ACKed: flight, 4 post-handshake, document
     assert co["total_ms"] == pytest.approx(300 + doc["total_ms"] + 100 +
                                            N.data_time_ms(100, 20, 500_000, w)["total_ms"], abs=1e-3)
     assert co["second_origin_rtts"] == 1  # its DNS lookup

@@ -253,28 +253,51 @@ def trace_bins(samples: list[tuple[int, int, int]], bin_ms: int) -> list[tuple[i
 
 
 def trace_check(direction: str, trace: Trace, samples: list[tuple[int, int, int]], bin_ms: int,
-                skip_s: float, until_s: float, tol_pct: float = 5.0) -> Check:
+                skip_s: float, until_s: float, tol_pct: float = 5.0, offset_ms: int = 0,
+                ack_trace: Trace | None = None) -> Check:
     """A replayed trace against the trace: IP bytes the link delivered per
     bin_ms bin (a saturating transfer running) against the bytes of the
     trace's opportunities in the same bin, over the bins from skip_s to
-    until_s after the trace's start. measured = the bins' mean absolute
-    error relative to the trace's bytes, sum|delivered - trace| / sum trace,
-    in percent; accepted up to tol_pct. The note gives the delivered total
-    against the trace's and the worst bin."""
+    until_s after the replay's start, which replayed the trace from its
+    instant offset_ms (the trace looped). measured = the bins' mean
+    absolute error relative to the trace's bytes, sum|delivered - trace| /
+    sum trace, in percent; accepted up to tol_pct. Bins that overlap an
+    outage of ack_trace (the other direction's trace, replayed from the
+    same instant: it carries the transfer's ACKs, without which no sender
+    keeps the link busy) are left out of the figure and named in the note.
+    The note gives the part of the trace checked, the delivered total
+    against the trace's and the worst bin (at its instant of the trace)."""
     name = f"trace {direction}"
     bins = [(t, b) for t, b in trace_bins(samples, bin_ms) if t >= skip_s * 1e3 and t + bin_ms <= until_s * 1e3]
     if not bins:
         return Check(name, 0.0, 0.0, float("nan"), 0.0, tol_pct, "% bin error", False,
                      f"no whole {bin_ms}-ms bin between {skip_s} s and {until_s} s")
-    want = [trace.opportunities_between(t, t + bin_ms) * PACKET_BYTES for t, _ in bins]
+    first = (offset_ms + bins[0][0]) % trace.period_ms
+    span = bins[-1][0] + bin_ms - bins[0][0]
+    outages = ack_trace.outages() if ack_trace is not None else []
+    starved = [(t, b) for t, b in bins if outages and _in_outage(outages, ack_trace.period_ms, offset_ms + t, bin_ms)]
+    bins = [x for x in bins if x not in starved] or bins
+    want = [trace.opportunities_between(offset_ms + t, offset_ms + t + bin_ms) * PACKET_BYTES for t, _ in bins]
     got = [b for _, b in bins]
     total = sum(want)
     err = sum(abs(g - w) for g, w in zip(got, want)) / total * 100 if total else float("inf")
     worst = max(range(len(bins)), key=lambda i: abs(got[i] - want[i]))
-    note = (f"{trace.name}: {len(bins)} bins of {bin_ms} ms from {skip_s:g} s; delivered {sum(got)} B, "
+    note = (f"{trace.name}: {len(bins)} bins of {bin_ms} ms, {first / 1e3:g}-{(first + span) / 1e3:g} s of the trace "
+            f"({trace.period_ms / 1e3:g} s long); delivered {sum(got)} B, "
             f"trace {total} B ({(sum(got) / total - 1) * 100 if total else 0:+.2f} %); worst bin at "
-            f"{bins[worst][0] / 1e3:.1f} s: {got[worst]} B vs {want[worst]} B")
+            f"{(offset_ms + bins[worst][0]) % trace.period_ms / 1e3:.1f} s: {got[worst]} B vs {want[worst]} B")
+    if starved and ack_trace is not None:
+        lost = sum(trace.opportunities_between(offset_ms + t, offset_ms + t + bin_ms) for t, _ in starved)
+        note += (f"; {len(starved)} bins during an outage of {ack_trace.name} (the transfer's ACKs) left out: "
+                 f"delivered {sum(b for _, b in starved)} B, trace {lost * PACKET_BYTES} B")
     return Check(name, 0.0, 0.0, round(err, 3), 0.0, tol_pct, "% bin error", err <= tol_pct, note)
+
+
+def _in_outage(outages: list[tuple[int, int]], period_ms: int, t_ms: int, bin_ms: int) -> bool:
+    """Whether the bin [t_ms, t_ms + bin_ms) of a looped trace overlaps one
+    of its outages (Trace.outages: (start, end) over one period)."""
+    a = t_ms % period_ms
+    return any(s < a + bin_ms and a < e or s < a + bin_ms - period_ms for s, e in outages)
 
 
 # a full-size segment's payload (MSS 1448 with timestamps) in its 1514-byte frame

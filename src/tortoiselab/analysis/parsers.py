@@ -138,3 +138,14 @@ def parse_tc_filter_drops(text: str) -> int | None:
     every "(dropped N," counter); None when the text has no counters."""
     counts = [int(x) for x in re.findall(r"\(dropped (\d+),", text)]
     return sum(counts) if counts else None
+
+
+_QDISC = re.compile(r"^qdisc (\S+) (\S+) .*?\n\s*Sent (\d+) bytes (\d+) pkt \(dropped (\d+),", re.M)
+
+
+def parse_qdisc_drops(text: str) -> dict[str, tuple[str, int]]:
+    """Each qdisc of `tc -s qdisc show dev DEV` by its handle ("1:",
+    "11:"): (its kind, the packets it has dropped). A parent counts its
+    children's drops too: netem's "dropped" holds the traced link's (its
+    child's) as well as its own random losses."""
+    return {m.group(2): (m.group(1), int(m.group(5))) for m in _QDISC.finditer(text)}

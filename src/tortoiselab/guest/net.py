@@ -324,13 +324,14 @@ class PathLab:
             self.ex.run(C.trace_link_remove(dev))
             self.traced_devs.discard(dev)
 
-    def replay(self, path: PathSpec, t0_s: float, sample_ms: int | None = None) -> AbstractContextManager:
+    def replay(self, path: PathSpec, t0_s: float, sample_ms: int | None = None,
+               offset_ms: int = 0) -> AbstractContextManager:
         """The path's traces replayed on their links from t0_s (monotonic
-        clock, absolute) while the context lasts (guest/replay.py); nothing
-        for a path without a trace."""
+        clock, absolute), from their instant offset_ms, while the context
+        lasts (guest/replay.py); nothing for a path without a trace."""
         links = [ReplayLink(dev, path.trace(d)) for dev, d in ((self.down_dev, "down"), (self.up_dev, "up"))
                  if path.trace(d) is not None]
-        return TraceReplay(self.ex, links, t0_s, sample_ms) if links else nullcontext(None)
+        return TraceReplay(self.ex, links, t0_s, sample_ms, offset_ms) if links else nullcontext(None)
 
     # --- measurements ---------------------------------------------------
 

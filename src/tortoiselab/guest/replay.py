@@ -31,6 +31,7 @@ import struct
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Iterator
 
@@ -77,17 +78,36 @@ def htb_class_change(ifindex: int, rate_Bps: int, seq: int) -> bytes:
     return struct.pack("=IHHII", 16 + len(body), RTM_NEWTCLASS, NLM_F_REQUEST | NLM_F_ACK, seq, 0) + body
 
 
-def rate_events(trace: Trace, t0_ns: int) -> Iterator[tuple[int, int]]:
+def rate_events(trace: Trace, t0_ns: int, offset_ms: int = 0) -> Iterator[tuple[int, int]]:
     """(instant ns, rate Bps) of every segment start of the looped trace
-    from t0_ns on, without end: each rate holds until the next event."""
+    from t0_ns on, without end: each rate holds until the next event. The
+    trace's instant offset_ms (its period taken off) is replayed at t0_ns:
+    the first event, at t0_ns, is the rate of the segment that holds it."""
     segs = trace.segments()
     period_ns = trace.period_ms * 10**6
+    offset = offset_ms % trace.period_ms
     loop = 0
     while True:
-        base = t0_ns + loop * period_ns
+        base = t0_ns + loop * period_ns - offset * 10**6
         for s in segs:
-            yield base + s.start_ms * 10**6, s.frame_rate_Bps()
+            if loop == 0 and s.end_ms <= offset:
+                continue
+            yield max(t0_ns, base + s.start_ms * 10**6), s.frame_rate_Bps()
         loop += 1
+
+
+def trace_offset_ms(started_at: str | None, t0_s: float, wall_minus_mono_s: float) -> float | None:
+    """How far into its path's traces a page load started: the loader's
+    page start (its summary's started_at, an ISO wall time: the HAR's
+    startedDateTime) on the monotonic clock, less the replay's start t0_s,
+    in ms; wall_minus_mono_s is the guest's realtime less its monotonic
+    clock (the loader's anchor pair, client/timeline.py, is taken on the
+    same kernel's clocks). None without a started_at; the floor of such a
+    load on a traced downlink is not computed (analysis/tracefloor.py)."""
+    if not started_at:
+        return None
+    wall = datetime.fromisoformat(started_at.replace("Z", "+00:00")).timestamp()
+    return round((wall - wall_minus_mono_s - t0_s) * 1e3, 3)
 
 
 def sample_events(t0_ns: int, step_ms: int) -> Iterator[tuple[int, None]]:
@@ -122,10 +142,12 @@ class ReplayStats:
 
 class TraceReplay:
     """Replay each link's trace from t0 (CLOCK_MONOTONIC seconds) until
-    stopped; a context manager. The first segment's rate is set at once."""
+    stopped, the trace's instant offset_ms at t0 (0: its start); a context
+    manager. The first segment's rate is set at once."""
 
-    def __init__(self, ex: Executor, links: list[ReplayLink], t0_s: float, sample_ms: int | None = None) -> None:
-        self.ex, self.links, self.sample_ms = ex, links, sample_ms
+    def __init__(self, ex: Executor, links: list[ReplayLink], t0_s: float, sample_ms: int | None = None,
+                 offset_ms: int = 0) -> None:
+        self.ex, self.links, self.sample_ms, self.offset_ms = ex, links, sample_ms, offset_ms
         self.t0_ns = int(round(t0_s * 1e9))
         self.stats = ReplayStats(samples={ln.dev: [] for ln in links} if sample_ms else {})
         self._stop = threading.Event()
@@ -138,9 +160,10 @@ class TraceReplay:
         self._sock.bind((0, 0))
         for ln in self.links:
             ln.ifindex = socket.if_nametoindex(ln.dev)
-            self._set(ln, ln.trace.segments()[0].frame_rate_Bps())
+            self._set(ln, next(rate_events(ln.trace, self.t0_ns, self.offset_ms))[1])
         t = time.monotonic()
         self.ex.record("root", ["(in-process)", "trace-replay", f"t0={self.t0_ns / 1e9:.6f}",
+                                *([f"from={self.offset_ms}ms"] if self.offset_ms else []),
                                 *[f"{ln.dev}={ln.trace.name}" for ln in self.links]], 0, "", "", t)
         self._thread = threading.Thread(target=self._run, name="trace-replay", daemon=True)
         self._thread.start()
@@ -169,7 +192,8 @@ class TraceReplay:
     def _events(self) -> Iterator[tuple[int, int, ReplayLink | None, int | None]]:
         """Every link's rate changes and the sampling instants, in time
         order (a sample before the changes of its instant)."""
-        streams = [_tagged(rate_events(ln.trace, self.t0_ns), i, ln) for i, ln in enumerate(self.links)]
+        streams = [_tagged(rate_events(ln.trace, self.t0_ns, self.offset_ms), i, ln)
+                   for i, ln in enumerate(self.links)]
         if self.sample_ms:
             streams.append(_tagged(sample_events(self.t0_ns, self.sample_ms), -1, None))
         return heapq.merge(*streams, key=lambda e: (e[0], e[1]))

@@ -357,7 +357,7 @@ def _floor(run: RunSpec, site: Path, pki: Path, summary: dict) -> dict:
     try:
         f = napkin.run_floor(run.config, json.loads(safefs.read_bytes_regular(site / "manifest.json")),  # no link,
                              json.loads(safefs.read_bytes_regular(pki / "pki.json")),  # no FIFO (host/safefs.py)
-                             summary.get("cached_urls") or ())
+                             summary.get("cached_urls") or (), summary.get("trace_start_ms"))
     except (OSError, ValueError, KeyError) as exc:  # a record without a floor beats a lost run
         f = {"floor_ms": None, "why": f"floor not computed: {exc}"[:300]}
     return {"floor_ms": f["floor_ms"], "plt_over_floor": napkin.ratio(summary.get("plt_ms"), f["floor_ms"])

@@ -180,7 +180,8 @@ def _floor_of_old_run(raw: dict, summary: dict, run_dir: Path | None) -> dict:
     exp_dir = Path(run_dir).parent if run_dir is not None else None
     try:  # neither through a link nor from a FIFO (host/safefs.py)
         manifest, pki = readfiles.lab_json(exp_dir, "site"), readfiles.lab_json(exp_dir, "pki")
-        f = napkin.run_floor(raw["config"], manifest, pki, summary.get("cached_urls") or ())
+        f = napkin.run_floor(raw["config"], manifest, pki, summary.get("cached_urls") or (),
+                             summary.get("trace_start_ms"))
     except (OSError, TypeError, ValueError, KeyError, *safefs.REFUSED) as exc:
         return {"floor_ms": None, "plt_over_floor": None, "floor_model": {"why": f"floor not computed: {exc}"[:300]}}
     floor = f["floor_ms"]

@@ -62,14 +62,85 @@ class LabRequest(_Strict):
     modules_dir: str | None = Field(None, description="our modules built for the lab kernel (uml): insmod them")
 
 
+# the probe's check of a replayed trace (docs/traces.md): the replay starts
+# TRACE_WARMUP_S of trace time before the checked window (the trace loops,
+# so before the whole trace comes its own end), time for the bulk transfer's
+# slow start to fill the link; the transfer ends TRACE_TAIL_S after it
+TRACE_WARMUP_S, TRACE_TAIL_S = 1.0, 0.5
+# a loss probe on the wire: tools/udpprobe.py's 100-byte datagram + 8 UDP + 20 IP + 14 Ethernet
+PROBE_FRAME_BYTES = 142
+
+
+class TraceWindow(_Strict):
+    """The part of a path's trace the probe replays and checks, in ms of
+    the trace (the downlink's; the uplink's when only it is traced)."""
+
+    trace: str = Field(description="the checked trace's name")
+    period_ms: int = Field(description="the trace's length: it loops")
+    start_ms: int
+    end_ms: int
+
+    @property
+    def whole(self) -> bool:
+        return self.start_ms == 0 and self.end_ms == self.period_ms
+
+    @property
+    def replay_from_ms(self) -> int:
+        """The trace's instant the replay starts from (its t0)."""
+        return (self.start_ms - round(TRACE_WARMUP_S * 1e3)) % self.period_ms
+
+    def bulk_seconds(self) -> float:
+        """The bulk transfer under the replay: warm-up, window, tail."""
+        return TRACE_WARMUP_S + (self.end_ms - self.start_ms) / 1e3 + TRACE_TAIL_S
+
+    def describe(self) -> str:
+        what = "the whole trace" if self.whole else f"a window of the {self.period_ms / 1e3:g}-s trace"
+        return (f"{self.trace}, {what}: {self.start_ms / 1e3:g}-{self.end_ms / 1e3:g} s "
+                f"({(self.end_ms - self.start_ms) / 1e3:g} s), after {TRACE_WARMUP_S:g} s of warm-up")
+
+
 class ProbeMeasure(_Strict):
     """How long and how often the probe measures."""
 
     ping_count: int = Field(20, ge=1)
     ping_interval_s: float = Field(0.2, gt=0)
-    bulk_seconds: float = Field(10.0, gt=0)
+    bulk_seconds: float = Field(10.0, gt=0, description="the bulk transfer of an untraced path (a traced one's "
+                                                        "lasts its trace window)")
     loss_probes: int = Field(4000, ge=1, description="UDP probes per direction")
     loss_interval_ms: float = Field(2.0, gt=0)
+    trace_window_s: tuple[float, float] | None = Field(
+        None, description="a traced path: the part of its trace the probe replays and checks, (start, end) in "
+                          "seconds of the trace; None: the whole trace")
+
+    def loss_interval(self, path: PathSpec, direction: str) -> float:
+        """The loss probes' spacing in ms in a direction: loss_interval_ms,
+        wider on a traced link (which runs at its trace's mean rate while the
+        probes run) so that the probes take at most half of that rate and
+        half of netem's delay line in front of it (PathSpec.
+        trace_netem_limit_pkts counts full-size frames): a probe lost is
+        then the path's random loss, not an overflow (tools/udpprobe.py)."""
+        trace = path.trace(direction)
+        if trace is None:
+            return self.loss_interval_ms
+        by_rate = 2 * PROBE_FRAME_BYTES * 1e3 / trace.mean_frame_rate_Bps()
+        line_pkts = path.trace_netem_limit_pkts(direction) - path.trace_queue(direction) - 8
+        by_line = 2 * (path.one_way_ms + 4 * path.jitter_ms) / max(1, line_pkts)
+        return round(max(self.loss_interval_ms, by_rate, by_line), 3)
+
+    def trace_window(self, path: PathSpec) -> TraceWindow | None:
+        """The trace window of a traced path (None for an untraced one);
+        ValueError naming the field when it does not fit the trace."""
+        trace = path.trace_down or path.trace_up
+        if trace is None:
+            return None
+        period = trace.period_ms
+        start, end = (0, period) if self.trace_window_s is None else \
+            (round(self.trace_window_s[0] * 1e3), round(self.trace_window_s[1] * 1e3))
+        if not 0 <= start < end <= period:
+            raise ValueError(f"measure.trace_window_s (--trace-window): {self.trace_window_s}; give START_S END_S "
+                             f"with 0 <= START_S < END_S <= {period / 1e3:g} (the length of {trace.name}), "
+                             "or leave it out for the whole trace")
+        return TraceWindow(trace=trace.name, period_ms=period, start_ms=start, end_ms=end)
 
 
 class ProbeRequest(LabRequest):
@@ -81,6 +152,11 @@ class ProbeRequest(LabRequest):
                                          "(the path already carries what the topology sets: TopologyCfg.apply)")
     cc: str = Field("cubic", description="the server's congestion control algorithm")
     measure: ProbeMeasure = Field(default_factory=ProbeMeasure)
+
+    @model_validator(mode="after")
+    def _window_fits_the_trace(self) -> "ProbeRequest":
+        self.measure.trace_window(self.path)
+        return self
 
 
 class CcCheckRequest(LabRequest):

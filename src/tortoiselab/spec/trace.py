@@ -41,6 +41,12 @@ MIN_SEGMENT_MS = 10
 # 120 MB while parsed, 36 MB kept, on the host and in the lab guest (1 GB)
 MAX_TRACE_LINES = 1_000_000
 MAX_TRACE_BYTES = 16 * 1024 * 1024
+# an outage: longer than this without a delivery opportunity. Linux's least
+# retransmission timeout (TCP_RTO_MIN, HZ/5: 200 ms) is the shortest time a
+# TCP sender waits before it takes a silent path for lost, so a longer gap
+# can cost a timeout and a restart from one segment (RFC 6298 5.5)
+OUTAGE_MS = 200
+RATE_BIN_MS = 1000  # the bins of a trace's min and max rate (its median is of 1-s bins too: tracegen)
 
 
 class TraceError(ValueError):
@@ -200,6 +206,39 @@ class Trace(BaseModel):
     def segments(self, min_ms: int = MIN_SEGMENT_MS) -> list["Segment"]:
         """One period as rate segments (start, end]: see the module's doc."""
         return rate_segments(self._times, min_ms)
+
+    def outages(self, min_ms: int = OUTAGE_MS) -> list[tuple[int, int]]:
+        """(start ms, end ms) of every gap of one period longer than min_ms
+        between consecutive opportunities: no packet may leave from start
+        (exclusive) to end. The period's end is an opportunity (its last
+        line), and the file loops, so a gap before the first line is the gap
+        from the previous loop's end: it starts at 0 here."""
+        out, prev = [], 0
+        for t in self._times:
+            if t - prev > min_ms:
+                out.append((prev, t))
+            prev = t
+        return out
+
+    def rate_range_mbit(self, bin_ms: int = RATE_BIN_MS) -> tuple[float, float]:
+        """(min, max) IP Mbit/s over the whole bin_ms bins of one period
+        (one bin of the period if it is shorter)."""
+        width = min(bin_ms, self.period_ms)
+        rates = [b * 8 / width / 1e3 for b in self.bin_bytes(width, self.period_ms // width)]
+        return min(rates), max(rates)
+
+    def describe(self, min_outage_ms: int = OUTAGE_MS) -> dict:
+        """The trace in figures (docs/traces.md): its length, mean rate and
+        range over 1-s bins, and its outages (count, total, longest, the
+        threshold) over one period."""
+        low, high = self.rate_range_mbit()
+        spans = self.outages(min_outage_ms)
+        gaps = [b - a for a, b in spans]
+        return {"name": self.name, "length_s": self.period_ms / 1e3,
+                "mean_mbit": round(self.mean_rate_bps() / 1e6, 3), "min_mbit": round(low, 3),
+                "max_mbit": round(high, 3), "rate_bin_ms": min(RATE_BIN_MS, self.period_ms),
+                "outages": {"threshold_ms": min_outage_ms, "count": len(gaps), "total_ms": sum(gaps),
+                            "longest_ms": max(gaps, default=0), "intervals_ms": [list(x) for x in spans]}}
 
 
 def _recorded_name(file: Path) -> str:

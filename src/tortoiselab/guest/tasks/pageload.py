@@ -30,6 +30,7 @@ from tortoiselab.guest.executor import Executor
 from tortoiselab.guest.forkloader import ForkLoader
 from tortoiselab.guest.net import LAB_PREFIX, LabContext, PathLab, mininet_path
 from tortoiselab.guest.record import code_digest, write_json_atomic
+from tortoiselab.guest.replay import trace_offset_ms
 from tortoiselab.guest.webtier import DNS_IP, NameFiles, WebLab, capture, guest_name_files, resolution, write_names
 from tortoiselab.spec import hostspec
 from tortoiselab.spec.browsercfg import warm_view
@@ -209,6 +210,9 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, fork: ForkLoader | Non
                 # elapsed time of the whole client process (DNS, TCP, TLS, every object):
                 # on the virtual clock its own CPU costs nothing, so this is network time
                 wall_of_load = time.monotonic() - t0
+            if (load.path or req.path).trace_down is not None:  # the floor's place in the trace (docs/traces.md)
+                summary["trace_start_ms"] = trace_offset_ms(summary.get("started_at"), start,
+                                                            time.time() - time.monotonic())
             marks["loaded"] = _wall(ctx)
         cwnd = _write_cwnd(tracer, d / "cwnd.json")
         time.sleep(CAPTURE_DRAIN_S)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from tortoiselab.analysis.parsers import parse_qdisc_drops
+from tortoiselab.guest import commands as C
 from tortoiselab.guest.clock import sleep_until_monotonic
 from tortoiselab.guest.cross import cross_traffic
 from tortoiselab.guest.net import LabContext, PathLab, mininet_path
@@ -13,8 +15,9 @@ from tortoiselab.spec.topologies import TopologyCfg
 
 LOSS_PORTS = {"down": 5002, "up": 5003}
 TRACE_BIN_MS = 100  # the bins a replayed trace is compared in (analysis/fidelity.py trace_check)
-TRACE_LEAD_S = 0.2
-BACKHAUL_PORT = 5004  # the replay starts this long after it is set up, on a whole millisecond
+TRACE_LEAD_S = 0.2  # the replay starts this long after it is set up, on a whole millisecond
+BACKHAUL_PORT = 5004
+LINK_BUFFER, NETEM = "11:", "1:"  # a traced link's pfifo and the netem in front of it (guest/commands.py)
 
 
 def run(ctx: LabContext, req: ProbeRequest) -> dict:
@@ -42,10 +45,8 @@ def run(ctx: LabContext, req: ProbeRequest) -> dict:
         else:
             out["bulk"], out["trace"] = _bulk_on_trace(lab, req)
         lab.set_netem(req.path, loss_on=True)
-        out["loss_down"] = lab.udp_loss(lab.server, lab.client, m.loss_probes, m.loss_interval_ms,
-                                        port=LOSS_PORTS["down"])
-        out["loss_up"] = lab.udp_loss(lab.client, lab.server, m.loss_probes, m.loss_interval_ms,
-                                      port=LOSS_PORTS["up"])
+        out["loss_down"] = _loss(lab, req, "down")
+        out["loss_up"] = _loss(lab, req, "up")
         out["qdisc"] = lab.qdisc_stats()
         out["seeds"] = lab.seeds
     return out
@@ -84,12 +85,49 @@ def _bulk_with_cross(lab: PathLab, req: ProbeRequest, params: CrossParams, tx: s
 
 def _bulk_on_trace(lab: PathLab, req: ProbeRequest) -> tuple[dict, dict]:
     """The bulk transfer while the path's traces replay from t0 (a whole
-    millisecond just ahead), the traced links' counters read every
-    TRACE_BIN_MS from t0 by the replay's own thread."""
+    millisecond just ahead) over the trace window (spec/requests.py
+    TraceWindow: the whole trace unless asked otherwise), the traced links'
+    counters read every TRACE_BIN_MS from t0 by the replay's own thread,
+    and the packets each link's buffer dropped meanwhile."""
+    window = req.measure.trace_window(req.path)
     t0 = round(time.monotonic() + TRACE_LEAD_S, 3)
-    with lab.replay(req.path, t0, sample_ms=TRACE_BIN_MS) as rep:
-        bulk = lab.bulk(req.measure.bulk_seconds, ss_at_s=1.0)
+    before = _drops(lab)
+    with lab.replay(req.path, t0, sample_ms=TRACE_BIN_MS, offset_ms=window.replay_from_ms) as rep:
+        bulk = lab.bulk(window.bulk_seconds(), ss_at_s=1.0)
+    after = _drops(lab)
     direction = {lab.down_dev: "down", lab.up_dev: "up"}
     return bulk, {"t0_s": t0, "bin_ms": TRACE_BIN_MS, "changes": rep.stats.changes,
                   "late_max_ns": rep.stats.late_max_ns, "errors": rep.stats.errors,
+                  "window": window.model_dump(), "replay_from_ms": window.replay_from_ms,
+                  "drops": {d: {"buffer": after[d][0] - before[d][0], "netem": after[d][1] - before[d][1]}
+                            for d in before},
                   "samples": {direction[dev]: s for dev, s in rep.stats.samples.items()}}
+
+
+def _drops(lab: PathLab) -> dict[str, tuple[int, int]]:
+    """Per traced direction: (packets its link's buffer dropped, packets
+    netem in front of it dropped itself: its random loss, and its own
+    limit's overflow) so far, from `tc -s qdisc`; netem's count holds its
+    child's too, which is taken off."""
+    out = {}
+    for dev, d in ((lab.down_dev, "down"), (lab.up_dev, "up")):
+        if dev in lab.traced_devs:
+            q = parse_qdisc_drops(lab.ex.run(C.qdisc_show(dev)))
+            buffer = q.get(LINK_BUFFER, ("", 0))[1]
+            out[d] = (buffer, q.get(NETEM, ("", 0))[1] - q.get("10:", ("", 0))[1])
+    return out
+
+
+def _loss(lab: PathLab, req: ProbeRequest, direction: str) -> dict:
+    """One-way loss probes in a direction (loss on), paced as
+    ProbeMeasure.loss_interval says; on a traced link, the probes its
+    buffer dropped (not the path's loss) and those netem dropped."""
+    sender, receiver = (lab.server, lab.client) if direction == "down" else (lab.client, lab.server)
+    interval = req.measure.loss_interval(req.path, direction)
+    before = _drops(lab).get(direction)
+    out = lab.udp_loss(sender, receiver, req.measure.loss_probes, interval, port=LOSS_PORTS[direction])
+    out["interval_ms"] = interval
+    if before is not None:
+        after = _drops(lab)[direction]
+        out["buffer_drops"], out["netem_drops"] = after[0] - before[0], after[1] - before[1]
+    return out
