@@ -10,7 +10,8 @@ Per page and loader, from the server capture: connections opened and used
 (tcpconn.carried_request), the bytes the server sent (payload, TLS
 included) against the page's bytes (manifest); from the loaders: TTFB, PLT
 (page start to last byte) and its difference, DNS time, first request to
-last byte, the browser's onload PLT; then the wall time each load took on
+last byte, the browser's onload PLT; DNS from the client capture
+(analysis/dnstime.py, the same ruler for both); then the wall time each load took on
 the host (the guest's marks, capture on to loaded) and the browser's cost
 relative to ours.
 
@@ -29,6 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from tortoiselab.analysis import dnstime
 from tortoiselab.analysis.pcapread import analyze_pcap
 from tortoiselab.host.pageload import run_loads
 from tortoiselab.spec.pathspec import PathSpec
@@ -85,7 +87,8 @@ def rows(res: dict) -> dict[tuple[str, str], dict]:
             "page_bytes": (pages.get(key[0]) or {}).get("total_bytes"),
             "opened": _med([c["opened"] for c in cap]), "used": _med([c["used"] for c in cap]),
             "server_bytes": _med([c["server_bytes"] for c in cap]),
-            "dns": _med([s.get("dns_ms") for s in ss]),
+            "dns": _med([sum(dnstime.lookups_ms(ld["client_pcap"]).values()) if ld.get("client_pcap") else None
+                         for ld in lds]),
             "errors": [s.get("error") or ld.get("error") for s, ld in zip(ss, lds) if s.get("error") or ld.get("error")],
             "conns": _med([s.get("connections_opened") for s in ss]),
             "capture_conns": _med([len(ld.get("connections") or []) for ld in lds]),

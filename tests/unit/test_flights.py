@@ -480,3 +480,13 @@ def test_steady_throughput_leaves_slow_start_out():
     for pcap in sorted(runs.glob("*/server.pcap")):
         c = max(F.analyze_pcap(pcap), key=lambda c: c["server_bytes_acked"])
         assert 1 < steady_throughput_mbit(c) < 100
+
+
+def test_dns_lookups_from_the_client_capture():
+    """Per name, first query to its address answer: a capture of two
+    lookups, one of which Chromium made for a request it coalesced (its
+    DevTools timing shows none)."""
+    from tortoiselab.analysis.dnstime import lookups_ms
+    assert lookups_ms(DATA / "dns_chromium_coalesced.pcap") == {"www.lab.test": 100.038, "static.lab.test": 100.04}
+    assert lookups_ms(DATA / "flights_iw10.pcap") == {}
+    assert lookups_ms(DATA / "no-such.pcap") == {}

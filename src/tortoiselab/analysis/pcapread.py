@@ -33,7 +33,8 @@ _LINK = {
 _IP_OFFSET = {"sll": 16, "sll2": 20, "null": 4, "raw": 0}
 
 
-def _open_reader(fh):
+def open_reader(fh):
+    """A dpkt reader for a pcap or pcapng file object."""
     magic = fh.read(4)
     fh.seek(0)
     if magic == b"\x0a\x0d\x0d\x0a":
@@ -46,7 +47,7 @@ def analyze_pcap(path: str | Path, server_port: int | None = 443, keep_series: b
     capture. server_port: the server's TCP port; None to take the server
     from each connection's SYN (or, without one, the lower port)."""
     with open(path, "rb") as fh:
-        reader = _open_reader(fh)
+        reader = open_reader(fh)
         link = _LINK.get(reader.datalink())
         if link is None:
             raise ValueError(f"{path}: link type {reader.datalink()} is not supported "

@@ -52,6 +52,8 @@ SUMMARY_METRICS = {
     "plt_from_request_ms": "first request sent to last byte",
     "content_download_ms": "first byte of the base HTML to last byte",
     "ttfb_ms": "time to first byte",
+    "dns_capture_ms": "DNS lookups in the client capture, per name first query to its address answer, summed "
+                      "(analysis/dnstime.py: the same ruler for every loader)",
     "connections_opened": "connections that carried the page's requests, as the loader counts them (the "
                           "capture's: tcp_connections, tcp_connections_used)",
     "reuse_ratio": "coalesced share of 2nd-origin requests",

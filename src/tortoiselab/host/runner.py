@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from tortoiselab.analysis import napkin, whole
+from tortoiselab.analysis import dnstime, napkin, whole
 from tortoiselab.analysis.fidelity import handshake_rtt_check
 from tortoiselab.analysis.flights import analyze_pcap, steady_throughput_mbit
 from tortoiselab.analysis.parsers import parse_nghttp_stats
@@ -273,6 +273,9 @@ def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, si
             os.replace(src, tmp / name)
     if run.config["client"]["loader"] == "h2load":
         summary["steady_throughput_mbit"] = steady_throughput(tmp / "server.pcap")
+    if (tmp / "client.pcap").exists():  # the same ruler for every loader (analysis/dnstime.py)
+        summary["dns_capture_ms_per_host"] = dnstime.lookups_ms(tmp / "client.pcap")
+        summary["dns_capture_ms"] = round(sum(summary["dns_capture_ms_per_host"].values()), 3)
     return {"ok": not problems, "error": "; ".join(problems)[:2000] if problems else None, "summary": summary,
             "cross": ld.get("cross"), "connections": ld["connections"], "capture": {"server": ld["capture"], "client": ld["client_capture"]},
             "meta": meta, "fidelity": [fid.as_dict()]}
