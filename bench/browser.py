@@ -1,8 +1,9 @@
 """Chromium against our loader on one path (issue 22): the agreement table
 and what a browser load costs.
 
-The four graded pages and the feed page, each loaded by our loader
-(tortoiselab.client) and by Chromium (tortoiselab.browser) in one lab boot,
+The four graded pages, the feed page, the app's feed and the article, each
+loaded by our loader (tortoiselab.client) and by Chromium
+(tortoiselab.browser) in one lab boot,
 same path, same server (h2, TLS 1.3, the shared-rsa certificate: Chromium
 takes no Ed25519), names cold for both (each resolves through the lab's
 DNS, inside its PLT; --dns warm: a static map for both).
@@ -35,7 +36,7 @@ from tortoiselab.analysis.pcapread import analyze_pcap
 from tortoiselab.host.pageload import run_loads
 from tortoiselab.spec.pathspec import PathSpec
 
-PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html")
+PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html", "app.html", "article.html")
 LOADERS = ("loader", "chromium")
 SERVER = {"cc": "cubic", "initcwnd_pkts": 10, "protocol": "h2", "tls": "1.3", "cert": "shared-rsa"}
 
