@@ -147,7 +147,8 @@ def _browser_reuse(df: pd.DataFrame) -> Measurement:
         raise NoData("no runs with coalescing possible (client.resolution same-ip)")
     by = _conn_reuse_by_market(d)
     shown = _shown(by)
-    req = d.groupby("path.region")["reuse_ratio"].mean()
+    needed = d[d["client.cache_hit_ratio"] == 0.0]  # a view from the cache sends static no request
+    req = (needed if not needed.empty else d).groupby("path.region")["reuse_ratio"].mean()
     tcp = ok_rows(df, "tcp_conns").groupby(["path.region", "client.resolution"])["tcp_conns"].median()
 
     def tcp_of(region: str, res: str) -> str:
@@ -156,7 +157,8 @@ def _browser_reuse(df: pd.DataFrame) -> Measurement:
                        f"shown: {shown}; reuse ratio with coalescing possible (one IP), in connections (of the "
                        "connections the page views needed to static, the share that rode the www connection; "
                        "n = connections): " + _market_text(by)
-                       + "; in requests (share of static requests sent on the www connection): "
+                       + "; in requests (share of static requests sent on the www connection, views without "
+                       "cache hits): "
                        + ", ".join(f"{r} {100 * v:.0f} %" for r, v in req.items())
                        + "; TCP connections in the server capture (median), one IP / two IPs: "
                        + ", ".join(f"{r} {tcp_of(r, 'same-ip')} / {tcp_of(r, 'two-ip')}" for r in req.index))
