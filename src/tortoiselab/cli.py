@@ -434,9 +434,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=1, help="lab instances side by side (uml)")
     p.add_argument("--limit", type=int, default=None, help="at most this many pending runs")
     p.add_argument("--batch", type=int, default=None, metavar="N",
-                   help="at most N runs share one lab boot, each stored as its load ends (default: 1 on the "
-                        "virtual clock, where a later load of a boot is microseconds apart from its run alone, "
-                        "8 on the real clock: host/runner.default_batch, docs/determinism.md 'Batches')")
+                   help="N runs share one lab boot, each stored as its load ends; the batches are fixed by "
+                        "the experiment file and N (default 8; 1: every run alone, its packets independent of "
+                        "other runs: host/batches.py, docs/determinism.md 'Batches')")
     p.add_argument("--grid", default=None, help="one of the file's grids (e.g. ci, reduced); results go to "
                                                 "results/<name>@<grid>; default: the file's own sweep")
     p.add_argument("--results", default="results")

@@ -162,12 +162,13 @@ def test_sweep_on_slurm_with_a_cancelled_task(tmp_path, lab_kernel, cluster, mon
                   if ln.startswith("start ")]
         assert len(starts) == 1, (r, starts)  # each run done once, by one shard
         did[by_pid[int(starts[0][2])]].add(r)
-    from tortoiselab.spec.experiment import expand, load
-    from tortoiselab.host.shards import shard_slice
+    from tortoiselab.host import batches as batch_plan
+    from tortoiselab.spec.experiment import expand, load, run_order
 
     ids = [r.run_id for r in expand(load(f))]
-    for k in (1, 2, 3):
-        assert did[k] == set(shard_slice(ids, (k, 3))) and len(did[k]) in (2, 3), did
+    fixed = batch_plan.fixed_batches(run_order(load(f), expand(load(f))), batch_plan.DEFAULT_BATCH)
+    for k in (1, 2, 3):  # a shard is whole batches (host/batches.shard_of_batches)
+        assert did[k] == set(batch_plan.shard_of_batches(fixed, ids, (k, 3))), did
     assert did[1] | did[2] | did[3] == set(job["runs"])
 
     import pandas as pd

@@ -72,9 +72,9 @@ def test_audit_names_the_edited_run_and_its_numbers(tmp_path, monkeypatch):
     monkeypatch.setattr(backends, "choose", lambda b, c, ccs: backends.BackendInfo("uml", "virtual"))
     reran = []
 
-    def rerun(batch, out, *args):
+    def rerun(loads, out, *args, **kw):
         assert out.parent == folder and out.name.startswith(".verify-")
-        for spec in batch:
+        for spec in loads:
             reran.append(spec.run_id)
             shutil.copytree(lab_made / spec.run_id, out / spec.run_id)
 

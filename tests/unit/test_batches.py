@@ -2,7 +2,9 @@
 tests/integration/test_determinism.py and test_faults.py): each run stored
 once, as its load's result appears; a load that failed fails its run only;
 a lab that dies keeps what it finished, fails the run it was on and boots
-again for the rest. Also the time budget of one load (phases_of_load)."""
+again for the rest, the batch's earlier runs replayed; a resume replays a
+batch's stored runs. Also the time budget of one load (phases_of_load).
+The planning itself: tests/unit/test_batch_plan.py."""
 
 from __future__ import annotations
 
@@ -83,13 +85,41 @@ def test_a_dying_lab_keeps_what_it_finished_and_boots_again_for_the_rest(tmp_pat
     runs, exp_dir, info = _setup(tmp_path, monkeypatch, lab)
     recs = runner.run_batch(runs, exp_dir, info, tmp_path, tmp_path, {})
     ids = [r.run_id for r in runs]
-    assert lab.boots == [ids, ids[3:]]
+    # the rest in a boot of their own, after the batch's first three loaded again (replays, not stored again)
+    assert lab.boots == [ids, ids]
     assert [r["run_id"] for r in recs] == ids
     stored = _stored(exp_dir)
     assert set(stored) == set(ids)
     assert "the lab died (watchdog)" in stored[ids[2]]["error"]  # the run it was on
     assert all(stored[i]["error"] == "lab: load: not a real lab" for i in ids[:2] + ids[3:])
+    assert [stored[i]["meta"]["batch"]["replayed"] for i in ids[3:]] == [ids[:3], ids[:3]]
+    assert all(stored[i]["meta"]["batch"]["index"] == k for k, i in enumerate(ids) if i != ids[2])
     assert not list(exp_dir.glob(".*"))
+
+
+def test_replays_are_loaded_not_stored(tmp_path, monkeypatch):
+    """A batch's later runs alone (a resume, a shard): the boot loads its
+    earlier runs first and stores only the later ones, which name their
+    batch, their place in it and what was replayed."""
+    from tortoiselab.host.batches import Batch, batch_id
+
+    lab = FakeLab([None])
+    runs, exp_dir, info = _setup(tmp_path, monkeypatch, lab)
+    ids = [r.run_id for r in runs]
+    b = Batch(batch_id(ids), tuple(runs))
+    seen = []
+    recs = runner.run_batch(runs[:4], exp_dir, info, tmp_path, tmp_path, {}, batch=b, replay=ids[:2],
+                            on_stored=lambda r: seen.append(r["run_id"]))
+    assert lab.boots == [ids[:4]] and seen == ids[2:4] == [r["run_id"] for r in recs]
+    stored = _stored(exp_dir)
+    assert set(stored) == set(ids[2:4])
+    for k in (2, 3):
+        m = stored[ids[k]]["meta"]["batch"]
+        assert (m["id"], m["index"], m["size"], m["runs"], m["replayed"]) == (b.id, k, 5, ids, ids[:2])
+        assert m["replays_differing"] == []  # the fake's loads have no PLT: not known, not differing
+    assert not list(exp_dir.glob(".*"))
+    assert runner.run_batch(runs[:2], exp_dir, info, tmp_path, tmp_path, {}, batch=b, replay=ids[:2]) == []
+    assert len(lab.boots) == 1  # nothing to store: no boot
 
 
 def test_a_failed_load_fails_its_run_only(tmp_path, monkeypatch):
@@ -147,12 +177,12 @@ def test_a_lab_is_pinned_to_one_cpu_and_labs_side_by_side_to_different_ones(tmp_
         assert d is None
 
 
-@pytest.mark.parametrize("clock,asked,boots", [("virtual", None, 5), ("real", None, 1), ("virtual", 3, 2)])
-def test_a_boot_per_run_on_the_virtual_clock_unless_asked(tmp_path, monkeypatch, clock, asked, boots):
-    """The runner's default: on the virtual clock every run in a lab boot of
-    its own (a later load of a boot is microseconds apart from its run
-    alone: docs/determinism.md, "Batches"); on the real clock batches of up
-    to DEFAULT_BATCH; --batch N is honoured on either."""
+@pytest.mark.parametrize("clock,asked,boots", [("virtual", None, [5]), ("real", None, [5]), ("virtual", 3, [3, 2]),
+                                               ("virtual", 1, [1] * 5)])
+def test_batches_of_eight_by_default_on_either_clock(tmp_path, monkeypatch, clock, asked, boots):
+    """The runner's default: batches of DEFAULT_BATCH on both clocks (the
+    batch is the unit of reproduction: docs/determinism.md, "Batches");
+    --batch N is honoured, --batch 1 boots once per run."""
     f = tmp_path / "e.yaml"
     f.write_text(EXP)
     lab = FakeLab([])
@@ -161,8 +191,31 @@ def test_a_boot_per_run_on_the_virtual_clock_unless_asked(tmp_path, monkeypatch,
     monkeypatch.setattr(runner, "check_kernel_paths", lambda info: None)
     monkeypatch.setattr(runner, "lab_assets", lambda exp_dir: (tmp_path, tmp_path))
     monkeypatch.setattr(runner, "check_manifest_urls", lambda runs, site: None)
-    res = runner.run_experiment(f, tmp_path / "results", backend="uml", clock=clock,
+    res = runner.run_experiment(f, tmp_path / "results", backend="uml", clock=clock, jobs=2,
                                 **({} if asked is None else {"batch": asked}))
-    assert res["done_now"] == 5 and len(lab.boots) == boots
-    assert sorted(len(b) for b in lab.boots) == sorted({5: [1] * 5, 1: [5], 2: [2, 3]}[boots])
-    assert runner.default_batch("virtual") == 1 and runner.default_batch("real") == runner.DEFAULT_BATCH
+    assert res["done_now"] == 5 and sorted(len(b) for b in lab.boots) == sorted(boots)
+    assert runner.default_batch("virtual") == runner.default_batch("real") == runner.DEFAULT_BATCH == 8
+
+
+def test_a_resumed_sweep_replays_its_batches_first_runs(tmp_path, monkeypatch):
+    """--limit stops inside a batch; the next invocation loads the batch
+    from its first run again and stores only the runs not stored yet."""
+    from tortoiselab.spec.experiment import run_order
+
+    f = tmp_path / "e.yaml"
+    f.write_text(EXP)
+    lab = FakeLab([])
+    monkeypatch.setattr(backends, "run_task", lab)
+    monkeypatch.setattr(backends, "choose", lambda backend, clk, ccs: backends.BackendInfo("uml", "virtual", "/k"))
+    monkeypatch.setattr(runner, "check_kernel_paths", lambda info: None)
+    monkeypatch.setattr(runner, "lab_assets", lambda exp_dir: (tmp_path, tmp_path))
+    monkeypatch.setattr(runner, "check_manifest_urls", lambda runs, site: None)
+    order = [r.run_id for r in run_order(load(f), expand(load(f)))]
+    first = runner.run_experiment(f, tmp_path / "results", backend="uml", clock="virtual", limit=2)
+    assert [r["run_id"] for r in first["records"]] == order[:2] and lab.boots == [order[:2]]
+    rest = runner.run_experiment(f, tmp_path / "results", backend="uml", clock="virtual", jobs=2)
+    assert [r["run_id"] for r in rest["records"]] == order[2:] and lab.boots[1] == order
+    stored = _stored(tmp_path / "results" / "batches")
+    assert {i: stored[i]["meta"]["batch"]["index"] for i in order} == {i: k for k, i in enumerate(order)}
+    assert len({stored[i]["meta"]["batch"]["id"] for i in order}) == 1
+    assert stored[order[2]]["meta"]["batch"]["replayed"] == order[:2]

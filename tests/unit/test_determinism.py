@@ -159,10 +159,10 @@ def test_verify_reruns_inside_the_results_folder_and_removes_them_when_runs_diff
     monkeypatch.setattr(backends, "choose", lambda b, c, ccs: backends.BackendInfo("uml", "virtual"))
     seen = []
 
-    def rerun(batch, out, *args):  # the rerun of a run whose record says PLT None: 123.0 now
+    def rerun(loads, out, *args, **kw):  # the rerun of a run whose record says PLT None: 123.0 now
         seen.append(out)
         assert store.run_dirs(exp_dir) and all(d.parent == exp_dir for d in store.run_dirs(exp_dir))
-        for spec in batch:
+        for spec in loads:
             (out / spec.run_id).mkdir()
             _record(out / spec.run_id, spec.run_id, summary={"plt_ms": 123.0})
 

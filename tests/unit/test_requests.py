@@ -10,7 +10,7 @@ from tests.conftest import write_yaml
 from tortoiselab.guest import __main__ as guest
 from tortoiselab.guest.modules import requested_algorithms
 from tortoiselab.guest.tasks import TASKS
-from tortoiselab.host import backends, pageload
+from tortoiselab.host import backends, batches, pageload
 from tortoiselab.spec.experiment import expand, load
 from tortoiselab.spec.pathspec import PathSpec
 from tortoiselab.spec.requests import (REQUEST_MODELS, CcCheckRequest, CommandRequest, LabRequest, LossResponseRequest,
@@ -154,7 +154,7 @@ def test_a_batch_request_carries_each_runs_own_path_and_seed(tmp_path):
     assert req.load_spacing_s == pageload.LOAD_SPACING_S and req.settle_s > 60  # past TIME_WAIT
 
 
-def test_batches_share_module_parameters_and_fill_every_job(tmp_path):
+def test_batches_share_module_parameters_and_are_fixed_by_the_sweep(tmp_path):
     exp = write_yaml(tmp_path, """
 name: b
 repetitions: 5
@@ -164,21 +164,24 @@ sweep:
 """)
     runs = expand(load(exp))
     assert len(runs) == 10
-    one = pageload.plan_batches(runs, jobs=1, max_size=8)
-    assert sorted(len(b) for b in one) == [5, 5]  # by parameters: a boot loads the module once
-    assert all(len({pageload.boot_key(r) for r in b}) == 1 for b in one)
-    for jobs, sizes in ((1, [5, 5]), (2, [5, 5]), (4, [3, 2, 3, 2])):
-        plan = pageload.plan_batches(runs, jobs=jobs, max_size=8)
-        assert sorted(len(b) for b in plan) == sorted(sizes) and len(plan) >= jobs
-        # every run once, each batch in the runs' own order
-        assert sorted(r.run_id for b in plan for r in b) == sorted(r.run_id for r in runs)
-        assert all([runs.index(r) for r in b] == sorted(runs.index(r) for r in b) for b in plan)
-    assert [len(b) for b in pageload.plan_batches(runs, jobs=1, max_size=1)] == [1] * 10
+    one = batches.fixed_batches(runs, 8)
+    assert sorted(len(b.runs) for b in one) == [5, 5]  # by parameters: a boot loads the module once
+    assert all(len({pageload.boot_key(r) for r in b.runs}) == 1 for b in one)
+    assert sorted(len(b.runs) for b in batches.fixed_batches(runs, 3)) == [2, 2, 3, 3]
+    assert [len(b.runs) for b in batches.fixed_batches(runs, 1)] == [1] * 10
     with pytest.raises(ValueError, match="batch: must be at least 1"):
-        pageload.plan_batches(runs, jobs=1, max_size=0)
-    mixed = one[0][:1] + one[1][:1]
+        batches.fixed_batches(runs, 0)
+    mixed = list(one[0].runs[:1] + one[1].runs[:1])
     with pytest.raises(ValueError, match="module parameters"):
         pageload.run_request(mixed, tmp_path, tmp_path)
+    # a batch's first loads are asked for as in the whole batch: the same spacing and read-only folders
+    whole = pageload.run_request(list(one[0].runs), tmp_path, tmp_path)
+    first = pageload.run_request(list(one[0].runs[:1]), tmp_path, tmp_path, members=one[0].runs)
+    assert first.model_dump(exclude={"loads"}) == whole.model_dump(exclude={"loads"})
+    assert first.loads == whole.loads[:1] and first.load_spacing_s > 0
+    assert pageload.run_request(list(one[0].runs[:1]), tmp_path, tmp_path).load_spacing_s == 0  # a run alone
+    with pytest.raises(ValueError, match="first runs"):
+        pageload.run_request(list(one[0].runs[1:2]), tmp_path, tmp_path, members=one[0].runs)
 
 
 def test_run_loads_sends_one_typed_request(tmp_path, monkeypatch):

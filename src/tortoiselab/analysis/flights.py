@@ -94,6 +94,7 @@ functions over analyze_pcap's dicts, KINDS, RETRANS_KINDS).
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from .pcapread import analyze_pcap
 from .tcpconn import KINDS, RETRANS_KINDS
@@ -259,3 +260,12 @@ def steady_throughput_mbit(conn: dict, share: float = 0.5) -> float | None:
         return None
     return round((last - mid[1]) * 8 / ((acks[-1][0] - mid[0]) / 1e3) / 1e6, 4)
 
+
+def pcap_steady_throughput_mbit(pcap: Path) -> float | None:
+    """The transfer's steady-state throughput from the server capture
+    (steady_throughput_mbit, on the connection that moved
+    the most bytes); None without a capture."""
+    if not pcap.exists():
+        return None
+    conns = analyze_pcap(pcap)
+    return steady_throughput_mbit(max(conns, key=lambda c: c["server_bytes_acked"])) if conns else None

@@ -42,6 +42,7 @@ from tortoiselab.analysis.flights import RETRANS_KINDS, analyze_pcap
 from tortoiselab.host import backends, safefs, store
 from tortoiselab.host.locks import held_scratch
 from tortoiselab.host.provenance import tool_versions
+from tortoiselab.host.batches import Batch, batch_id, boot_prefix
 from tortoiselab.host.runner import run_batch
 from tortoiselab.spec.experiment import expand, load, run_order
 
@@ -246,14 +247,17 @@ def rerun_and_compare(exp_dir: Path, chosen: list[str], specs: dict, info: backe
     versions = tool_versions()
 
     def one(run_id: str) -> Comparison:
-        # the run's own batch again: on the virtual clock a run repeats exactly in
-        # the boot it ran in (docs/determinism.md, "Batches"); its batch's other
-        # runs are rerun too, and only this one compared
-        batch = stored_batch(exp_dir / run_id, specs)
-        out = work_dir / f"{run_id}.batch" if len(batch) > 1 else work_dir
+        # the run's own batch again, up to the run: on the virtual clock a run
+        # repeats exactly after the same loads in the same boot (docs/determinism.md,
+        # "Batches"); the batch's earlier runs are loaded as replays, only this one stored
+        members = stored_batch(exp_dir / run_id, specs)
+        loads = boot_prefix(members, run_id)
+        out = work_dir / f"{run_id}.batch" if len(members) > 1 else work_dir
         if out != work_dir:  # never through a link (host/safefs.py)
             safefs.mkdir(out, work_dir, exist_ok=True, doing=f"verify-determinism scratch {work_dir}")
-        run_batch(batch, out, info, lab / "site", lab / "pki", versions)
+        run_batch(loads, out, info, lab / "site", lab / "pki", versions,
+                  batch=Batch(batch_id([r.run_id for r in members]), tuple(members)),
+                  replay=[r.run_id for r in loads[:-1]])
         c = compare_fingerprints(fingerprint(exp_dir / run_id), fingerprint(out / run_id), _label(specs[run_id]))
         if on_progress:
             on_progress(c)
@@ -264,8 +268,9 @@ def rerun_and_compare(exp_dir: Path, chosen: list[str], specs: dict, info: backe
 
 
 def stored_batch(run_dir: Path, specs: dict) -> list:
-    """The runs of a stored run's lab boot, in their order (meta.batch.runs);
-    the run alone if it ran alone or before batches."""
+    """The runs of a stored run's batch, in their order (meta.batch.runs;
+    in format 3 and 4 its boot's runs); the run alone if it ran alone or
+    before batches."""
     rec = store.read_record(run_dir)
     ids = (rec.meta.batch.runs if rec.meta.batch else None) or [rec.run_id]
     missing = [r for r in ids if r not in specs]

@@ -10,7 +10,8 @@ from typing import Sequence
 
 from pydantic import ValidationError
 
-from tortoiselab.host import backends
+from tortoiselab.analysis import napkin
+from tortoiselab.host import backends, safefs
 from tortoiselab.host.probe import trace_folders
 from tortoiselab.spec.experiment import ClientCfg, RunSpec, ServerCfg
 from tortoiselab.spec.pathspec import PathSpec, describe_errors
@@ -74,42 +75,43 @@ def boot_key(run: RunSpec) -> str:
     return json.dumps([server.module_params, run.config["topology"]], sort_keys=True)
 
 
-def run_request(runs: Sequence[RunSpec], site: Path, pki: Path) -> PageLoadRequest:
+def run_request(runs: Sequence[RunSpec], site: Path, pki: Path,
+                members: Sequence[RunSpec] | None = None) -> PageLoadRequest:
     """The lab request of runs of an experiment that share a boot (a batch;
     one run alone is a batch of one): the first run's path and seed set the
     boot up (its CRNG, OVS's entropy), and each load carries its own run's
-    path, seed, server and client settings."""
-    if len({boot_key(r) for r in runs}) != 1:
+    path, seed, server and client settings. members: the whole batch when
+    runs are its first loads only (a resume, a rerun up to a run: host/batches.py);
+    what the boot fixes (read-only folders, the spacing of loads) is the
+    whole batch's, so that its first loads run as in the whole batch."""
+    members = list(members) if members is not None else list(runs)
+    if [r.run_id for r in members[:len(runs)]] != [r.run_id for r in runs]:
+        raise ValueError("a batch's loads must be its first runs, in its order")
+    if len({boot_key(r) for r in members}) != 1:
         raise ValueError("a batch's runs must share their module parameters (boot_key)")
     first = runs[0]
     server = ServerCfg.model_validate(first.config["server"])
-    batch = len(runs) > 1
+    batch = len(members) > 1
     topology = first.config.get("topology")
     return PageLoadRequest(
         path=first.path, seed=first.seed, site_dir=str(site), pki_dir=str(pki),
         topology=None if topology is None else TopologyCfg.model_validate(topology),
-        ro_paths=[str(site.parent), *sorted({f for r in runs for f in trace_folders(r.path)})],
+        ro_paths=[str(site.parent), *sorted({f for r in members for f in trace_folders(r.path)})],
         module_params={alg: {k: str(v) for k, v in ps.items()} for alg, ps in server.module_params.items()},
         load_spacing_s=LOAD_SPACING_S if batch else 0.0, settle_s=LOAD_SETTLE_S if batch else 0.0,
         loads=[LoadSpec(label=r.run_id, server=ServerCfg.model_validate(r.config["server"]),
                         client=load_client(r.config["client"], r.seed), seed=r.seed, path=r.path) for r in runs])
 
 
-def plan_batches(runs: Sequence[RunSpec], jobs: int, max_size: int) -> list[list[RunSpec]]:
-    """The pending runs, in their order, as batches of runs that can share a
-    boot (boot_key), each at most max_size and no larger than needed to give
-    every job work: ceil(runs / jobs)."""
-    if max_size < 1:
-        raise ValueError(f"batch: must be at least 1 (got {max_size}); 1 boots the lab once per run")
-    size = max(1, min(max_size, -(-len(runs) // max(1, jobs))))
-    out: list[list[RunSpec]] = []
-    open_by_key: dict[str, list[RunSpec]] = {}
-    for r in runs:
-        key = boot_key(r)
-        cur = open_by_key.get(key)
-        if cur is None or len(cur) >= size:
-            cur = []
-            out.append(cur)
-            open_by_key[key] = cur
-        cur.append(r)
-    return out
+def floor_fields(run: RunSpec, site: Path, pki: Path, summary: dict) -> dict:
+    """The run's napkin floor and measured PLT / floor (tortoiselab.analysis.napkin),
+    from its resolved path and server settings, the page in the site's
+    manifest and the size of the server's handshake flight."""
+    try:
+        f = napkin.run_floor(run.config, json.loads(safefs.read_bytes_regular(site / "manifest.json")),  # no link,
+                             json.loads(safefs.read_bytes_regular(pki / "pki.json")),  # no FIFO (host/safefs.py)
+                             summary.get("cached_urls") or (), summary.get("trace_start_ms"))
+    except (OSError, ValueError, KeyError) as exc:  # a record without a floor beats a lost run
+        f = {"floor_ms": None, "why": f"floor not computed: {exc}"[:300]}
+    return {"floor_ms": f["floor_ms"], "plt_over_floor": napkin.ratio(summary.get("plt_ms"), f["floor_ms"])
+            if f["floor_ms"] else None, "floor_model": f.get("model") or {"why": f.get("why")}}

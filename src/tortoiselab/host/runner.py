@@ -1,5 +1,5 @@
 """Run an experiment: every pending run of its sweep, in batches of runs
-that share a lab boot (one load per run, host/pageload.plan_batches), each
+that share a lab boot (one load per run, host/batches.py), each
 run stored as soon as its load is done, so that nothing completed is ever
 lost or overwritten.
 
@@ -29,11 +29,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from tortoiselab.analysis import dnstime, napkin, whole
+from tortoiselab.analysis import dnstime, whole
 from tortoiselab.analysis.fidelity import handshake_rtt_check
-from tortoiselab.analysis.flights import analyze_pcap, steady_throughput_mbit
+from tortoiselab.analysis.flights import pcap_steady_throughput_mbit
 from tortoiselab.analysis.parsers import parse_nghttp_stats
-from tortoiselab.host import backends, guestpaths, pageload, reuse, safefs, store, verify
+from tortoiselab.host import backends, batches, guestpaths, pageload, reuse, safefs, store, verify
 from tortoiselab.host.assets import lab_assets
 from tortoiselab.host.checks import (check_browser_tools, check_guest_paths, check_kernel_paths, check_manifest_urls,
                                     check_site_urls)
@@ -41,10 +41,10 @@ from tortoiselab.host.citelogs import cite_stored
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import claim, clean_stale, experiment_lock, note, setup_lock
 from tortoiselab.host.provenance import run_seeds, tool_versions
-from tortoiselab.host.shards import parse_shard, read_run_list, shard_slice
+from tortoiselab.host.batches import DEFAULT_BATCH, Batch, BatchWork, batch_id
 from tortoiselab.host.stopping import LabInterrupted, RunInterrupted, Stopped, stop_message, wind_down
 from tortoiselab.host.versions import one_experiment
-from tortoiselab.spec.experiment import RunSpec, expand, load, run_order
+from tortoiselab.spec.experiment import RunSpec
 
 
 class ResultsFull(RunnerError):
@@ -56,22 +56,13 @@ class ResultsFull(RunnerError):
 # run's record written but not yet renamed into place
 FAULT_PAUSE_ENV = "TORTOISE_FAULT_PAUSE_BEFORE_STORE_S"
 MIN_FREE_BYTES = 1 << 20
-# runs per lab boot at most (--batch): a boot costs several loads' worth of
-# time; a larger batch saves little more and puts more runs behind one boot
-DEFAULT_BATCH = 8
-# on the virtual clock a boot per run unless --batch asks for more: a later
-# load of a boot meets kernel and Open vSwitch state that no reset between
-# loads restores (one-time initialisations, periodic work at other phases of
-# the load, the switch daemons' own state), and its packets come out
-# microseconds apart from the same run alone (docs/determinism.md, "Batches")
-VIRTUAL_DEFAULT_BATCH = 1
 
 
 def default_batch(clock: str) -> int:
-    """Runs per lab boot when --batch is not given: one on the virtual
-    clock, where a run's packets must not depend on its place in a boot;
-    DEFAULT_BATCH on the real clock, which has no microsecond contract."""
-    return VIRTUAL_DEFAULT_BATCH if clock == "virtual" else DEFAULT_BATCH
+    """Runs per lab boot when --batch is not given: DEFAULT_BATCH on either
+    clock (--batch 1: every run alone, a run's packets independent of the
+    runs beside it)."""
+    return DEFAULT_BATCH
 
 
 def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path, pki: Path,
@@ -84,20 +75,29 @@ def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path,
 def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, site: Path, pki: Path,
               versions: dict, timeout_s: float = backends.LONG_TASK_TIMEOUT_S,
               stop: threading.Event | None = None,
-              on_stored: Callable[[dict], None] | None = None) -> list[dict]:
-    """Runs that share a lab boot (host/pageload.plan_batches), each written
-    to a temporary folder and renamed into place as soon as its load is done,
-    while the lab goes on with the next. A load that fails fails its run
-    only; if the lab itself dies, the runs it finished are kept, the one it
-    was on fails with the lab's error and the rest get a boot of their own."""
-    # fixed-length digits (docs/determinism.md)
-    tag = f"{os.getpid() % 10**7:07d}-{threading.get_ident() % 100000:05d}"
-    tmps = {r.run_id: exp_dir / f".{r.run_id}.tmp-{tag}" for r in runs}
-    boot_dir = exp_dir / f".{runs[0].run_id}.tmp-{tag}-boot"  # its claim is the first run's
+              on_stored: Callable[[dict], None] | None = None,
+              batch: Batch | None = None, replay: Iterable[str] = ()) -> list[dict]:
+    """The first loads of a batch (host/batches.py; None: the runs are the
+    batch) in one lab boot, each run written to a temporary folder and
+    renamed into place as soon as its load is done, while the lab goes on
+    with the next; the runs in `replay` are loaded and not stored (so that
+    the runs after them see the same predecessors as in the whole batch).
+    A load that fails fails its run only; if the lab itself dies, the runs
+    it finished are kept, the first run not stored fails with the lab's
+    error and the rest get a boot of their own, their predecessors replayed."""
+    batch = batch or Batch(batch_id([r.run_id for r in runs]), tuple(runs))
+    replay = set(replay)
+    mine = [r for r in runs if r.run_id not in replay]
+    if not mine:
+        return []
+    tag = f"{os.getpid() % 10**7:07d}-{threading.get_ident() % 100000:05d}"  # fixed length (docs/determinism.md)
+    tmps = {r.run_id: exp_dir / f".{r.run_id}.tmp-{tag}" for r in mine}
+    boot_dir = exp_dir / f".{mine[0].run_id}.tmp-{tag}-boot"  # its claim is the first stored run's
     work = boot_dir / "lab"
     for d in (*tmps.values(), boot_dir):  # never through a link (host/safefs.py)
         safefs.rmtree(d, exp_dir.parent, doing=f"run {runs[0].run_id}")
     stored: dict[str, dict] = {}
+    replayed: dict[str, bool | None] = {}  # replay's run id -> reproduced its stored record (None: not known)
     boot: dict = {}  # boot.json, read once: the guest writes it before the first load
     t_last, started = time.monotonic(), datetime.now(timezone.utc).isoformat()
 
@@ -105,13 +105,17 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
         nonlocal t_last, started, boot
         for i, run in enumerate(runs):
             done = work / f"load-{i:03d}" / "result.json"
-            if run.run_id in stored or not done.exists():
+            if run.run_id in stored or run.run_id in replayed or not done.exists():
                 continue
             ld = guestpaths.host_paths(json.loads(done.read_text()), work, info.backend)
+            if run.run_id in replay:
+                replayed[run.run_id] = batches.replay_reproduced(exp_dir / run.run_id, ld)
+                continue
             boot = boot or json.loads((work / "boot.json").read_text())
             t_store = time.time()
-            rec = _record_of_load(run, i, [r.run_id for r in runs], boot, ld, info, site, pki, versions,
-                                  tmps[run.run_id], work)
+            rec = _record_of_load(run, i, batch, boot, ld, info, site, pki, versions, tmps[run.run_id], work)
+            rec["meta"]["batch"].update(replayed=[r.run_id for r in runs[:i] if r.run_id in replay],
+                                        replays_differing=[r for r, same in replayed.items() if same is False])
             rec["meta"]["phases"] = phases_of_load(i, boot.get("wall") or {}, ld.get("wall") or {}, t_start)
             rec["meta"]["phases"]["store"] = round(time.time() - t_store, 3)
             rec["meta"].update({"wall_seconds": round(time.monotonic() - t_last, 3),  # since the batch's last store
@@ -123,42 +127,54 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
                 on_stored(rec)
 
     try:
-        for run in runs:
+        for run in mine:
             safefs.mkdir(tmps[run.run_id], exp_dir.parent, doing=f"run {run.run_id}")
             safefs.write_text(tmps[run.run_id] / "config.json", json.dumps(run.as_dict(), indent=1, sort_keys=True),
                               exp_dir.parent, doing=f"run {run.run_id}")
-        safefs.mkdir(boot_dir, exp_dir.parent, doing=f"run {runs[0].run_id}")
-        req = pageload.run_request(runs, site, pki)
+        safefs.mkdir(boot_dir, exp_dir.parent, doing=f"run {mine[0].run_id}")
+        req = pageload.run_request(runs, site, pki, members=batch.runs)
         t_start = time.time()  # the host's wall clock, as the guest reads it (guest/clock.HostWall)
         lab_error = _run_lab(info, req, work, timeout_s * len(runs), while_waiting=store_finished, stop=stop)
         store_finished()
     except OSError as exc:
-        _refuse_if_full(exp_dir, runs[0], boot_dir, exc, also=tmps.values())
+        _refuse_if_full(exp_dir, mine[0], boot_dir, exc, also=tmps.values())
         raise
-    rest = [r for r in runs if r.run_id not in stored]
+    rest = [r for r in mine if r.run_id not in stored]
     if rest:
-        # a lab that died because the runner is being stopped (Ctrl-C, or a
-        # scheduler's SIGTERM to every process of the job) fails no run:
-        # store nothing more, so that the rest are done again next time
-        if lab_error is not None and stop is not None and stop.wait(0.5):
-            for d in (*(tmps[r.run_id] for r in rest), boot_dir):
-                shutil.rmtree(d, ignore_errors=True)
-            raise RunInterrupted(f"run {rest[0].run_id}: interrupted", [r.run_id for r in rest]) from lab_error
-        # a lab that failed for want of space is not a failed run either
-        _refuse_if_full(exp_dir, rest[0], boot_dir, also=tmps.values())
-        why = f"lab: {lab_error}" if lab_error is not None else "lab: the lab wrote no result for this run's load"
-        rec = _failed_record(rest[0], cite_stored(why, boot_dir, tmps[rest[0].run_id], exp_dir / rest[0].run_id))
-        _store(rest[0], exp_dir, tmps[rest[0].run_id], rec, work)
-        stored[rest[0].run_id] = rec
-        if on_stored:
-            on_stored(rec)
+        _fail_first(rest, lab_error, stop, exp_dir, tmps, boot_dir, work, stored, on_stored)
     shutil.rmtree(boot_dir, ignore_errors=True)
     for r in rest[1:]:
         shutil.rmtree(tmps[r.run_id], ignore_errors=True)
     out = [stored[r.run_id] for r in runs if r.run_id in stored]
-    if len(rest) > 1:  # the lab died on the way: the runs after the one it was on get a boot of their own
-        out += run_batch(rest[1:], exp_dir, info, site, pki, versions, timeout_s, stop, on_stored)
+    if len(rest) > 1:  # the lab died on the way: the runs after the one it was on get a boot of their own,
+        again = {r.run_id for r in rest[1:]}  # where the runs before them are replayed
+        loads = runs[:max(i for i, r in enumerate(runs) if r.run_id in again) + 1]
+        out += run_batch(loads, exp_dir, info, site, pki, versions, timeout_s, stop, on_stored, batch,
+                         replay={r.run_id for r in loads} - again)
     return out
+
+
+def _fail_first(rest: list[RunSpec], lab_error: Exception | None, stop: threading.Event | None, exp_dir: Path,
+                tmps: dict[str, Path], boot_dir: Path, work: Path, stored: dict[str, dict],
+                on_stored: Callable[[dict], None] | None) -> None:
+    """After a boot that left runs unstored: the first of them stored as
+    failed with the lab's error (into `stored`); RunInterrupted, storing
+    nothing, when the runner is being stopped; ResultsFull for want of space."""
+    # a lab that died because the runner is being stopped (Ctrl-C, or a
+    # scheduler's SIGTERM to every process of the job) fails no run:
+    # store nothing more, so that the rest are done again next time
+    if lab_error is not None and stop is not None and stop.wait(0.5):
+        for d in (*(tmps[r.run_id] for r in rest), boot_dir):
+            shutil.rmtree(d, ignore_errors=True)
+        raise RunInterrupted(f"run {rest[0].run_id}: interrupted", [r.run_id for r in rest]) from lab_error
+    # a lab that failed for want of space is not a failed run either
+    _refuse_if_full(exp_dir, rest[0], boot_dir, also=tmps.values())
+    why = f"lab: {lab_error}" if lab_error is not None else "lab: the lab wrote no result for this run's load"
+    rec = _failed_record(rest[0], cite_stored(why, boot_dir, tmps[rest[0].run_id], exp_dir / rest[0].run_id))
+    _store(rest[0], exp_dir, tmps[rest[0].run_id], rec, work)
+    stored[rest[0].run_id] = rec
+    if on_stored:
+        on_stored(rec)
 
 
 def _run_lab(info: backends.BackendInfo, req, work: Path, timeout_s: float,
@@ -216,7 +232,7 @@ def _failed_record(run: RunSpec, why: str) -> dict:
             "meta": {"started": now, "ended": now, "wall_seconds": 0.0}}
 
 
-def _record_of_load(run: RunSpec, index: int, batch: list[str], boot: dict, ld: dict, info: backends.BackendInfo,
+def _record_of_load(run: RunSpec, index: int, batch: Batch, boot: dict, ld: dict, info: backends.BackendInfo,
                     site: Path, pki: Path, versions: dict, tmp: Path, work: Path) -> dict:
     """A run's record from its load's result (load-NNN/result.json) and
     what the boot is (boot.json); the load's files moved into the run folder."""
@@ -232,7 +248,8 @@ def _record_of_load(run: RunSpec, index: int, batch: list[str], boot: dict, ld: 
         if (work / "uml_userspace").exists() else None
     first_sim = boot["uptime_start_s"] if index == 0 else ld["sim_set_up_s"]
     meta.update({"uml_userspace": userspace, "sim_seconds": round(ld["sim_end_s"] - first_sim, 6),
-                 "batch": {"index": index, "size": len(batch), "runs": batch, "start_s": ld.get("start_s"),
+                 "batch": {"index": index, "size": len(batch.runs), "runs": batch.run_ids, "id": batch.id,
+                           "start_s": ld.get("start_s"),
                            "boot_sim_seconds": round(ld["sim_set_up_s"] - boot["uptime_start_s"], 6)
                            if index == 0 else 0.0},
                  "ended": datetime.now(timezone.utc).isoformat()})
@@ -249,7 +266,7 @@ def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, si
     if ld.get("cross") and ld["cross"]["errors"]:  # the bottleneck was not shared as configured
         problems.append(f"cross traffic: {'; '.join(ld['cross']['errors'])}"[:500])
     summary = {k: v for k, v in ld["summary"].items() if k not in ("raw",)}
-    summary.update(_floor(run, site, pki, summary))
+    summary.update(pageload.floor_fields(run, site, pki, summary))
     meta = {
         "backend": info.backend, "clock": info.clock, "kernel_release": boot["kernel_release"],
         "switch": boot["switch"], "modules": boot.get("modules", {}), "server_sysctls": ld["server_sysctls"],
@@ -272,23 +289,13 @@ def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, si
         if src and Path(src).exists():
             os.replace(src, tmp / name)
     if run.config["client"]["loader"] == "h2load":
-        summary["steady_throughput_mbit"] = steady_throughput(tmp / "server.pcap")
+        summary["steady_throughput_mbit"] = pcap_steady_throughput_mbit(tmp / "server.pcap")
     if (tmp / "client.pcap").exists():  # the same ruler for every loader (analysis/dnstime.py)
         summary["dns_capture_ms_per_host"] = dnstime.lookups_ms(tmp / "client.pcap")
         summary["dns_capture_ms"] = round(sum(summary["dns_capture_ms_per_host"].values()), 3)
     return {"ok": not problems, "error": "; ".join(problems)[:2000] if problems else None, "summary": summary,
             "cross": ld.get("cross"), "connections": ld["connections"], "capture": {"server": ld["capture"], "client": ld["client_capture"]},
             "meta": meta, "fidelity": [fid.as_dict()]}
-
-
-def steady_throughput(pcap: Path) -> float | None:
-    """The transfer's steady-state throughput from the server capture
-    (analysis/flights.steady_throughput_mbit, on the connection that moved
-    the most bytes); None without a capture."""
-    if not pcap.exists():
-        return None
-    conns = analyze_pcap(pcap)
-    return steady_throughput_mbit(max(conns, key=lambda c: c["server_bytes_acked"])) if conns else None
 
 
 def _store(run: RunSpec, exp_dir: Path, tmp: Path, record: dict, work: Path) -> None:
@@ -353,31 +360,20 @@ def measurement_problems(run: RunSpec, summary: dict) -> list[str]:
                                else None, object_bytes=whole.object_bytes_of(url), url=url)
 
 
-def _floor(run: RunSpec, site: Path, pki: Path, summary: dict) -> dict:
-    """The run's napkin floor and measured PLT / floor (tortoiselab.analysis.napkin),
-    from its resolved path and server settings, the page in the site's
-    manifest and the size of the server's handshake flight."""
-    try:
-        f = napkin.run_floor(run.config, json.loads(safefs.read_bytes_regular(site / "manifest.json")),  # no link,
-                             json.loads(safefs.read_bytes_regular(pki / "pki.json")),  # no FIFO (host/safefs.py)
-                             summary.get("cached_urls") or (), summary.get("trace_start_ms"))
-    except (OSError, ValueError, KeyError) as exc:  # a record without a floor beats a lost run
-        f = {"floor_ms": None, "why": f"floor not computed: {exc}"[:300]}
-    return {"floor_ms": f["floor_ms"], "plt_over_floor": napkin.ratio(summary.get("plt_ms"), f["floor_ms"])
-            if f["floor_ms"] else None, "floor_model": f.get("model") or {"why": f.get("why")}}
-
-
-def _claimed_batch(batch: list[RunSpec], exp_dir: Path, *args, stop: threading.Event | None = None,
+def _claimed_batch(work: BatchWork, exp_dir: Path, *args, stop: threading.Event | None = None,
                    on_stored: Callable[[dict], None] | None = None) -> list[dict]:
-    """run_batch under every run's claim, leaving out the runs that were
-    complete by the time their claim was ours (done by another runner)."""
+    """run_batch of a batch's first loads under the claims of the runs to
+    store; a run complete by the time its claim was ours (done by another
+    runner) is replayed instead, and the loads end at the last run left."""
     with ExitStack() as claims:
-        mine, fhs = [], {}
-        for run in batch:
+        mine, fhs = set(), {}
+        for run in work.loads:
+            if run.run_id not in work.store:
+                continue
             fh = claims.enter_context(claim(exp_dir, run.run_id))
             if not store.completed(exp_dir, run.run_id):
                 note(fh, f"start {socket.gethostname()} {os.getpid()}")
-                mine.append(run)
+                mine.add(run.run_id)
                 fhs[run.run_id] = fh
 
         def stored(rec: dict) -> None:
@@ -385,7 +381,11 @@ def _claimed_batch(batch: list[RunSpec], exp_dir: Path, *args, stop: threading.E
             if on_stored:
                 on_stored(rec)
 
-        return run_batch(mine, exp_dir, *args, stop=stop, on_stored=stored) if mine else []
+        if not mine:
+            return []
+        loads = list(work.loads[:max(i for i, r in enumerate(work.loads) if r.run_id in mine) + 1])
+        return run_batch(loads, exp_dir, *args, stop=stop, on_stored=stored, batch=work.batch,
+                         replay={r.run_id for r in loads} - mine)
 
 
 def _stopped(signal_name: str, exp_dir: Path, total: int, pending: list[RunSpec], records: list[dict],
@@ -404,25 +404,6 @@ def _stopped(signal_name: str, exp_dir: Path, total: int, pending: list[RunSpec]
                                 total, table, errors), signal_name)
 
 
-
-
-def _selected(exp_file: Path, grid: str | None, runs_file: Path | None, shard: tuple[int, int] | None):
-    """(experiment, its whole sweep, the run ids of this invocation's slice,
-    every run in run order, the slice's runs in run order)."""
-    if shard is not None:
-        parse_shard(f"{shard[0]}/{shard[1]}")
-    exp = load(exp_file, grid=grid)  # a grid runs into results/<name>@<grid>
-    sweep = expand(exp)
-    ids = [r.run_id for r in sweep]
-    if runs_file is not None:
-        ids = read_run_list(runs_file, ids)
-    if shard is not None:
-        ids = shard_slice(ids, shard)
-    keep = set(ids)
-    runs = run_order(exp, sweep)
-    return exp, sweep, ids, runs, [r for r in runs if r.run_id in keep]
-
-
 def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 1, backend: str = "auto",
                    clock: str = "auto", limit: int | None = None,
                    on_progress: Callable[[dict, int, int], None] | None = None, grid: str | None = None,
@@ -431,11 +412,13 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
     """Every pending run (of slice shard=(i, N) only, if given; of the runs
     listed in runs_file only, if given), each under its claim, so that
     shards running side by side never do a run twice; up to `batch` runs
-    share a lab boot (host/pageload.plan_batches; None: default_batch of
-    the clock); with reuse_from, the runs that grid's folder holds first
+    share a lab boot (host/batches.py, fixed by the experiment file and
+    `batch`; None: default_batch; a batch's earlier runs are replayed where
+    only its later ones are pending); with reuse_from, the runs that grid's folder holds first
     (host/reuse.py)."""
     reuse_src = reuse.sources(exp_file, grid, reuse_from, results)[0] if reuse_from else None
-    exp, sweep, ids, runs, mine = _selected(exp_file, grid, runs_file, shard)
+    size = DEFAULT_BATCH if batch is None else batch  # default_batch: the same on both clocks
+    exp, sweep, ids, runs, mine, fixed = batches.selected(exp_file, grid, runs_file, shard, size)
     keep = set(ids)
     sliced = shard is not None or runs_file is not None
     exp_dir = Path(results).resolve() / exp.name  # the guest is given absolute paths only
@@ -447,7 +430,6 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
     check_guest_paths(exp_dir)
     info = backends.choose(backend, clock, ccs)
     check_kernel_paths(info)
-    batch = default_batch(info.clock) if batch is None else batch
     if info.backend == "native" and jobs > 1:
         raise RunnerError("jobs: runs on the native backend share the host's kernel; use --jobs 1 (or uml)")
     one_experiment(exp_dir, exp, sweep)  # another version of it in the folder: refused here (host/versions.py)
@@ -462,8 +444,9 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
             site, pki = lab_assets(exp_dir)
         check_manifest_urls(mine, site)
         moved = verify.move_damaged_aside(exp_dir, [r.run_id for r in mine], sliced)
-        pending = [r for r in mine if not store.completed(exp_dir, r.run_id)]
-        if limit is not None:
+        by_id = {r.run_id: r for r in mine}
+        pending = [by_id[i] for i in batches.in_batch_order(fixed, by_id) if not store.completed(exp_dir, i)]
+        if limit is not None:  # a batch's first runs first
             pending = pending[:limit]
         versions = tool_versions()
         records: list[dict] = []
@@ -479,7 +462,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futs = [pool.submit(_claimed_batch, b, exp_dir, info, site, pki, versions, stop=stop, on_stored=stored)
-                    for b in pageload.plan_batches(pending, jobs, batch)]
+                    for b in batches.plan_work(fixed, [r.run_id for r in pending])]
             try:
                 for fut in as_completed(futs):
                     fut.result()

@@ -34,10 +34,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from tortoiselab.host import backends, safefs
-from tortoiselab.spec.experiment import expand, load
+from tortoiselab.spec.experiment import expand, load, run_order
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import probe_claim, setup_lock
-from tortoiselab.host.shards import shard_slice
+from tortoiselab.host.batches import DEFAULT_BATCH, fixed_batches, selected
 from tortoiselab.host.store import completed, rebuild_table
 from tortoiselab.host.versions import one_experiment
 
@@ -219,6 +219,15 @@ def _kind(state: str) -> str:
     return "failed" if state in FAILED else "unknown"
 
 
+def task_runs(job: dict, task: int) -> list[str]:
+    """The runs array task `task` (from 0) of a recorded job was given: its
+    shard of the run list frozen at submission, whole batches of the frozen
+    experiment (host/batches.selected, as the task's `tortoise run` works it out)."""
+    sub = Path(job["dir"])
+    return selected(sub / "experiment.yaml", job.get("grid"), sub / "runs.txt", (task + 1, job["tasks"]),
+                    DEFAULT_BATCH)[2]
+
+
 def status(exp_dir: Path) -> dict | None:
     """Array tasks by kind (queued/running/done/failed) of every recorded job,
     and the runs still queued in tasks that have not finished. None if the
@@ -234,7 +243,7 @@ def status(exp_dir: Path) -> dict | None:
             kinds[_kind(s)] += 1
         active = {i for i, s in states.items() if _kind(s) in ("queued", "running")}
         for i in sorted(active):  # task i runs slice i+1 of the run list frozen at submission
-            for rid in shard_slice(job["runs"], (i + 1, job["tasks"])):
+            for rid in task_runs(job, i):
                 if not completed(exp_dir, rid):
                     with probe_claim(exp_dir, rid) as (free, _):
                         out["queued_runs"] += free
@@ -280,7 +289,9 @@ def submit(exp_file: Path, results: Path, partition: str | None = None, parallel
            "warnings": warnings, "job_id": None}
     if not pending:
         return out
-    tasks = min(len(pending), MAX_TASKS)
+    # a task's shard is whole batches (host/batches.shard_of_batches): no more tasks than batches to do
+    held = {b.id for b in fixed_batches(run_order(exp, runs), DEFAULT_BATCH) if set(b.run_ids) & set(pending)}
+    tasks = min(len(held), MAX_TASKS)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
     sub = exp_dir / ".slurm" / stamp
     (sub / "logs").mkdir(parents=True)

@@ -16,9 +16,13 @@ Format versions:
   2  every key of RunRecord present, `summary.floor_ms` set
      (None where it could not be computed).
   3  meta.batch (runs sharing a lab boot).
-  4  this version: the run folder holds manifest.json, written last, with the
+  4  the run folder holds manifest.json, written last, with the
      sha256 of run.json and of every other file (host/verify.py); a folder of
      format 3 or older has none.
+  5  this version: meta.batch.id, .replayed, .replays_differing: the batch
+     is fixed by the experiment file (host/batches.py) and meta.batch.runs
+     is the whole batch, of which the run's boot loaded the first index+1
+     (in format 3 and 4, the runs its boot loaded; id None).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from tortoiselab.host.columns import COLUMNS, NUMERIC, row
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.tablediff import table_differences
 
-FORMAT_VERSION = 4  # 4: manifest.json beside the record; 3: meta.batch (runs sharing a lab boot)
+FORMAT_VERSION = 5  # 5: fixed batches (meta.batch.id); 4: manifest.json beside the record; 3: meta.batch
 RECORD = readfiles.RECORD
 TABLE = "runs.parquet"
 DAMAGED = ".damaged"  # <exp>/.damaged/<run_id>-<utc>/: damaged runs moved aside by a resume (host/verify.py)
@@ -58,16 +62,20 @@ class DamagedRecord(StoreError):
 
 
 class BatchMeta(BaseModel):
-    """Where a run sat in its lab boot (host/pageload.plan_batches): a run
-    alone is index 0 of a batch of size 1."""
+    """Where a run sat in its batch (host/batches.py): a run alone is index
+    0 of a batch of size 1."""
 
     model_config = ConfigDict(extra="forbid")
-    index: int  # its load's place in the boot
-    size: int  # loads the boot was asked for
+    index: int  # its load's place in the boot (and in the batch)
+    size: int  # runs in the batch (format 3, 4: loads the boot was asked for)
     boot_sim_seconds: float  # guest time from boot to the first load's set-up (0.0 for the later loads)
     start_s: float | None = None  # the guest's monotonic clock when the load started (None: it failed first)
-    runs: list[str] = Field(default_factory=list)  # the boot's runs in their order: a rerun repeats this run
-    # to the microsecond in the same batch (docs/determinism.md, "Batches")
+    runs: list[str] = Field(default_factory=list)  # the batch's runs in their order: a rerun of its first
+    # index+1 repeats this run to the microsecond (docs/determinism.md, "Batches")
+    id: str | None = None  # host/batches.batch_id of runs (None: stored before format 5)
+    replayed: list[str] = Field(default_factory=list)  # earlier runs of the batch its boot loaded again, unstored
+    replays_differing: list[str] = Field(default_factory=list)  # of those, the ones whose PLT or bytes
+    # differed from their stored record (empty: all reproduced, or none replayed)
 
 
 class RunMeta(BaseModel):
@@ -151,6 +159,8 @@ def upgrade(raw: dict, run_dir: Path | None = None) -> dict:
         raw["format_version"] = 3
     if raw["format_version"] == 3:  # no manifest: nothing to change in the record
         raw["format_version"] = 4
+    if raw["format_version"] == 4:  # no batch id: the new fields keep their defaults
+        raw["format_version"] = 5
     return raw
 
 
