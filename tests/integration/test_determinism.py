@@ -4,11 +4,12 @@ run does not depend on where its results lie), gives identical PLT, bytes,
 retransmission counts and identical server-side packets (time to the
 microsecond, sizes, flags, relative sequence numbers and TCP timestamps);
 then `tortoise run --verify-determinism` reruns one of them and agrees.
-On the virtual clock the runner gives every run a lab boot of its own
-unless --batch asks otherwise (docs/determinism.md, "Batches"): the passes
-are runs alone, the same runs alone in the reverse order are identical to
-them, and the same runs in one boot (in both orders) are compared with
-them for what a batch changes.
+The passes here are `--batch 1`, every run in a lab boot of its own
+(docs/determinism.md, "Batches"): the same runs alone in the reverse order
+are identical to them, and the same runs in one boot (in both orders) are
+compared with them for what a batch changes. The runner's default,
+batches fixed by the experiment file, resumed and sharded:
+tests/integration/test_determinism_batches.py.
 
 The two passes run side by side (one runner each, --jobs 1: two labs at
 once, as --jobs 2 would), for two reasons: it shows that the load of the
@@ -46,7 +47,7 @@ def two_passes(tmp_path_factory, lab_kernel):
     f = d / "determinism.yaml"
     f.write_text(EXP)
     procs = [subprocess.Popen([*TORTOISE, "run", str(f), "--results", str(d / name), "--backend", "uml",
-                               "--clock", "virtual", "--jobs", "1"], stdout=subprocess.PIPE,
+                               "--clock", "virtual", "--jobs", "1", "--batch", "1"], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True) for name in ("a", "bb/ccc")]
     for p in procs:
         out, _ = p.communicate(timeout=1800)
@@ -133,8 +134,7 @@ def test_verify_determinism_cli(two_passes):
 
 
 def test_runs_alone_in_either_order_are_identical(two_passes, tmp_path_factory):
-    """The runner's default on the virtual clock is a boot per run (every
-    run of both passes alone), and a run alone does not depend on which
+    """--batch 1 is a boot per run (every run of both passes alone), and a run alone does not depend on which
     runs came before it: the last two runs of the sweep, run alone in the
     reverse order, are the passes' runs to the microsecond."""
     from tortoiselab.host import backends
@@ -198,8 +198,8 @@ def test_a_batch_changes_a_run_by_microseconds_only(in_a_batch):
     count, retransmissions by kind: the same losses), the PLT within 0.2
     ms; a boot's first run is its run alone to the microsecond, packet by
     packet. The later runs of a boot are not (why: docs/determinism.md,
-    "Batches"), hence the runner's default of a boot per run on the
-    virtual clock."""
+    "Batches"), hence batches fixed by the experiment file, so that a run
+    is always rerun after the same runs."""
     alone, batch, rev = in_a_batch
     ids = _runs(alone)
     assert _runs(batch) == ids == _runs(rev)
