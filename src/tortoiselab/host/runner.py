@@ -24,7 +24,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from concurrent.futures import TimeoutError as FutureTimeout
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -33,7 +33,7 @@ from tortoiselab.analysis import dnstime, napkin, whole
 from tortoiselab.analysis.fidelity import handshake_rtt_check
 from tortoiselab.analysis.flights import analyze_pcap, steady_throughput_mbit
 from tortoiselab.analysis.parsers import parse_nghttp_stats
-from tortoiselab.host import backends, guestpaths, pageload, reuse, safefs, store, verify
+from tortoiselab.host import backends, guestpaths, labcpu, pageload, reuse, safefs, store, verify
 from tortoiselab.host.assets import lab_assets
 from tortoiselab.host.checks import (check_browser_tools, check_guest_paths, check_kernel_paths, check_manifest_urls,
                                     check_site_urls)
@@ -114,6 +114,8 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
                                   tmps[run.run_id], work)
             rec["meta"]["phases"] = phases_of_load(i, boot.get("wall") or {}, ld.get("wall") or {}, t_start)
             rec["meta"]["phases"]["store"] = round(time.time() - t_store, 3)
+            if sampler is not None:  # the host CPU of its load's interval (docs/speed.md)
+                rec["meta"]["load_cpu"] = sampler.load(ld.get("wall") or {})
             rec["meta"].update({"wall_seconds": round(time.monotonic() - t_last, 3),  # since the batch's last store
                                 "started": started})
             t_last, started = time.monotonic(), rec["meta"]["ended"]
@@ -130,8 +132,9 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
         safefs.mkdir(boot_dir, exp_dir.parent, doing=f"run {runs[0].run_id}")
         req = pageload.run_request(runs, site, pki)
         t_start = time.time()  # the host's wall clock, as the guest reads it (guest/clock.HostWall)
-        lab_error = _run_lab(info, req, work, timeout_s * len(runs), while_waiting=store_finished, stop=stop)
-        store_finished()
+        with labcpu.MarkSampler(work) if info.backend == "uml" else nullcontext() as sampler:
+            lab_error = _run_lab(info, req, work, timeout_s * len(runs), while_waiting=store_finished, stop=stop)
+            store_finished()
     except OSError as exc:
         _refuse_if_full(exp_dir, runs[0], boot_dir, exc, also=tmps.values())
         raise
@@ -402,8 +405,6 @@ def _stopped(signal_name: str, exp_dir: Path, total: int, pending: list[RunSpec]
     not_started = sum(1 for r in pending if r.run_id not in accounted)
     return Stopped(stop_message(signal_name, ended, list(records), not_started, len(store.run_dirs(exp_dir)),
                                 total, table, errors), signal_name)
-
-
 
 
 def _selected(exp_file: Path, grid: str | None, runs_file: Path | None, shard: tuple[int, int] | None):
