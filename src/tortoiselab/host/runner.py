@@ -114,8 +114,7 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
                                   tmps[run.run_id], work)
             rec["meta"]["phases"] = phases_of_load(i, boot.get("wall") or {}, ld.get("wall") or {}, t_start)
             rec["meta"]["phases"]["store"] = round(time.time() - t_store, 3)
-            if sampler is not None:  # the host CPU of its load's interval (docs/speed.md)
-                rec["meta"]["load_cpu"] = sampler.load(ld.get("wall") or {})
+            rec["meta"]["load_cpu"] = sampler.load(ld.get("wall") or {}) if sampler else None  # docs/speed.md
             rec["meta"].update({"wall_seconds": round(time.monotonic() - t_last, 3),  # since the batch's last store
                                 "started": started})
             t_last, started = time.monotonic(), rec["meta"]["ended"]
