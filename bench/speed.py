@@ -11,8 +11,14 @@ time per run (the runner and everything it started), and a per-phase table
 from the host-clock marks every run records (meta.phases; host/runner.py
 phases_of_load): boot, topology, services, wait, load, capture, collect,
 store, and the rest of the wall time (teardown, the runner's own work).
+Beside it the floor (docs/speed.md): the lab's host CPU over each load's
+interval (meta.load_cpu, host/labcpu.py) per simulated second of the
+loads, i.e. the wall seconds per simulated second if nothing but the loads
+ran, against the wall seconds per simulated second each configuration took.
+A configuration may name its clock (series:batch:jobs:real): on the real
+clock the loader forks from one process per boot, without a Python start.
 
-    .venv/bin/python bench/speed.py [--configs 6.12:1:1,7.3:8:2] [--rounds 3] [--out DIR]
+    .venv/bin/python bench/speed.py [--configs 6.12:1:1,7.3:8:2,7.3:8:1:real] [--rounds 3] [--out DIR]
 
 The configurations run in turn, round after round (--rounds), and each
 figure is the median over the rounds: the wall time of this project's
@@ -36,7 +42,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 TORTOISE = [sys.executable, "-m", "tortoiselab.cli"]
 PHASES = ("boot", "topology", "services", "wait", "load", "capture", "collect", "store")
-DEFAULT_CONFIGS = "6.12:1:1,6.12:8:1,7.3:1:1,7.3:8:1,7.3:8:2"
+CPU_GROUPS = ("kernel_s", "ended_s", "set_up_s", "standing_s", "new_s")  # host/labcpu.load_cpu
+DEFAULT_CONFIGS = "6.12:1:1,6.12:8:1,7.3:1:1,7.3:8:1,7.3:8:2,7.3:8:1:real"
 BASELINE = "issue 20's baseline (6.12, a boot per run, before this change): 191 s wall for these 6 runs, " \
            "113 runs/hour, 16.5 CPU-s per run"
 
@@ -47,12 +54,12 @@ def kernel_ready(series: str) -> None:
                    env={**os.environ, "TORTOISE_KERNEL_SERIES": series})
 
 
-def run_config(series: str, batch: int, jobs: int, out: Path) -> dict:
-    results = out / f"k{series}-b{batch}-j{jobs}-{time.time_ns()}"
+def run_config(series: str, batch: int, jobs: int, out: Path, clock: str = "virtual") -> dict:
+    results = out / f"k{series}-b{batch}-j{jobs}-{clock}-{time.time_ns()}"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     p = subprocess.run([*TORTOISE, "run", str(REPO / "experiments" / "quick.yaml"), "--results", str(results),
-                        "--batch", str(batch), "--jobs", str(jobs), "--backend", "uml", "--clock", "virtual"],
+                        "--batch", str(batch), "--jobs", str(jobs), "--backend", "uml", "--clock", clock],
                        capture_output=True, text=True, env={**os.environ, "TORTOISE_KERNEL_SERIES": series})
     wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -60,10 +67,72 @@ def run_config(series: str, batch: int, jobs: int, out: Path) -> dict:
     recs = [json.loads(f.read_text()) for f in sorted((results / "quick").glob("*/run.json"))]
     ok = [r for r in recs if r["ok"]]
     phases = {k: sum(r["meta"].get("phases", {}).get(k, 0.0) for r in recs) for k in PHASES}
-    return {"config": f"{series} batch {batch} jobs {jobs}", "jobs": jobs, "rc": p.returncode, "runs": len(recs), "ok": len(ok),
+    return {"config": f"{series} batch {batch} jobs {jobs}" + (f" {clock}" if clock != "virtual" else ""),
+            "jobs": jobs, "load_cpu": load_cpu_sums(ok), "rc": p.returncode, "runs": len(recs), "ok": len(ok),
             "wall": wall, "cpu": cpu, "load_sim": sum(r["meta"].get("load_sim_seconds") or 0 for r in ok),
             "userspace": sorted({str(r["meta"].get("uml_userspace")) for r in recs}), "phases": phases,
             "tail": (p.stdout + p.stderr)[-600:] if p.returncode else ""}
+
+
+def load_cpu_sums(recs: list[dict]) -> dict:
+    """Over the runs whose load's CPU was measured: their CPU groups, the
+    load phase's wall and the loads' simulated seconds, summed; `runs` how
+    many, `unmeasured` why the others were not."""
+    ok = [r for r in recs if (r["meta"].get("load_cpu") or {}).get("total_s") is not None]
+    out = {k: sum(r["meta"]["load_cpu"][k] for r in ok) for k in (*CPU_GROUPS, "total_s", "wall_s")}
+    out["sim_s"] = sum(r["meta"].get("load_sim_seconds") or 0 for r in ok)
+    out["lag_ms"] = max((max(r["meta"]["load_cpu"]["lag_ms"]) for r in ok), default=None)
+    out["runs"] = len(ok)
+    out["unmeasured"] = sorted({(r["meta"].get("load_cpu") or {}).get("why") or "no meta.load_cpu"
+                                for r in recs if r not in ok})
+    return out
+
+
+def floor_row(r: dict, cores: int) -> dict:
+    """A configuration against its floor: the loads' host CPU per simulated
+    second (the floor of one lab), the same divided among the labs that can
+    run at once (min(jobs, cores)), the wall seconds per simulated second it
+    took and their ratio; None where nothing was measured."""
+    c = r["load_cpu"]
+    if not c["runs"] or not c["sim_s"] or not r["load_sim"]:
+        return {"floor_cpu": None, "floor_wall": None, "wall_per_sim": None, "ratio": None}
+    floor_cpu = c["total_s"] / c["sim_s"]
+    floor_wall = floor_cpu / max(1, min(r["jobs"], cores))
+    wall_per_sim = r["wall"] / r["load_sim"]
+    return {"floor_cpu": floor_cpu, "floor_wall": floor_wall, "wall_per_sim": wall_per_sim,
+            "ratio": wall_per_sim / floor_wall}
+
+
+def floor_report(rows: list[dict], cores: int) -> list[str]:
+    """The floor table: per configuration, host CPU seconds of the loads by
+    group per simulated second, the floor and how far the configuration is
+    from it; then what the measurement could not attribute."""
+    lines = ["", "the floor: the lab's host CPU over each load's interval (capture on .. loader done; "
+                 "host/labcpu.py) per simulated second of the loads",
+             "  kernel = UML kernel process (guest kernel: TCP, netem, OVS datapath, system calls); loader = guest "
+             "processes ended in the interval (the loader, its Python start included); servers = started in the "
+             "load's set-up (Apache, dnsmasq, 2 tcpdump); standing = OVS daemons, shells, the lab task",
+             f"{'configuration':<34} {'sim s':>6} {'kernel':>7} {'loader':>7} {'servers':>7} {'standing':>8} "
+             f"{'new':>5} {'floor':>6} {'floor/lab':>9} {'wall/sim':>8} {'x floor':>7}  (CPU s per simulated s; "
+             f"floor/lab = floor / min(jobs, {cores} cores))"]
+    notes = []
+    for r in rows:
+        c, f = r["load_cpu"], floor_row(r, cores)
+        if f["floor_cpu"] is None:
+            lines.append(f"{r['config']:<34} not measured: {'; '.join(c['unmeasured']) or 'no ok runs'}")
+            continue
+        per = {k: c[k] / c["sim_s"] for k in CPU_GROUPS}
+        lines.append(f"{r['config']:<34} {c['sim_s']:>6.1f} {per['kernel_s']:>7.4f} {per['ended_s']:>7.4f} "
+                     f"{per['set_up_s']:>7.4f} {per['standing_s']:>8.4f} {per['new_s']:>5.3f} {f['floor_cpu']:>6.4f} "
+                     f"{f['floor_wall']:>9.4f} {f['wall_per_sim']:>8.4f} {f['ratio']:>7.1f}")
+        unattributed = c["wall_s"] - c["total_s"]
+        notes.append(f"  {r['config']}: load phase {c['wall_s']:.2f} s wall, {c['total_s']:.2f} s of it lab CPU, "
+                     f"{unattributed:.2f} s not (the lab idle or waiting for the host, other processes on its CPU); "
+                     f"sampler lag up to {c['lag_ms']} ms per mark; {c['runs']} of {r['runs']} runs measured"
+                     + (f" ({'; '.join(c['unmeasured'])})" if c["unmeasured"] else ""))
+    return lines + ["not attributed:"] + notes + [
+        "  the loader's own work and its Python start are one group (a host process is not mapped to its guest "
+        "process); on the real clock the loader forks from one process per boot, without the start"]
 
 
 def median_row(rows: list[dict]) -> dict:
@@ -95,6 +164,7 @@ def report(rows: list[dict]) -> str:
         rest = r["wall"] * r["jobs"] - sum(r["phases"].values())
         lines.append(f"{r['config']:<29} " + " ".join(f"{r['phases'][k] / n:>8.2f}" for k in PHASES)
                      + f" {rest / n:>8.2f}")
+    lines += floor_report(rows, os.cpu_count() or 1)
     lines += ["", BASELINE]
     return "\n".join(lines)
 
@@ -102,7 +172,7 @@ def report(rows: list[dict]) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--configs", default=DEFAULT_CONFIGS,
-                    help="comma-separated series:batch:jobs (default %(default)s)")
+                    help="comma-separated series:batch:jobs[:clock] (default %(default)s; clock virtual)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds over the configurations (median)")
     ap.add_argument("--out", default=None, help="folder for the runs (default: a new one under /tmp)")
     a = ap.parse_args()
@@ -113,7 +183,7 @@ def main() -> int:
     rounds: dict[tuple, list[dict]] = {c: [] for c in configs}
     for n in range(a.rounds):
         for c in configs:
-            row = run_config(c[0], int(c[1]), int(c[2]), out)
+            row = run_config(c[0], int(c[1]), int(c[2]), out, *c[3:4])
             rounds[c].append(row)
             print(f"  round {n + 1}: {row['config']}: {row['runs']} runs in {row['wall']:.1f} s", flush=True)
     print(report([median_row(rows) for rows in rounds.values()]))

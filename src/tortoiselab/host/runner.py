@@ -24,7 +24,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from concurrent.futures import TimeoutError as FutureTimeout
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -33,7 +33,7 @@ from tortoiselab.analysis import dnstime, whole
 from tortoiselab.analysis.fidelity import handshake_rtt_check
 from tortoiselab.analysis.flights import pcap_steady_throughput_mbit
 from tortoiselab.analysis.parsers import parse_nghttp_stats
-from tortoiselab.host import backends, batches, guestpaths, pageload, reuse, safefs, store, verify
+from tortoiselab.host import backends, batches, guestpaths, labcpu, pageload, reuse, safefs, store, verify
 from tortoiselab.host.assets import lab_assets
 from tortoiselab.host.checks import (check_browser_tools, check_guest_paths, check_kernel_paths, check_manifest_urls,
                                     check_site_urls)
@@ -116,8 +116,7 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
             rec = _record_of_load(run, i, batch, boot, ld, info, site, pki, versions, tmps[run.run_id], work)
             rec["meta"]["batch"].update(replayed=[r.run_id for r in runs[:i] if r.run_id in replay],
                                         replays_differing=[r for r, same in replayed.items() if same is False])
-            rec["meta"]["phases"] = phases_of_load(i, boot.get("wall") or {}, ld.get("wall") or {}, t_start)
-            rec["meta"]["phases"]["store"] = round(time.time() - t_store, 3)
+            rec["meta"].update(_timing_meta(i, boot, ld, t_start, t_store, sampler))
             rec["meta"].update({"wall_seconds": round(time.monotonic() - t_last, 3),  # since the batch's last store
                                 "started": started})
             t_last, started = time.monotonic(), rec["meta"]["ended"]
@@ -134,8 +133,9 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
         safefs.mkdir(boot_dir, exp_dir.parent, doing=f"run {mine[0].run_id}")
         req = pageload.run_request(runs, site, pki, members=batch.runs)
         t_start = time.time()  # the host's wall clock, as the guest reads it (guest/clock.HostWall)
-        lab_error = _run_lab(info, req, work, timeout_s * len(runs), while_waiting=store_finished, stop=stop)
-        store_finished()
+        with labcpu.MarkSampler(work) if info.backend == "uml" else nullcontext() as sampler:
+            lab_error = _run_lab(info, req, work, timeout_s * len(runs), while_waiting=store_finished, stop=stop)
+            store_finished()
     except OSError as exc:
         _refuse_if_full(exp_dir, mine[0], boot_dir, exc, also=tmps.values())
         raise
@@ -152,6 +152,14 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
         out += run_batch(loads, exp_dir, info, site, pki, versions, timeout_s, stop, on_stored, batch,
                          replay={r.run_id for r in loads} - again)
     return out
+
+
+def _timing_meta(i: int, boot: dict, ld: dict, t_start: float, t_store: float, sampler) -> dict:
+    """A stored load's phases (boot, topology, services, load, collect,
+    store) and the lab's CPU over its load (labcpu, docs/speed.md)."""
+    phases = phases_of_load(i, boot.get("wall") or {}, ld.get("wall") or {}, t_start)
+    phases["store"] = round(time.time() - t_store, 3)
+    return {"phases": phases, "load_cpu": sampler.load(ld.get("wall") or {}) if sampler else None}
 
 
 def _fail_first(rest: list[RunSpec], lab_error: Exception | None, stop: threading.Event | None, exp_dir: Path,

@@ -105,6 +105,8 @@ class RunMeta(BaseModel):
     wall_seconds: float | None = None  # host time since the previous run of its batch was stored
     batch: BatchMeta | None = None  # None: stored before batches (format 2)
     phases: dict[str, float] = Field(default_factory=dict)  # wall seconds by phase (host/runner.phases_of_load)
+    # uml: the lab's host CPU over the load's interval, by group (host/labcpu.load_cpu; docs/speed.md)
+    load_cpu: dict[str, Any] | None = None
     reused_from: str | None = None  # taken unchanged from this folder's run of the same id (host/reuse.py)
 
 
