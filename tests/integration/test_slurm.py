@@ -92,7 +92,9 @@ def test_sweep_on_slurm_with_a_cancelled_task(tmp_path, lab_kernel, cluster, mon
     f.write_text(EXP)
     results = tmp_path / "on-slurm"
     exp_dir = results / "cluster"
-    submit = ["run", str(f), "--executor", "slurm", "--array-parallelism", "2", "--results", str(results)]
+    # --batch 1: a boot per run, so that the 8 runs are 8 array tasks (one to cancel, the rest to finish)
+    submit = ["run", str(f), "--executor", "slurm", "--array-parallelism", "2", "--batch", "1", "--results",
+              str(results)]
 
     p = _tortoise(submit, cluster)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -116,7 +118,7 @@ def test_sweep_on_slurm_with_a_cancelled_task(tmp_path, lab_kernel, cluster, mon
     run_id, pgid = _wait_for(lambda: _live_run(exp_dir), 300, "a run with its lab booted")
     runs_txt = (Path(job["dir"]) / "runs.txt").read_text().split()
     assert runs_txt == job["runs"]  # the list the tasks slice, frozen at submission
-    task = runs_txt.index(run_id) % job["tasks"]  # the task whose slice holds this run
+    task = next(i for i in range(job["tasks"]) if run_id in slurm.task_runs(job, i))  # the task holding it
     subprocess.run(["scancel", f"{job['job_id']}_{task}"], check=True, env=cluster)
 
     _wait_for(lambda: not slurm.active_jobs(exp_dir), 900, "the first job to be over")
@@ -150,7 +152,7 @@ def test_sweep_on_slurm_with_a_cancelled_task(tmp_path, lab_kernel, cluster, mon
     # the same sweep on this machine, by hand: --shard 1/3, 2/3 and 3/3 side by side, one folder
     local = tmp_path / "local"
     shards = {k: subprocess.Popen([*TORTOISE, "run", str(f), "--results", str(local), "--backend", "uml",
-                                   "--clock", "virtual", "--shard", f"{k}/3"], stdout=subprocess.PIPE,
+                                   "--clock", "virtual", "--batch", "1", "--shard", f"{k}/3"], stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True) for k in (1, 2, 3)}
     for k, sp in shards.items():
         out, _ = sp.communicate(timeout=900)
@@ -166,7 +168,7 @@ def test_sweep_on_slurm_with_a_cancelled_task(tmp_path, lab_kernel, cluster, mon
     from tortoiselab.spec.experiment import expand, load, run_order
 
     ids = [r.run_id for r in expand(load(f))]
-    fixed = batch_plan.fixed_batches(run_order(load(f), expand(load(f))), batch_plan.DEFAULT_BATCH)
+    fixed = batch_plan.fixed_batches(run_order(load(f), expand(load(f))), 1)
     for k in (1, 2, 3):  # a shard is whole batches (host/batches.shard_of_batches)
         assert did[k] == set(batch_plan.shard_of_batches(fixed, ids, (k, 3))), did
     assert did[1] | did[2] | did[3] == set(job["runs"])

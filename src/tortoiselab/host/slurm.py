@@ -122,12 +122,13 @@ def check_lab() -> tuple[Path, Path]:
 
 
 def batch_script(sub: Path, exp_file: Path, results: Path, tasks: int, clock: str, grid: str | None,
-                 kernel: Path) -> str:
-    """The array task: check the node has what it needs, then run its shard."""
+                 kernel: Path, batch: int = DEFAULT_BATCH) -> str:
+    """The array task: check the node has what it needs, then run its shard
+    (whole batches of `batch` runs, host/batches.py)."""
     q = shlex.quote
     grid_arg = f" --grid {q(grid)}" if grid else ""
     run = (f"{q(sys.executable)} -m tortoiselab.cli run {q(str(exp_file))} --runs-file {q(str(sub / 'runs.txt'))} "
-           f"--shard \"$shard\" --backend uml "
+           f"--shard \"$shard\" --backend uml --batch {int(batch)} "
            f"--clock {q(clock)} --jobs 1 --results {q(str(results))}{grid_arg}")
     return f"""#!/bin/bash
 # tortoise: one shard of a sweep per array task (written by tortoise run --executor slurm)
@@ -225,7 +226,7 @@ def task_runs(job: dict, task: int) -> list[str]:
     experiment (host/batches.selected, as the task's `tortoise run` works it out)."""
     sub = Path(job["dir"])
     return selected(sub / "experiment.yaml", job.get("grid"), sub / "runs.txt", (task + 1, job["tasks"]),
-                    DEFAULT_BATCH)[2]
+                    job.get("batch", DEFAULT_BATCH))[2]
 
 
 def status(exp_dir: Path) -> dict | None:
@@ -259,7 +260,7 @@ def active_jobs(exp_dir: Path) -> list[str]:
 
 def submit(exp_file: Path, results: Path, partition: str | None = None, parallelism: int | None = None,
            time_limit: str | None = None, mem: str | None = None, clock: str = "virtual",
-           grid: str | None = None) -> dict:
+           grid: str | None = None, batch: int = DEFAULT_BATCH) -> dict:
     """Submit the pending runs of an experiment as one job array; nothing if
     none is pending. Refuses while an earlier job of it is still queued or
     running (re-run the command when it is over: only what is missing goes)."""
@@ -290,7 +291,7 @@ def submit(exp_file: Path, results: Path, partition: str | None = None, parallel
     if not pending:
         return out
     # a task's shard is whole batches (host/batches.shard_of_batches): no more tasks than batches to do
-    held = {b.id for b in fixed_batches(run_order(exp, runs), DEFAULT_BATCH) if set(b.run_ids) & set(pending)}
+    held = {b.id for b in fixed_batches(run_order(exp, runs), batch) if set(b.run_ids) & set(pending)}
     tasks = min(len(held), MAX_TASKS)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
     sub = exp_dir / ".slurm" / stamp
@@ -299,7 +300,7 @@ def submit(exp_file: Path, results: Path, partition: str | None = None, parallel
     frozen.write_text(Path(exp_file).read_text())
     (sub / "runs.txt").write_text("".join(f"{rid}\n" for rid in pending))  # task i: every tasks-th from i
     script = sub / "job.sh"
-    script.write_text(batch_script(sub, frozen, results, tasks, clock, grid, kernel))
+    script.write_text(batch_script(sub, frozen, results, tasks, clock, grid, kernel, batch))
     throttle = f"%{parallelism}" if parallelism else ""  # none: as many at once as Slurm gives
     argv = ["sbatch", "--parsable", f"--array=0-{tasks - 1}{throttle}", f"--job-name=tortoise-{exp.name}",
             f"--output={sub}/logs/%A_%a.out", f"--chdir={sub}", "--cpus-per-task=1"]
@@ -312,7 +313,7 @@ def submit(exp_file: Path, results: Path, partition: str | None = None, parallel
     job_id = p.stdout.strip().split(";")[0]
     _record_job(exp_dir, {"job_id": job_id, "submitted": datetime.now(timezone.utc).isoformat(),
                           "tasks": tasks, "parallelism": parallelism, "runs": pending, "dir": str(sub),
-                          "argv": argv, "clock": clock, "grid": grid})
+                          "argv": argv, "clock": clock, "grid": grid, "batch": batch})
     return {**out, "job_id": job_id, "tasks": tasks, "submit_seconds": round(time.monotonic() - t0, 3),
             "script": str(script)}
 
@@ -347,9 +348,11 @@ def cli_run(a) -> int:
                           "use --array-parallelism for more at once")
     if a.backend == "native":
         raise RunnerError("backend: the cluster's array tasks run the uml backend (no root); drop --backend native")
+    if a.batch is not None and a.batch < 1:
+        raise RunnerError(f"batch: must be at least 1 (got {a.batch}); 1 boots the lab once per run")
     res = submit(Path(a.file), Path(a.results), partition=a.partition, parallelism=a.array_parallelism,
                  time_limit=a.time, mem=a.mem, clock="real" if a.clock == "real" else "virtual",
-                 grid=getattr(a, "grid", None))
+                 grid=getattr(a, "grid", None), batch=a.batch if a.batch is not None else DEFAULT_BATCH)
     for w in res["warnings"]:
         print(f"tortoise: warning: {w}", file=sys.stderr)
     if res["job_id"] is None:
