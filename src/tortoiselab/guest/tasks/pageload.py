@@ -242,12 +242,8 @@ def _prime_browser(ctx: LabContext, lab: PathLab, web: WebLab, req: PageLoadRequ
         return None
     names = _set_up_server(ctx.ex, lab, web, load, name_files)
     lab.set_netem(load.path or req.path, loss_on=False, seed=req.seed if load.seed is None else load.seed)
-    if lab.ctx.private_ovs:
-        ctx.ex.sysctl({"kernel.io_uring_disabled": 2})  # as _chromium
-    argv = C.browser_loader(sys.executable, c.target(), ca=web.pki["variants"][load.server.cert]["ca"],
-                            resolve=names, timeout_s=c.timeout_s, har=d / "prime.har", summary=d / "prime.json",
-                            protocol=c.protocol, dns_server=DNS_IP if c.dns == "cold" else None,
-                            profile_dir=d / PROFILE_DIR, prime=True)
+    argv = _browser_argv(lab, web, load, names, d / "prime.har", d / "prime.json", profile_dir=d / PROFILE_DIR,
+                         prime=True)
     rc, _timed_out = ctx.ex.run_to_file(argv, lab.client, d / "prime.log", timeout=c.timeout_s + LOADER_GRACE_S)
     web.stop()
     try:
@@ -390,17 +386,10 @@ def _chromium(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None, 
     executor's kill at the timeout plus LOADER_GRACE_S, which ends the
     namespace. Afterwards the guest is searched for browser processes left
     running (uml only: there the guest's processes are the lab's alone)."""
-    s, c = load.server, load.client
+    c = load.client
     profile = d / PROFILE_DIR if (d / PROFILE_DIR).exists() else None  # primed: a warm view
-    argv = C.browser_loader(sys.executable, c.target(), ca=web.pki["variants"][s.cert]["ca"], resolve=names,
-                            timeout_s=c.timeout_s, har=d / "page.har", summary=d / "summary.json",
-                            protocol=c.protocol, fault=c.browser_fault,
-                            dns_server=DNS_IP if c.dns == "cold" else None, profile_dir=profile)
-    if lab.ctx.private_ovs:
-        # uml: the lab kernel's io_uring mmap broke Chromium's pages ("Bad page
-        # map", the process stuck); without io_uring it and node fall back to
-        # plain system calls. The guest's kernel is the lab's alone.
-        ex.sysctl({"kernel.io_uring_disabled": 2})
+    argv = _browser_argv(lab, web, load, names, d / "page.har", d / "summary.json", fault=c.browser_fault,
+                         profile_dir=profile)
     t0 = time.monotonic()
     rc, timed_out = ex.run_to_file(argv, lab.client, d / "browser.log", timeout=c.timeout_s + LOADER_GRACE_S)
     try:
@@ -419,6 +408,21 @@ def _chromium(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None, 
     if summary["processes_left"] and not summary.get("error"):
         summary["error"] = f"browser processes left running after the load: {summary['processes_left']}"
     return summary, str(d / "page.har") if (d / "page.har").exists() else None
+
+
+def _browser_argv(lab: PathLab, web: WebLab, load: LoadSpec, names: dict[str, str], har: Path, summary: Path,
+                  **kw) -> list[str]:
+    """The browser loader's argv for this load, names cold or warm as the
+    client says (kw: browser_loader's fault, profile_dir, prime); on uml
+    first io_uring off: the lab kernel's io_uring mmap broke Chromium's
+    pages ("Bad page map", the process stuck); without it Chromium and node
+    fall back to plain system calls. The guest's kernel is the lab's alone."""
+    c = load.client
+    if lab.ctx.private_ovs:
+        lab.ex.sysctl({"kernel.io_uring_disabled": 2})
+    return C.browser_loader(sys.executable, c.target(), ca=web.pki["variants"][load.server.cert]["ca"],
+                            resolve=names, timeout_s=c.timeout_s, har=har, summary=summary, protocol=c.protocol,
+                            dns_server=DNS_IP if c.dns == "cold" else None, **kw)
 
 
 BROWSER_COMMS = ("chromium", "chrome", "node")  # Chromium's processes and Playwright's driver
