@@ -85,6 +85,8 @@ def run(ctx: LabContext, req: PageLoadRequest) -> dict:
                     if i > 0:
                         web.stop()  # every load meets servers as fresh as a run alone does
                     primed = _prime_browser(ctx, lab, web, req, load, name_files, d)
+                    if primed is not None and not primed["ok"]:  # else a warm view would be measured cold
+                        raise RuntimeError(f"the priming load of this warm page view failed: {primed['error']}")
                     if i == 0:
                         t_set_up = uptime_s()
                     else:
