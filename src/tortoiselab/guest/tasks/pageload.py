@@ -55,8 +55,10 @@ DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 
 def run(ctx: LabContext, req: PageLoadRequest) -> dict:
     """One lab boot, one or more loads (a batch: one per run, each with its
-    run's path and seeds). Every load after the first gets a freshly
-    started Apache and dnsmasq, as its run alone would. Each load's
+    run's path and seeds). Apache and dnsmasq stay up from load to load
+    while their settings do not change (guest/webtier.WebLab): a later load
+    meets the servers the batch's earlier loads left, always the same ones
+    in the same batch (docs/determinism.md, "Batches"). Each load's
     result is written as load-NNN/result.json as soon as it is done (the
     host stores the run then); a load that fails fails alone and the batch
     goes on."""
@@ -82,8 +84,6 @@ def run(ctx: LabContext, req: PageLoadRequest) -> dict:
                 marks = {"topology_ready": out["wall_topology_ready"]} if i == 0 else {"previous_end": _wall(ctx)}
                 try:
                     target = None
-                    if i > 0:
-                        web.stop()  # every load meets servers as fresh as a run alone does
                     primed = _prime_browser(ctx, lab, web, req, load, name_files, d)
                     if primed is not None and not primed["ok"]:  # else a warm view would be measured cold
                         raise RuntimeError(f"the priming load of this warm page view failed: {primed['error']}")
