@@ -180,7 +180,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     loads = [r["meta"].get("load_sim_seconds") or 0 for r in res["records"] if r.get("ok")]
     if res["records"]:
         print(f"this invocation: {res['done_now']} runs in {res['wall_seconds']:.1f} s wall "
-              f"({res['done_now'] / max(res['wall_seconds'], 1e-9) * 3600:.0f} runs/hour, jobs {a.jobs}); "
+              f"({res['done_now'] / max(res['wall_seconds'], 1e-9) * 3600:.0f} runs/hour, jobs {res['jobs']}); "
               f"simulated page-load time / wall time {sum(loads) / max(res['wall_seconds'], 1e-9):.2f}")
     if res["reused"]:
         print(f"reused {res['reused']} runs from grid {a.reuse_from} (same run ids: the same configuration, "
@@ -431,7 +431,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run an experiment's pending runs (resumable)")
     lab_opts(p)
     p.add_argument("file")
-    p.add_argument("--jobs", type=int, default=1, help="lab instances side by side (uml)")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="lab instances side by side (uml; default: one per CPU on the virtual clock, else 1)")
     p.add_argument("--limit", type=int, default=None, help="at most this many pending runs")
     p.add_argument("--batch", type=int, default=None, metavar="N",
                    help="N runs share one lab boot, each stored as its load ends; the batches are fixed by "

@@ -6,6 +6,7 @@ last run it stores, replaying the rest."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -46,6 +47,37 @@ def test_membership_is_run_order_by_boot_key_in_chunks(tmp_path_factory):
     # the same file, the same batches (a fresh expansion: nothing kept between calls)
     again = batches.fixed_batches(_order(tmp_path_factory), 3)
     assert [(b.id, b.run_ids) for b in again] == [(b.id, b.run_ids) for b in fixed]
+
+
+@pytest.mark.parametrize("keys,size,counts", [
+    ([6], 8, [2]),  # quick.yaml: one boot key of 6 runs, two batches of 3 (MIN_BATCHES)
+    ([1], 8, [1]),  # one run: one batch
+    ([760], 8, [95]),
+    ([9], 8, [2]),  # 5 + 4, not 8 + 1
+    ([5, 5], 8, [1, 1]),  # two keys are two batches already
+    ([2, 7], 8, [1, 1]),
+    ([7, 2], 3, [3, 1]),
+    ([4], 1, [4]),
+])
+def test_batch_counts(keys, size, counts):
+    assert batches.batch_counts(keys, size) == counts
+
+
+@settings(max_examples=80, deadline=None)
+@given(keys=st.lists(st.integers(1, 40), min_size=1, max_size=5), size=st.integers(1, 12))
+def test_batch_counts_bound_the_size_and_fill_two_cores(keys, size):
+    counts = batches.batch_counts(keys, size)
+    assert all(1 <= k <= n for k, n in zip(counts, keys))
+    assert all(-(-n // k) <= size for k, n in zip(counts, keys))  # no batch above the size
+    assert sum(counts) >= min(batches.MIN_BATCHES, sum(keys))
+    # no more batches than the size and the floor need
+    assert sum(counts) == max(sum(-(-n // size) for n in keys), min(batches.MIN_BATCHES, sum(keys)))
+
+
+def test_batches_are_near_equal_consecutive_runs(tmp_path_factory):
+    order = _order(tmp_path_factory)
+    fixed = batches.fixed_batches(order, 5)  # 8 runs per boot key: 4 + 4, not 5 + 3
+    assert sorted(len(b.runs) for b in fixed) == [4] * 6
 
 
 @settings(max_examples=60, deadline=None)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tortoiselab.host import backends, runner
+from tortoiselab.host import backends, batches, runner
 from tortoiselab.host import cpus as cpus_mod
 from tortoiselab.spec.experiment import expand, load
 
@@ -177,12 +177,14 @@ def test_a_lab_is_pinned_to_one_cpu_and_labs_side_by_side_to_different_ones(tmp_
         assert d is None
 
 
-@pytest.mark.parametrize("clock,asked,boots", [("virtual", None, [5]), ("real", None, [5]), ("virtual", 3, [3, 2]),
+@pytest.mark.parametrize("clock,asked,boots", [("virtual", None, [3, 2]), ("real", None, [3, 2]),
+                                               ("virtual", 3, [3, 2]), ("virtual", 4, [3, 2]),
                                                ("virtual", 1, [1] * 5)])
 def test_batches_of_eight_by_default_on_either_clock(tmp_path, monkeypatch, clock, asked, boots):
-    """The runner's default: batches of DEFAULT_BATCH on both clocks (the
-    batch is the unit of reproduction: docs/determinism.md, "Batches");
-    --batch N is honoured, --batch 1 boots once per run."""
+    """The runner's default: batches of at most DEFAULT_BATCH on both clocks
+    (the batch is the unit of reproduction: docs/determinism.md, "Batches"),
+    near-equal and at least two (five runs: 3 and 2, not 5); --batch N is
+    honoured, --batch 1 boots once per run."""
     f = tmp_path / "e.yaml"
     f.write_text(EXP)
     lab = FakeLab([])
@@ -194,7 +196,7 @@ def test_batches_of_eight_by_default_on_either_clock(tmp_path, monkeypatch, cloc
     res = runner.run_experiment(f, tmp_path / "results", backend="uml", clock=clock, jobs=2,
                                 **({} if asked is None else {"batch": asked}))
     assert res["done_now"] == 5 and sorted(len(b) for b in lab.boots) == sorted(boots)
-    assert runner.default_batch("virtual") == runner.default_batch("real") == runner.DEFAULT_BATCH == 8
+    assert batches.default_batch("virtual") == batches.default_batch("real") == batches.DEFAULT_BATCH == 8
 
 
 def test_a_resumed_sweep_replays_its_batches_first_runs(tmp_path, monkeypatch):
@@ -214,8 +216,20 @@ def test_a_resumed_sweep_replays_its_batches_first_runs(tmp_path, monkeypatch):
     first = runner.run_experiment(f, tmp_path / "results", backend="uml", clock="virtual", limit=2)
     assert [r["run_id"] for r in first["records"]] == order[:2] and lab.boots == [order[:2]]
     rest = runner.run_experiment(f, tmp_path / "results", backend="uml", clock="virtual", jobs=2)
-    assert [r["run_id"] for r in rest["records"]] == order[2:] and lab.boots[1] == order
+    # five runs are two batches (3 + 2): the first loaded again from its first run, the second whole
+    assert sorted(r["run_id"] for r in rest["records"]) == sorted(order[2:])
+    assert sorted(lab.boots[1:]) == sorted([order[:3], order[3:]])
     stored = _stored(tmp_path / "results" / "batches")
-    assert {i: stored[i]["meta"]["batch"]["index"] for i in order} == {i: k for k, i in enumerate(order)}
-    assert len({stored[i]["meta"]["batch"]["id"] for i in order}) == 1
+    assert {i: stored[i]["meta"]["batch"]["index"] for i in order} == {i: k % 3 for k, i in enumerate(order)}
+    assert len({stored[i]["meta"]["batch"]["id"] for i in order}) == 2
     assert stored[order[2]]["meta"]["batch"]["replayed"] == order[:2]
+    assert stored[order[4]]["meta"]["batch"]["replayed"] == []
+
+
+@pytest.mark.parametrize("backend,clock,cpus,jobs", [("uml", "virtual", 2, 2), ("uml", "virtual", 1, 1),
+                                                     ("uml", "virtual", 0, 1), ("uml", "real", 8, 1),
+                                                     ("native", "real", 8, 1)])
+def test_default_jobs_fill_the_cpus_on_the_virtual_clock_only(backend, clock, cpus, jobs):
+    """A lab per CPU where the machine's load cannot move a run (the
+    virtual clock), one lab elsewhere."""
+    assert batches.default_jobs(backend, clock, cpus) == jobs

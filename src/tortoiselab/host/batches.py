@@ -4,7 +4,8 @@ alone, and what one invocation of the runner does with them.
 
 A batch's membership and order come from the experiment's run order (its
 seed, spec/experiment.run_order) and the batch size: the runs of one boot
-key (host/pageload.boot_key), in run order, cut into chunks of `size`. They
+key (host/pageload.boot_key), in run order, cut into near-equal chunks of
+at most `size` (and at least two batches over the sweep). They
 do not depend on --jobs, on which runs are pending, on --shard or
 --runs-file, or on the machine. A run stored from the k-th place of its
 batch saw the batch's first k-1 loads before it, always: an invocation that
@@ -34,6 +35,26 @@ from tortoiselab.spec.experiment import RunSpec, expand, load, run_order
 # fixed by the experiment file (fixed_batches), and a later run of a batch
 # repeats exactly in its batch, not alone (docs/determinism.md, "Batches")
 DEFAULT_BATCH = 8
+# a sweep of at least this many runs makes at least this many batches, so
+# that even quick.yaml's six runs keep two cores busy (docs/speed.md)
+MIN_BATCHES = 2
+
+
+def default_batch(clock: str) -> int:
+    """Runs per lab boot when --batch is not given: DEFAULT_BATCH on either
+    clock (--batch 1: every run alone, a run's packets independent of the
+    runs beside it)."""
+    return DEFAULT_BATCH
+
+
+def default_jobs(backend: str, clock: str, cpus: int) -> int:
+    """Labs side by side when --jobs is not given: on the virtual clock of
+    the uml backend one per CPU this process may use (a run's numbers do
+    not depend on the machine's load there, docs/determinism.md; each lab
+    takes a CPU of its own, host/cpus.py); otherwise 1 (on the real clock
+    labs side by side share the machine's time, and the native backend
+    shares the host's kernel)."""
+    return max(1, cpus) if (backend, clock) == ("uml", "virtual") else 1
 
 
 @dataclass(frozen=True)
@@ -73,22 +94,45 @@ def batch_id(run_ids: Sequence[str]) -> str:
 
 def fixed_batches(order: Sequence[RunSpec], size: int) -> list[Batch]:
     """The whole sweep (in run order: spec/experiment.run_order) as batches:
-    the runs of each boot key in run order, cut into chunks of `size` (the
-    last chunk of a key may be smaller); the batches listed in the order of
-    their first run. ValueError for a size below 1."""
+    the runs of each boot key in run order, cut into batch_counts' number
+    of consecutive chunks whose sizes differ by at most one (the larger
+    first); the batches listed in the order of their first run. ValueError
+    for a size below 1."""
     if size < 1:
         raise ValueError(f"batch: must be at least 1 (got {size}); 1 boots the lab once per run")
-    chunks: list[list[RunSpec]] = []
-    open_by_key: dict[str, list[RunSpec]] = {}
+    by_key: dict[str, list[RunSpec]] = {}
     for r in order:
-        key = boot_key(r)
-        cur = open_by_key.get(key)
-        if cur is None or len(cur) >= size:
-            cur = []
-            chunks.append(cur)
-            open_by_key[key] = cur
-        cur.append(r)
+        by_key.setdefault(boot_key(r), []).append(r)
+    counts = batch_counts([len(v) for v in by_key.values()], size)
+    chunks = [c for runs, k in zip(by_key.values(), counts) for c in _even_chunks(runs, k)]
+    first = {r.run_id: i for i, r in enumerate(order)}
+    chunks.sort(key=lambda c: first[c[0].run_id])
     return [Batch(batch_id([r.run_id for r in c]), tuple(c)) for c in chunks]
+
+
+def batch_counts(key_sizes: Sequence[int], size: int) -> list[int]:
+    """How many batches each boot key's runs make: enough that none holds
+    more than `size` runs, and over the whole sweep at least MIN_BATCHES
+    (as far as there are runs), so that a small experiment still spreads
+    over two cores; an added batch goes to the key whose batches are
+    largest (the first such key on a tie)."""
+    counts = [-(-n // size) for n in key_sizes]
+    while sum(counts) < min(MIN_BATCHES, sum(key_sizes)):
+        i = max(range(len(counts)), key=lambda j: (key_sizes[j] / counts[j], -j))
+        counts[i] += 1
+    return counts
+
+
+def _even_chunks(runs: Sequence[RunSpec], k: int) -> list[list[RunSpec]]:
+    """runs cut into k consecutive chunks whose sizes differ by at most one,
+    the larger first."""
+    q, extra = divmod(len(runs), k)
+    out, at = [], 0
+    for i in range(k):
+        n = q + (1 if i < extra else 0)
+        out.append(list(runs[at:at + n]))
+        at += n
+    return out
 
 
 def plan_work(batches: Sequence[Batch], to_store: Iterable[str]) -> list[BatchWork]:

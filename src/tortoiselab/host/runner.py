@@ -41,7 +41,7 @@ from tortoiselab.host.citelogs import cite_stored
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import claim, clean_stale, experiment_lock, note, setup_lock
 from tortoiselab.host.provenance import run_seeds, tool_versions
-from tortoiselab.host.batches import DEFAULT_BATCH, Batch, BatchWork, batch_id
+from tortoiselab.host.batches import DEFAULT_BATCH, Batch, BatchWork, batch_id, default_jobs
 from tortoiselab.host.stopping import LabInterrupted, RunInterrupted, Stopped, stop_message, wind_down
 from tortoiselab.host.versions import one_experiment
 from tortoiselab.spec.experiment import RunSpec
@@ -56,13 +56,6 @@ class ResultsFull(RunnerError):
 # run's record written but not yet renamed into place
 FAULT_PAUSE_ENV = "TORTOISE_FAULT_PAUSE_BEFORE_STORE_S"
 MIN_FREE_BYTES = 1 << 20
-
-
-def default_batch(clock: str) -> int:
-    """Runs per lab boot when --batch is not given: DEFAULT_BATCH on either
-    clock (--batch 1: every run alone, a run's packets independent of the
-    runs beside it)."""
-    return DEFAULT_BATCH
 
 
 def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path, pki: Path,
@@ -412,7 +405,7 @@ def _stopped(signal_name: str, exp_dir: Path, total: int, pending: list[RunSpec]
                                 total, table, errors), signal_name)
 
 
-def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 1, backend: str = "auto",
+def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | None = None, backend: str = "auto",
                    clock: str = "auto", limit: int | None = None,
                    on_progress: Callable[[dict, int, int], None] | None = None, grid: str | None = None,
                    shard: tuple[int, int] | None = None, runs_file: Path | None = None,
@@ -422,7 +415,8 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
     shards running side by side never do a run twice; up to `batch` runs
     share a lab boot (host/batches.py, fixed by the experiment file and
     `batch`; None: default_batch; a batch's earlier runs are replayed where
-    only its later ones are pending); with reuse_from, the runs that grid's folder holds first
+    only its later ones are pending), `jobs` batches side by side (None:
+    default_jobs); with reuse_from, the runs that grid's folder holds first
     (host/reuse.py)."""
     reuse_src = reuse.sources(exp_file, grid, reuse_from, results)[0] if reuse_from else None
     size = DEFAULT_BATCH if batch is None else batch  # default_batch: the same on both clocks
@@ -438,6 +432,8 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
     check_guest_paths(exp_dir)
     info = backends.choose(backend, clock, ccs)
     check_kernel_paths(info)
+    if jobs is None:
+        jobs = default_jobs(info.backend, info.clock, len(os.sched_getaffinity(0)))
     if info.backend == "native" and jobs > 1:
         raise RunnerError("jobs: runs on the native backend share the host's kernel; use --jobs 1 (or uml)")
     one_experiment(exp_dir, exp, sweep)  # another version of it in the folder: refused here (host/versions.py)
@@ -486,4 +482,5 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int = 
     return {"experiment": exp.name, "dir": str(exp_dir), "total": len(runs), "pending": len(pending),
             "done_now": len(records), "failed_now": sum(1 for r in records if not r["ok"]), "reused": len(reused),
             "wall_seconds": round(time.monotonic() - t0, 3), "cleaned": cleaned, "table": str(table),
-            "backend": info.backend, "clock": info.clock, "records": records, "moved_aside": moved}
+            "backend": info.backend, "clock": info.clock, "records": records, "moved_aside": moved,
+            "jobs": jobs}
