@@ -18,7 +18,13 @@ ran, against the wall seconds per simulated second each configuration took.
 A configuration may name its clock (series:batch:jobs:real): on the real
 clock the loader forks from one process per boot, without a Python start.
 
-    .venv/bin/python bench/speed.py [--configs 6.12:1:1,7.3:8:2,7.3:8:1:real] [--rounds 3] [--out DIR]
+    .venv/bin/python bench/speed.py [--configs 6.12:1:1,7.3:d:d,7.3:8:1:real] [--rounds 3] [--out DIR]
+                                    [--before OTHER-CHECKOUT-VENV/bin/python]
+
+A batch or jobs of `d` leaves the runner's default (`tortoise run` with no
+--batch or --jobs: the configuration a user gets). --before runs every
+configuration a second time with another checkout's interpreter, in the
+same rounds (before and after a change, in the same weather).
 
 The configurations run in turn, round after round (--rounds), and each
 figure is the median over the rounds: the wall time of this project's
@@ -32,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -40,10 +47,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-TORTOISE = [sys.executable, "-m", "tortoiselab.cli"]
 PHASES = ("boot", "topology", "services", "wait", "load", "capture", "collect", "store")
 CPU_GROUPS = ("kernel_s", "ended_s", "set_up_s", "standing_s", "new_s")  # host/labcpu.load_cpu
-DEFAULT_CONFIGS = "6.12:1:1,6.12:8:1,7.3:1:1,7.3:8:1,7.3:8:2,7.3:8:1:real"
+DEFAULT_CONFIGS = "6.12:1:1,6.12:8:1,7.3:1:1,7.3:8:1,7.3:d:d,7.3:8:1:real"
 BASELINE = "issue 20's baseline (6.12, a boot per run, before this change): 191 s wall for these 6 runs, " \
            "113 runs/hour, 16.5 CPU-s per run"
 
@@ -54,12 +60,17 @@ def kernel_ready(series: str) -> None:
                    env={**os.environ, "TORTOISE_KERNEL_SERIES": series})
 
 
-def run_config(series: str, batch: int, jobs: int, out: Path, clock: str = "virtual") -> dict:
-    results = out / f"k{series}-b{batch}-j{jobs}-{clock}-{time.time_ns()}"
+def run_config(series: str, batch: str, jobs: str, out: Path, clock: str = "virtual",
+               python: str = sys.executable, label: str = "") -> dict:
+    """quick.yaml once with `python -m tortoiselab.cli run` (another
+    interpreter: another checkout, e.g. the code before a change); batch
+    and jobs "d" leave the runner's defaults."""
+    results = out / f"k{series}-b{batch}-j{jobs}-{clock}{label.replace(' ', '-')}-{time.time_ns()}"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
-    p = subprocess.run([*TORTOISE, "run", str(REPO / "experiments" / "quick.yaml"), "--results", str(results),
-                        "--batch", str(batch), "--jobs", str(jobs), "--backend", "uml", "--clock", clock],
+    opts = [*(["--batch", batch] if batch != "d" else []), *(["--jobs", jobs] if jobs != "d" else [])]
+    p = subprocess.run([python, "-m", "tortoiselab.cli", "run", str(REPO / "experiments" / "quick.yaml"),
+                        "--results", str(results), *opts, "--backend", "uml", "--clock", clock],
                        capture_output=True, text=True, env={**os.environ, "TORTOISE_KERNEL_SERIES": series})
     wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -67,8 +78,10 @@ def run_config(series: str, batch: int, jobs: int, out: Path, clock: str = "virt
     recs = [json.loads(f.read_text()) for f in sorted((results / "quick").glob("*/run.json"))]
     ok = [r for r in recs if r["ok"]]
     phases = {k: sum(r["meta"].get("phases", {}).get(k, 0.0) for r in recs) for k in PHASES}
-    return {"config": f"{series} batch {batch} jobs {jobs}" + (f" {clock}" if clock != "virtual" else ""),
-            "jobs": jobs, "load_cpu": load_cpu_sums(ok), "rc": p.returncode, "runs": len(recs), "ok": len(ok),
+    said = re.search(r"runs/hour, jobs (\d+)\)", p.stdout)  # what the runner chose when left to its default
+    jobs_used = int(said.group(1)) if said else (int(jobs) if jobs != "d" else 1)
+    return {"config": f"{series} batch {batch} jobs {jobs}" + (f" {clock}" if clock != "virtual" else "") + label,
+            "jobs": jobs_used, "load_cpu": load_cpu_sums(ok), "rc": p.returncode, "runs": len(recs), "ok": len(ok),
             "wall": wall, "cpu": cpu, "load_sim": sum(r["meta"].get("load_sim_seconds") or 0 for r in ok),
             "userspace": sorted({str(r["meta"].get("uml_userspace")) for r in recs}), "phases": phases,
             "tail": (p.stdout + p.stderr)[-600:] if p.returncode else ""}
@@ -175,16 +188,21 @@ def main() -> int:
                     help="comma-separated series:batch:jobs[:clock] (default %(default)s; clock virtual)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds over the configurations (median)")
     ap.add_argument("--out", default=None, help="folder for the runs (default: a new one under /tmp)")
+    ap.add_argument("--before", default=None, metavar="PYTHON",
+                    help="also run every configuration with this interpreter (a venv of another checkout: the "
+                         "code before a change), interleaved, labelled 'before'")
     a = ap.parse_args()
     out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="tortoise-speed-"))
     configs = [tuple(c.split(":")) for c in a.configs.split(",")]
     for series in sorted({c[0] for c in configs}):
         kernel_ready(series)
-    rounds: dict[tuple, list[dict]] = {c: [] for c in configs}
+    pythons = [(sys.executable, "")] + ([(a.before, " before")] if a.before else [])
+    rounds: dict[tuple, list[dict]] = {(*c, label): [] for c in configs for _py, label in pythons}
     for n in range(a.rounds):
         for c in configs:
-            row = run_config(c[0], int(c[1]), int(c[2]), out, *c[3:4])
-            rounds[c].append(row)
+            for py, label in pythons:
+                row = run_config(c[0], c[1], c[2], out, *(c[3:4] or ["virtual"]), python=py, label=label)
+                rounds[(*c, label)].append(row)
             print(f"  round {n + 1}: {row['config']}: {row['runs']} runs in {row['wall']:.1f} s", flush=True)
     print(report([median_row(rows) for rows in rounds.values()]))
     print(f"runs in {out}")
