@@ -187,7 +187,7 @@ def cmd_run(a: argparse.Namespace) -> int:
               "repetition and seed)")
     print("".join(f"moved a damaged run aside (kept) and redid it: {m}\n" for m in res["moved_aside"])
           + f"results: {res['dir']}  (runs table: {res['table']})")
-    off = runsummary.unfaithful_note(res["records"])
+    off = runsummary.disturbed_note(res["records"])
     if off:
         print(off)
     return runsummary.exit_code(res["records"])

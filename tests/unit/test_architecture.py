@@ -26,7 +26,7 @@ LAYERS = {
     "host": {"project", "spec", "analysis", "web"},
     "studies": {"project", "spec", "analysis", "host"},
     "report": {"project", "spec", "analysis", "host"},
-    "course": {"project", "spec", "host"},
+    "course": {"project", "spec", "analysis", "host"},
     "notebook": {"project", "spec", "analysis", "host", "report", "studies"},
     "jupyter_api": set(),
     "cli": {"project", "spec", "analysis", "host", "report", "studies", "course"},

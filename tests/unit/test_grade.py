@@ -8,7 +8,7 @@ import pytest
 
 from tortoiselab import cli
 from tortoiselab import studies
-from tortoiselab.analysis.fidelity import handshake_rtt_check
+from tortoiselab.analysis.fidelity import handshake_rtt_check, judged_fidelity
 from tortoiselab.course import grade, handout
 from tortoiselab.spec.experiment import expand, load
 from tortoiselab.spec.pathspec import PathSpec
@@ -332,12 +332,12 @@ def test_fidelity_allows_for_jitter():
     fid = {"quantity": "base RTT", "expected": 80.257, "measured": 113.088, "low": 79.457, "high": 81.057,
            "unit": "ms", "ok": False}
     jittered = {"fidelity": [fid], "path": {"rtt_ms": 80, "jitter_ms": 20}}  # 3 * 20 * sqrt(2) = 84.9 ms
-    ok, why, how = grade._fidelity(jittered)
+    ok, why, how = judged_fidelity(jittered)
     assert ok is True and how == "jitter" and "jitter 20 ms allows +-84.9 ms" in why
-    assert grade._fidelity({"fidelity": [fid], "path": {"rtt_ms": 80, "jitter_ms": 5}})[0] is False  # +-21.2
-    assert grade._fidelity({"fidelity": [fid], "path": {"rtt_ms": 80}})[:3:2] == (False, "")
-    assert grade._fidelity({"fidelity": [{**fid, "ok": True}], "path": {"jitter_ms": 20}})[::2] == (True, "")
-    assert grade._fidelity({"fidelity": []}) == (None, "no fidelity measurement", "")
+    assert judged_fidelity({"fidelity": [fid], "path": {"rtt_ms": 80, "jitter_ms": 5}})[0] is False  # +-21.2
+    assert judged_fidelity({"fidelity": [fid], "path": {"rtt_ms": 80}})[:3:2] == (False, "")
+    assert judged_fidelity({"fidelity": [{**fid, "ok": True}], "path": {"jitter_ms": 20}})[::2] == (True, "")
+    assert judged_fidelity({"fidelity": []}) == (None, "no fidelity measurement", "")
     c = grade.check_fidelity([{"run_id": "a", **jittered}, {"run_id": "b", "fidelity": [{**fid, "ok": True}]}], 0.9)
     assert c.ok and c.summary.endswith("(100%; 90% needed; 1 of them within the path's jitter)")
 
@@ -351,14 +351,14 @@ def test_fidelity_allows_for_the_queue_of_cross_traffic():
            "unit": "ms", "ok": False}
     path = {"rtt_ms": 28, "jitter_ms": 2, "queue_pkts": 78, "rate_mbit": 18.7, "rate_up_mbit": 3.7}
     cross = {"config": {"topology": {"bulk_flows": 1, "web_loads_per_s": 0.5}}, "path": path}
-    ok, why, how = grade._fidelity({"fidelity": [fid], **cross})
+    ok, why, how = judged_fidelity({"fidelity": [fid], **cross})
     assert ok is True and how == "queue" and "queue allows up to +305.9 ms" in why
-    assert grade._fidelity({"fidelity": [fid], "path": path})[0] is False  # no cross traffic: 59 ms is off
+    assert judged_fidelity({"fidelity": [fid], "path": path})[0] is False  # no cross traffic: 59 ms is off
     # a path shorter than configured is off, queue or not (beyond the jitter allowance of 8.5 ms)
-    assert grade._fidelity({"fidelity": [{**fid, "measured": 19.0}], **cross})[0] is False
-    assert grade._fidelity({"fidelity": [{**fid, "measured": 400.0}], **cross})[0] is False  # more than full buffers
+    assert judged_fidelity({"fidelity": [{**fid, "measured": 19.0}], **cross})[0] is False
+    assert judged_fidelity({"fidelity": [{**fid, "measured": 400.0}], **cross})[0] is False  # more than full buffers
     recorded = {"fidelity": [fid], "path": path, "cross": {"flows": [{"id": "bulk0"}]}}
-    assert grade._fidelity(recorded)[2] == "queue"
+    assert judged_fidelity(recorded)[2] == "queue"
     c = grade.check_fidelity([{"run_id": "a", "fidelity": [fid], **cross}], 0.9)
     assert c.ok and c.summary.endswith("(100%; 90% needed; 1 of them within the queue of the cross traffic)")
 
@@ -372,9 +372,9 @@ def test_fidelity_queue_of_a_path_without_queue_pkts_is_one_bdp():
            "unit": "ms", "ok": False}
     rec = {"fidelity": [fid], "path": {"rtt_ms": 100, "loss_pct": 0, "rate_mbit": 20, "queue_pkts": None},
            "config": {"topology": {"bulk_flows": 2, "web_loads_per_s": 0.5}}}
-    ok, why, how = grade._fidelity(rec)
+    ok, why, how = judged_fidelity(rec)
     assert ok is True and how == "queue" and "queue allows up to +201.1 ms" in why, why
-    assert grade._fidelity({**rec, "fidelity": [{**fid, "measured": 310.0}]})[0] is False  # beyond both buffers
+    assert judged_fidelity({**rec, "fidelity": [{**fid, "measured": 310.0}]})[0] is False  # beyond both buffers
 
 
 def test_a_run_whose_every_handshake_waited_is_not_judged():
@@ -384,7 +384,7 @@ def test_a_run_whose_every_handshake_waited_is_not_judged():
     path = PathSpec(rtt_ms=100, rate_mbit=10, loss_pct=1)
     lost = {"run_id": "a", "path": path.model_dump(), "fidelity": [handshake_rtt_check(path, [1138.0], 1).as_dict()]}
     good = {"run_id": "b", "path": path.model_dump(), "fidelity": [handshake_rtt_check(path, [100.2], 1).as_dict()]}
-    ok, why, how = grade._fidelity(lost)
+    ok, why, how = judged_fidelity(lost)
     assert (ok, how) == (None, "not judged") and "waited out a retransmission timeout" in why
     c = grade.check_fidelity([lost, good], 0.9)
     assert c.ok and c.summary == ("1 of 1 completed runs measured the configured path (100%; 90% needed); "

@@ -363,3 +363,91 @@ def cross_rates_mbit(cross: dict, t_a: float, t_b: float) -> dict[str, float]:
                 moved[kinds[fid]] += _at(series, t_b) - _at(series, t_a)
     span = t_b - t_a
     return {k: round(v * 8 / span / 1e6, 4) if span > 0 else math.nan for k, v in moved.items()}
+
+
+# --- a run record's fidelity, judged for its path (the grade, the runner) ------------
+
+# a run whose every handshake waited out a retransmission timeout (a lost SYN,
+# SYN-ACK or ACK: analysis/fidelity.handshake_rtt_check): its path is not
+# judged, so it counts neither for nor against the share
+NOT_JUDGED = "not judged"
+JITTER_SIGMAS = 3.0  # allowance for one RTT sample on a path with jitter
+FRAME_BITS = 1514 * 8  # a full-size frame at the bottleneck (the lab's PathSpec.queue counts these)
+
+
+def cross_traffic(rec: dict) -> bool:
+    """Did other flows share the bottleneck during the run (topology.bulk_flows
+    or web_loads_per_s, recorded in run.json `cross`)?"""
+    topo = (rec.get("config") or {}).get("topology") or {}
+    return bool((rec.get("cross") or {}).get("flows")) or bool(topo.get("bulk_flows") or topo.get("web_loads_per_s"))
+
+
+def queue_ms(path: dict) -> float:
+    """The most queueing delay a packet can meet on a round trip: the
+    bottleneck's buffer (queue_pkts full-size frames, both directions) drained
+    at each direction's rate. A path without queue_pkts has the lab's
+    default, one BDP (PathSpec.queue)."""
+    q = path.get("queue_pkts")
+    if q is None and path.get("rate_mbit") and path.get("rtt_ms"):
+        q = PathSpec(rtt_ms=path["rtt_ms"], rate_mbit=path["rate_mbit"]).bdp_pkts()
+    q = float(q or 0)
+    rates = [path.get("rate_mbit"), path.get("rate_up_mbit") or path.get("rate_mbit")]
+    return sum(q * FRAME_BITS / (float(r) * 1e3) for r in rates if r)
+
+
+def judged_fidelity(rec: dict) -> tuple[bool | None, str, str]:
+    """A run record's RTT check as judged for the path it had: (faithful,
+    why, allowance used: "", "jitter", "queue" or NOT_JUDGED). The
+    runner's check compares one handshake RTT with a tolerance of
+    max(0.5 ms, 1 %), which two kinds of path cannot meet:
+    - with netem jitter (normal, sigma = jitter_ms per direction, so
+      sigma*sqrt(2) per round trip) one sample is within JITTER_SIGMAS of
+      those sigmas around the expected RTT;
+    - with cross traffic (docs/topologies.md) the handshake waits in the queue the
+      other flows built: the sample lies between the expected RTT and that
+      plus both directions' full buffers (`queue_ms`), widened by the jitter
+      allowance. A sample below the configured RTT still fails: no queue
+      makes a path shorter."""
+    fid = (rec.get("fidelity") or [None])[0]
+    if not isinstance(fid, dict):
+        return None, "no fidelity measurement", ""
+    ok, measured, expected = bool(fid.get("ok")), fid.get("measured"), fid.get("expected")
+    why = (f"{fid.get('quantity', 'RTT')} measured {measured} {fid.get('unit', '')}, expected {expected} "
+           f"[{fid.get('low')}, {fid.get('high')}]")
+    if "ok" in fid and fid["ok"] is None:  # not judged: no handshake was a sample of the path
+        return None, f"{why}; {fid.get('note')}", NOT_JUDGED
+    path = rec.get("path") or {}
+    jitter = float(path.get("jitter_ms") or 0)
+    cross = cross_traffic(rec)
+    if ok or not (jitter > 0 or cross) or not isinstance(measured, (int, float)) \
+            or not isinstance(expected, (int, float)):
+        return ok, why, ""
+    band = JITTER_SIGMAS * jitter * 2 ** 0.5
+    low = min(float(fid.get("low") or expected), expected - band)
+    high = max(float(fid.get("high") or expected), expected + band)
+    if not cross:
+        return low <= measured <= high, f"{why}; jitter {jitter:g} ms allows +-{band:.1f} ms", "jitter"
+    queue = queue_ms(path)
+    return (low <= measured <= high + queue,
+            f"{why}; cross traffic's queue allows up to +{queue:.1f} ms"
+            + (f", jitter {jitter:g} ms +-{band:.1f} ms" if jitter else ""), "queue")
+
+
+DISTURBED = "disturbed"  # the start of a run's error when the real clock did not keep its path
+
+
+def disturbance(clock: str, rec: dict) -> str | None:
+    """Why a run is no measurement of its configured path although every
+    request was answered: on the real clock a path measured off its
+    configuration, after the allowances of judged_fidelity, means the host
+    did not keep the emulated time (too busy); such a run is stored failed,
+    never ok (docs/faults.md). None when it is not so: a faithful or
+    unjudged path, or the virtual clock (whose time no load on the host
+    can disturb; an off path there is the configuration's, e.g. a trace)."""
+    if clock != "real":
+        return None
+    ok, why, _how = judged_fidelity(rec)
+    if ok is not False:
+        return None
+    return (f"{DISTURBED}: the real clock's lab did not keep the configured path ({why}): the host was too busy; "
+            "run it on the virtual clock (--clock virtual) or with fewer --jobs on a quieter host")

@@ -64,10 +64,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from tortoiselab.analysis.fidelity import NOT_JUDGED, judged_fidelity
 from tortoiselab.course.handout import GradeError, Lab, LabExperiment, Point, config_key, fmt_value, plain
 from tortoiselab.host import audit, safefs, store
 from tortoiselab.spec.experiment import Experiment, ExperimentError, expand, load
-from tortoiselab.spec.pathspec import PathSpec
 
 MAX_LINES = 8  # detail lines per check before "... and N more"
 
@@ -262,75 +262,8 @@ def check_failures(le: LabExperiment, folder: Path, matched_all: list[dict], max
     return GradeCheck("failed runs", False, summary, _more(lines), fix)
 
 
-JITTER_SIGMAS = 3.0  # allowance for one RTT sample on a path with jitter
-FRAME_BITS = 1514 * 8  # a full-size frame at the bottleneck (the lab's PathSpec.queue counts these)
-
-
-def _cross_traffic(rec: dict) -> bool:
-    """Did other flows share the bottleneck during the run (topology.bulk_flows
-    or web_loads_per_s, recorded in run.json `cross`)?"""
-    topo = (rec.get("config") or {}).get("topology") or {}
-    return bool((rec.get("cross") or {}).get("flows")) or bool(topo.get("bulk_flows") or topo.get("web_loads_per_s"))
-
-
-def _queue_ms(path: dict) -> float:
-    """The most queueing delay a packet can meet on a round trip: the
-    bottleneck's buffer (queue_pkts full-size frames, both directions) drained
-    at each direction's rate. A path without queue_pkts has the lab's
-    default, one BDP (PathSpec.queue)."""
-    q = path.get("queue_pkts")
-    if q is None and path.get("rate_mbit") and path.get("rtt_ms"):
-        q = PathSpec(rtt_ms=path["rtt_ms"], rate_mbit=path["rate_mbit"]).bdp_pkts()
-    q = float(q or 0)
-    rates = [path.get("rate_mbit"), path.get("rate_up_mbit") or path.get("rate_mbit")]
-    return sum(q * FRAME_BITS / (float(r) * 1e3) for r in rates if r)
-
-
-def _fidelity(rec: dict) -> tuple[bool | None, str, str]:
-    """The run's recorded RTT check: (faithful, why, allowance used: "",
-    "jitter" or "queue"). The runner compares one handshake RTT with a
-    tolerance of max(0.5 ms, 1 %), which two kinds of path cannot meet:
-    - with netem jitter (normal, sigma = jitter_ms per direction, so
-      sigma*sqrt(2) per round trip) one sample is within JITTER_SIGMAS of
-      those sigmas around the expected RTT;
-    - with cross traffic (docs/topologies.md) the handshake waits in the queue the
-      other flows built: the sample lies between the expected RTT and that
-      plus both directions' full buffers (`_queue_ms`), widened by the jitter
-      allowance. A sample below the configured RTT still fails: no queue
-      makes a path shorter."""
-    fid = (rec.get("fidelity") or [None])[0]
-    if not isinstance(fid, dict):
-        return None, "no fidelity measurement", ""
-    ok, measured, expected = bool(fid.get("ok")), fid.get("measured"), fid.get("expected")
-    why = (f"{fid.get('quantity', 'RTT')} measured {measured} {fid.get('unit', '')}, expected {expected} "
-           f"[{fid.get('low')}, {fid.get('high')}]")
-    if "ok" in fid and fid["ok"] is None:  # not judged: no handshake was a sample of the path
-        return None, f"{why}; {fid.get('note')}", NOT_JUDGED
-    path = rec.get("path") or {}
-    jitter = float(path.get("jitter_ms") or 0)
-    cross = _cross_traffic(rec)
-    if ok or not (jitter > 0 or cross) or not isinstance(measured, (int, float)) \
-            or not isinstance(expected, (int, float)):
-        return ok, why, ""
-    band = JITTER_SIGMAS * jitter * 2 ** 0.5
-    low = min(float(fid.get("low") or expected), expected - band)
-    high = max(float(fid.get("high") or expected), expected + band)
-    if not cross:
-        return low <= measured <= high, f"{why}; jitter {jitter:g} ms allows +-{band:.1f} ms", "jitter"
-    queue = _queue_ms(path)
-    return (low <= measured <= high + queue,
-            f"{why}; cross traffic's queue allows up to +{queue:.1f} ms"
-            + (f", jitter {jitter:g} ms +-{band:.1f} ms" if jitter else ""), "queue")
-
-
-# a run whose every handshake waited out a retransmission timeout (a lost SYN,
-# SYN-ACK or ACK: analysis/fidelity.handshake_rtt_check): its path is not
-# judged, so it counts neither for nor against the share
-NOT_JUDGED = "not judged"
-
-
 def check_fidelity(ok_runs: list[dict], share_needed: float) -> GradeCheck:
-    every = [(r, *_fidelity(r)) for r in ok_runs]
+    every = [(r, *judged_fidelity(r)) for r in ok_runs]
     verdicts = [v for v in every if v[3] != NOT_JUDGED]
     good = sum(1 for _, v, _, _ in verdicts if v)
     n = len(verdicts)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from tortoiselab.analysis import dnstime, whole
-from tortoiselab.analysis.fidelity import handshake_rtt_check
+from tortoiselab.analysis.fidelity import disturbance, handshake_rtt_check
 from tortoiselab.analysis.flights import pcap_steady_throughput_mbit
 from tortoiselab.analysis.parsers import parse_nghttp_stats
 from tortoiselab.host import backends, batches, guestpaths, labcpu, pageload, reuse, safefs, store, verify
@@ -285,6 +285,9 @@ def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, si
     # configured vs measured: the TCP handshake's round trip in the capture
     rtts = [c["tcp_rtt_ms"] for c in ld["connections"] if c.get("tcp_rtt_ms")]
     fid = handshake_rtt_check(run.path, rtts, len(ld["connections"]))
+    off = disturbance(info.clock, {"fidelity": [fid.as_dict()], "path": run.path.model_dump(),
+                                   "config": run.config, "cross": ld.get("cross")})
+    problems += [off] if off else []
     for name, src in (("page.har", ld.get("har")), ("server.pcap", ld.get("pcap")),
                       ("client.pcap", ld.get("client_pcap")), ("cwnd.json", ld.get("cwnd"))):
         if src and Path(src).exists():
