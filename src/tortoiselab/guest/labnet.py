@@ -147,11 +147,24 @@ class PrivateOVSSwitch(BatchOVSSwitch):
     just started and initialised its database with (`ovs-vsctl --no-wait
     init`). Mininet's set-up checks (two more ovs-vsctl processes: that the
     database answers, and its version, for quirks of versions before 1.10
-    of 2013) are left out."""
+    of 2013) are left out, and the switch has no shell: it lives in the
+    root namespace, its ports come up in the batches, it starts by the
+    transaction and the uml lab is not torn down (guest/net.py
+    mininet_path), so the shell would only bring up the loopback, which
+    runs in the root namespace through the executor instead (cmd)."""
 
     @classmethod
     def setup(cls) -> None:
         return None
+
+    def startShell(self, mnopts: Any = None) -> None:
+        self.shell = None
+
+    def cmd(self, *args: Any, **kwargs: Any) -> str:
+        """What Mininet would run in this switch's shell, run in the root
+        namespace as one process (no shell): its output and errors."""
+        _rc, out, err = self.ex.capture(shlex.split(" ".join(str(a) for a in args)))
+        return out + err
 
     @classmethod
     def isOldOVS(cls) -> bool:
