@@ -27,9 +27,10 @@ from mininet.nodelib import LinuxBridge
 from tortoiselab.analysis.parsers import parse_ping, parse_ss_ti
 from tortoiselab.guest import commands as C
 from tortoiselab.guest.clock import HostWall, align_to_grid, sleep_until_monotonic
-from tortoiselab.guest.executor import Executor
+from tortoiselab.guest.executor import Executor, netns_of
 from tortoiselab.guest.labnet import BatchMininet, BatchOVSSwitch, PrivateOVSSwitch
 from tortoiselab.guest.modules import available_algorithms
+from tortoiselab.guest.offloads import offloads_off
 from tortoiselab.guest.replay import ReplayLink, TraceReplay
 from tortoiselab.spec.hostspec import SETTINGS, HostSpec
 from tortoiselab.spec.pathspec import PathSpec
@@ -179,6 +180,13 @@ def _link_macs(i: int, ends: tuple, switches: tuple[str, ...]) -> dict[str, str]
             for k, node in enumerate(ends, 1)}
 
 
+def _offloads_off_in(host, dev: str) -> None:
+    """`ethtool -K dev tso off gso off gro off` in the host's namespace (the
+    root's for None), from this process."""
+    with netns_of(host):
+        offloads_off(dev)
+
+
 class PathLab:
     """A running one-path lab: configure it, then measure over it."""
 
@@ -225,7 +233,9 @@ class PathLab:
         ex.sysctl({"net.ipv4.tcp_allowed_congestion_control": " ".join(available_algorithms())})
         for node, dev in self.all_intfs():
             host = node if node in self.net.hosts else None
-            ex.run(C.offloads_off(dev), host=host)
+            # ethtool's request made in this process (guest/offloads.py): no process per interface
+            ex.in_process(C.offloads_off(dev), lambda h=host, d=dev: _offloads_off_in(h, d),
+                          where=host.name if host is not None else "root")
         for host, cc in ((self.client, client_cc), (self.server, server_cc)):
             ex.sysctl({"net.ipv4.tcp_no_metrics_save": 1, "net.ipv4.tcp_congestion_control": cc}, host=host)
         if initcwnd is not None or initrwnd is not None or ssthresh is not None:
