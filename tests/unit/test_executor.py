@@ -91,3 +91,13 @@ def test_run_to_file_in_the_root_namespace_returns_the_exit_code(tmp_path):
     rc, timed_out = Executor().run_to_file([sys.executable, "-c", "print('hi'); raise SystemExit(3)"], None,
                                            tmp_path / "out.log", timeout=30)
     assert (rc, timed_out) == (3, False) and (tmp_path / "out.log").read_text() == "hi\n"
+
+
+def test_run_feeds_stdin_and_logs_it(tmp_path):
+    ex = Executor(log_path=tmp_path / "commands.log")
+    out = ex.run([sys.executable, "-c", "import sys; print(sys.stdin.read().upper(), end='')"], stdin="a\nb\n")
+    assert out == "A\nB\n" and ex.records[-1]["stdin"] == "a\nb\n"
+    log = (tmp_path / "commands.log").read_text().splitlines()
+    assert log[1:] == ["    < a", "    < b"]
+    ex.run([sys.executable, "-c", "pass"])
+    assert "stdin" not in ex.records[-1]

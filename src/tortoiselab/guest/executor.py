@@ -62,31 +62,40 @@ class Executor:
     log_path: Path | None = None
     records: list[dict] = field(default_factory=list)
 
-    def record(self, where: str, argv: list[str], rc: int, out: str, err: str, t0: float) -> None:
-        """Log a step done without a subprocess (e.g. a file written), as run() logs its commands."""
+    def record(self, where: str, argv: list[str], rc: int, out: str, err: str, t0: float,
+               stdin: str | None = None) -> None:
+        """Log a step done without a subprocess (e.g. a file written), as run() logs its commands
+        (with what it read on stdin, if given: an `ip -batch -` list)."""
         rec = {"t": round(t0, 6), "where": where, "argv": argv, "rc": rc,
                "seconds": round(time.monotonic() - t0, 6)}
         if rc != 0:
             rec["stderr"] = err[-2000:]
+        if stdin is not None:
+            rec["stdin"] = stdin
         self.records.append(rec)
         if self.log_path is not None:
             with open(self.log_path, "a") as fh:
                 # the guest's monotonic time at the start and the duration: on the
                 # virtual clock a timeline that repeats exactly (docs/determinism.md)
                 fh.write(f"{t0:.6f} +{rec['seconds']:.6f} [{where}] rc={rc} {shlex.join(argv)}\n")
+                if stdin:
+                    fh.write("    < " + stdin.strip().replace("\n", "\n    < ") + "\n")
                 if rc != 0 and err:
                     fh.write("    " + err.strip().replace("\n", "\n    ") + "\n")
 
-    def run(self, argv: list[str], host: Any = None, check: bool = True, timeout: float = 120) -> str:
+    def run(self, argv: list[str], host: Any = None, check: bool = True, timeout: float = 120,
+            stdin: str | None = None) -> str:
         """Run argv in the guest's root namespace (host=None) or in a Mininet
-        host's namespaces; return stdout."""
-        rc, out, err = self.capture(argv, host, timeout)
+        host's namespaces, with stdin's text on its standard input if given;
+        return stdout."""
+        rc, out, err = self.capture(argv, host, timeout, stdin)
         if check and rc != 0:
             raise CommandError(f"[{host.name if host else 'root'}] {shlex.join(argv)} exited {rc}: "
                                f"{err.strip()[-500:]}")
         return out
 
-    def capture(self, argv: list[str], host: Any = None, timeout: float = 120) -> tuple[int, str, str]:
+    def capture(self, argv: list[str], host: Any = None, timeout: float = 120,
+                stdin: str | None = None) -> tuple[int, str, str]:
         """Run argv as run() does, never raising on its exit code: (exit code,
         stdout, stderr). A command still running after timeout s is killed;
         what it printed is kept and its stderr says so."""
@@ -94,21 +103,22 @@ class Executor:
         if host is None:
             where = "root"
             try:
-                p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+                p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=stdin)
                 out, err, rc = p.stdout, p.stderr, p.returncode
             except subprocess.TimeoutExpired as exc:
                 out, err, rc = _text(exc.stdout), _text(exc.stderr) + f"\n(timed out after {timeout} s)", -9
         else:
             where = host.name
-            proc = host.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            pipe = {} if stdin is None else {"stdin": subprocess.PIPE}
+            proc = host.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **pipe)
             try:
-                out, err = proc.communicate(timeout=timeout)
+                out, err = proc.communicate(stdin, timeout=timeout)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 out, err = proc.communicate()
                 err += f"\n(timed out after {timeout} s)"
             rc = proc.returncode
-        self.record(where, argv, rc, out, err, t0)
+        self.record(where, argv, rc, out, err, t0, stdin)
         return rc, out, err
 
     def run_to_file(self, argv: list[str], host: Any, log: Path, timeout: float,

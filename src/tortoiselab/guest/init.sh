@@ -74,6 +74,6 @@ ip link set lo up
 echo "tortoise-guest: kernel $(uname -r), uptime $(cut -d' ' -f1 /proc/uptime) s"
 "$TL_PYTHON" -m tortoiselab.guest "$W/request.json"
 echo "tortoise-guest: task exited with $?"
-sync
-# power off (LINUX_REBOOT_CMD_POWER_OFF): the UML process exits
-exec "$TL_PYTHON" -c 'import ctypes, os; os.sync(); ctypes.CDLL(None).reboot(0x4321FEDC)'
+# sync, then power off (LINUX_REBOOT_CMD_POWER_OFF): the UML process exits.
+# Python without site (-S): its start is most of the boot's last step
+exec "$TL_PYTHON" -S -c 'import ctypes, os; os.sync(); ctypes.CDLL(None).reboot(0x4321FEDC)'

@@ -10,7 +10,6 @@ traffic.
 from __future__ import annotations
 
 import json
-import os
 import random
 import resource
 import subprocess
@@ -23,15 +22,15 @@ from pathlib import Path
 from typing import Iterator
 
 from mininet.log import setLogLevel
-from mininet.net import Mininet
-from mininet.node import OVSSwitch
 from mininet.nodelib import LinuxBridge
 
 from tortoiselab.analysis.parsers import parse_ping, parse_ss_ti
 from tortoiselab.guest import commands as C
 from tortoiselab.guest.clock import HostWall, align_to_grid, sleep_until_monotonic
-from tortoiselab.guest.executor import Executor
+from tortoiselab.guest.executor import Executor, netns_of
+from tortoiselab.guest.labnet import BatchMininet, BatchOVSSwitch, PrivateOVSSwitch
 from tortoiselab.guest.modules import available_algorithms
+from tortoiselab.guest.offloads import offloads_off
 from tortoiselab.guest.replay import ReplayLink, TraceReplay
 from tortoiselab.spec.hostspec import SETTINGS, HostSpec
 from tortoiselab.spec.pathspec import PathSpec
@@ -78,39 +77,28 @@ def _entropy_file(seed: int) -> Path:
     return entropy
 
 
-def _stop_by_pidfiles(names: tuple[str, ...]) -> None:
-    for name in names:
-        pidfile = OVS_RUN / f"{name}.pid"
-        if pidfile.exists():
-            try:
-                os.kill(int(pidfile.read_text().strip()), 15)
-            except (ProcessLookupError, ValueError):
-                pass
-
-
 @contextmanager
 def private_ovs(ex: Executor, seed: int | None = None) -> Iterator[None]:
     """ovsdb-server + ovs-vswitchd with their files under /run (a tmpfs in
-    the guest); stopped by the pids they recorded, also when a start fails.
-    With a seed, both read bytes derived from it as /dev/urandom."""
+    the guest). With a seed, both read bytes derived from it as
+    /dev/urandom. They run on until the guest powers off: the lab's own
+    kernel, thrown away then, with every result written before (stopping
+    them cost the boot's end their exit work)."""
     OVS_RUN.mkdir(parents=True, exist_ok=True)
     db = OVS_RUN / "conf.db"
 
     def daemon(argv: list[str]) -> list[str]:
         return argv if seed is None else C.seeded_entropy(argv, _entropy_file(seed))
 
-    try:
-        ex.run(C.ovsdb_create(db))
-        ex.run(daemon(C.ovsdb_server(OVS_RUN, db)))
-        ex.run(C.ovs_init())
-        # vswitchd counts its handler threads right only after 10 s of uptime
-        # (docs/determinism.md); the absolute deadline also aligns every run
-        sleep_until_monotonic(OVS_MIN_UPTIME_S)
-        ex.run(daemon(C.ovs_vswitchd(OVS_RUN)))
-        align_to_grid()  # vswitchd's start-up work is over; every run goes on from the same instant
-        yield
-    finally:
-        _stop_by_pidfiles(("ovs-vswitchd", "ovsdb-server"))
+    ex.run(C.ovsdb_create(db))
+    ex.run(daemon(C.ovsdb_server(OVS_RUN, db)))
+    ex.run(C.ovs_init())
+    # vswitchd counts its handler threads right only after 10 s of uptime
+    # (docs/determinism.md); the absolute deadline also aligns every run
+    sleep_until_monotonic(OVS_MIN_UPTIME_S)
+    ex.run(daemon(C.ovs_vswitchd(OVS_RUN)))
+    align_to_grid()  # vswitchd's start-up work is over; every run goes on from the same instant
+    yield
 
 
 def _no_ipv6_from_birth(ex: Executor) -> None:
@@ -150,36 +138,53 @@ def shells_under_default_fd_limit() -> Iterator[None]:
 def mininet_path(ctx: LabContext, graph: Graph = ONE_PATH) -> Iterator["PathLab"]:
     """Build the graph in Mininet and stop it again, also on error."""
     setLogLevel("warning")
-    switch_cls = OVSSwitch if ctx.switch == "ovs" else LinuxBridge
+    ovs = PrivateOVSSwitch if ctx.private_ovs else BatchOVSSwitch
     if ctx.private_ovs:
         _no_ipv6_from_birth(ctx.ex)
     # native: the host's kernel outlives the lab; what configure() changes
     # in its root namespace goes back as it was (uml: the lab's own kernel)
     restore = {} if ctx.private_ovs else ctx.ex.read_sysctls(ROOT_SYSCTLS)
-    net = Mininet(topo=None, build=False, controller=None, autoSetMacs=True,
-                  autoStaticArp=True, waitConnected=False)
+    # the graph's commands batched (guest/labnet.py): a few processes, not one per setting
+    net = BatchMininet(ctx.ex, topo=None, build=False, controller=None, autoSetMacs=True,
+                       autoStaticArp=True, waitConnected=False)
     nodes = {}
     with shells_under_default_fd_limit():  # each node's shell starts here
         for h in graph.hosts:
             nodes[h.name] = net.addHost(h.name, ip=h.ip)
         for s in graph.switches:
-            opts = {"failMode": "standalone"} if ctx.switch == "ovs" else {}
-            nodes[s] = net.addSwitch(s, cls=switch_cls, **opts)
+            opts = {"cls": ovs, "failMode": "standalone", "ex": ctx.ex} if ctx.switch == "ovs" else {"cls": LinuxBridge}
+            nodes[s] = net.addSwitch(s, **opts)
     links = {}
     for i, (a, b) in enumerate(graph.links, 1):
-        # switch ports get fixed MACs (hosts get theirs from autoSetMacs): the
-        # kernel's random ones decided when OVS re-picked a bridge's own MAC
-        # as ports joined, work that took more time in some runs (docs/determinism.md)
-        macs = {f"addr{k}": f"02:00:00:00:{i:02x}:{k:02x}" for k, n in ((1, a), (2, b)) if n in graph.switches}
-        links[(a, b)] = net.addLink(nodes[a], nodes[b], **macs)
+        links[(a, b)] = net.addLink(nodes[a], nodes[b], **_link_macs(i, (nodes[a], nodes[b]), graph.switches))
     try:
         net.build()
         net.start()
         yield PathLab(ctx, net, nodes, links, graph.wan, graph.backhaul)
     finally:
-        net.stop()
+        # uml: the lab's kernel, thrown away at power-off, and every result
+        # is written by now: no teardown (its commands cost the boot's end)
+        if not ctx.private_ovs:
+            net.stop()
         if restore:
             ctx.ex.sysctl({k: v for k, v in restore.items() if v})
+
+
+def _link_macs(i: int, ends: tuple, switches: tuple[str, ...]) -> dict[str, str]:
+    """The MACs of the i-th link's two ends (Mininet's addr1, addr2), each
+    fixed: a host's end has the host's own (autoSetMacs: it is born with
+    it, not given it later), a switch port 02:00:00:00:<link>:<end>. The
+    kernel's random ones decided when OVS re-picked a bridge's own MAC as
+    ports joined, work that took more time in some runs (docs/determinism.md)."""
+    return {f"addr{k}": f"02:00:00:00:{i:02x}:{k:02x}" if node.name in switches else node.params["mac"]
+            for k, node in enumerate(ends, 1)}
+
+
+def _offloads_off_in(host, dev: str) -> None:
+    """`ethtool -K dev tso off gso off gro off` in the host's namespace (the
+    root's for None), from this process."""
+    with netns_of(host):
+        offloads_off(dev)
 
 
 class PathLab:
@@ -228,7 +233,9 @@ class PathLab:
         ex.sysctl({"net.ipv4.tcp_allowed_congestion_control": " ".join(available_algorithms())})
         for node, dev in self.all_intfs():
             host = node if node in self.net.hosts else None
-            ex.run(C.offloads_off(dev), host=host)
+            # ethtool's request made in this process (guest/offloads.py): no process per interface
+            ex.in_process(C.offloads_off(dev), lambda h=host, d=dev: _offloads_off_in(h, d),
+                          where=host.name if host is not None else "root")
         for host, cc in ((self.client, client_cc), (self.server, server_cc)):
             ex.sysctl({"net.ipv4.tcp_no_metrics_save": 1, "net.ipv4.tcp_congestion_control": cc}, host=host)
         if initcwnd is not None or initrwnd is not None or ssthresh is not None:
