@@ -46,6 +46,7 @@ import json
 import logging
 import os
 import random
+import ssl
 import sys
 import threading
 import traceback
@@ -189,13 +190,22 @@ def restart_reason(rc: int, left: list[str]) -> str | None:
 
 
 def warm_up() -> None:
-    """What a load does once per process, on first use (found by listing
-    sys.modules after a lab load: dns._asyncio_backend, dns.rdtypes.IN.A):
-    dnspython's asyncio backend chosen (and imported), the A record's class
-    imported and cached. Done here, the first load does what every later
-    one does."""
+    """What a load does once per process, on first use, done here so that
+    the first load does what every later one does: dnspython's asyncio
+    backend chosen (and imported) and the A record's class imported and
+    cached (found by listing sys.modules after a lab load); OpenSSL's
+    random generators instantiated (at the first SSL context: a getrandom
+    and clock reads, 3 us of virtual time in the guest) and its handshake's
+    algorithms fetched, by a ClientHello written into memory."""
     dns.asyncbackend.set_default_backend("asyncio")
     dns.rdata.get_rdata_class(dns.rdataclass.IN, dns.rdatatype.A)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.set_alpn_protocols(["h2", "http/1.1"])
+    hello = ctx.wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO(), server_hostname="warm-up.invalid")
+    try:
+        hello.do_handshake()
+    except ssl.SSLWantReadError:  # the ClientHello is out; no server answers it
+        pass
 
 
 def _reply(ch: Channel, obj: dict) -> None:
