@@ -194,9 +194,10 @@ def warm_up() -> None:
     the first load does what every later one does: dnspython's asyncio
     backend chosen (and imported) and the A record's class imported and
     cached (found by listing sys.modules after a lab load); OpenSSL's
-    random generators instantiated (at the first SSL context: a getrandom
-    and clock reads, 3 us of virtual time in the guest) and its handshake's
-    algorithms fetched, by a ClientHello written into memory."""
+    random generators instantiated (at the first SSL context; seen on the
+    host: a getrandom, futex and getpid calls in the first load only) and
+    its handshake's algorithms fetched, by a ClientHello written into
+    memory."""
     dns.asyncbackend.set_default_backend("asyncio")
     dns.rdata.get_rdata_class(dns.rdataclass.IN, dns.rdatatype.A)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
