@@ -27,7 +27,7 @@ from tortoiselab.guest import trace
 from tortoiselab.guest.clock import align_to_grid, next_grid_point, sleep_until_monotonic, uptime_s
 from tortoiselab.guest.cross import CrossRun, cross_traffic
 from tortoiselab.guest.executor import Executor
-from tortoiselab.guest.forkloader import ForkLoader
+from tortoiselab.guest.loaderproc import LoaderProcess
 from tortoiselab.guest.net import LAB_PREFIX, LabContext, PathLab, mininet_path
 from tortoiselab.guest.record import code_digest, write_json_atomic
 from tortoiselab.guest.replay import trace_offset_ms
@@ -74,7 +74,7 @@ def run(ctx: LabContext, req: PageLoadRequest) -> dict:
         out["seeds"] = dict(lab.seeds)  # netem's, per direction, for the request's seed
         _second_server_address(ctx.ex, lab)
         out["wall_topology_ready"] = _wall(ctx)
-        with WebLab(ctx, lab, site, pki, origin) as web, _fork_loader(ctx, lab, req) as fork:
+        with WebLab(ctx, lab, site, pki, origin) as web, _loader_process(ctx, lab, req) as loader_proc:
             first: dict | None = None  # the first load's set-up and start instants
             digest: str | None = None  # the lab code that ran: hashed once, after the first load
             for i, load in enumerate(req.loads):
@@ -91,7 +91,7 @@ def run(ctx: LabContext, req: PageLoadRequest) -> dict:
                         t_set_up = uptime_s()
                     else:
                         target = _wait_for_slot(req, first, out["loads"][-1]["sim_end_s"])
-                    res = _one_load(ctx, lab, web, fork, req, load, i, name_files, d, target, marks)
+                    res = _one_load(ctx, lab, web, loader_proc, req, load, i, name_files, d, target, marks)
                     if primed is not None:
                         res["prime"] = primed
                 except Exception as exc:  # this load's run fails, the batch goes on
@@ -173,19 +173,17 @@ def _second_server_address(ex: Executor, lab: PathLab) -> None:
     ex.run(C.neigh_permanent(SERVER_IP2, srv.defaultIntf().MAC(), lab.client.defaultIntf().name), host=lab.client)
 
 
-def _fork_loader(ctx: LabContext, lab: PathLab, req: PageLoadRequest) -> AbstractContextManager:
-    """Our loader's fork server in the client host, started once per boot
-    before the first load's set-up (guest/forkloader.py), if a load uses it,
-    on the real clock only: on the virtual clock in UML's seccomp mode a
-    batch's forked loads were not repeatable to the microsecond (the last
-    load of a boot moved by 1-2 us in some boots; docs/determinism.md,
-    "Batches"), so there each load starts its own Python."""
-    if req.clock == "virtual" or not any(load.client.loader == "loader" for load in req.loads):
+def _loader_process(ctx: LabContext, lab: PathLab, req: PageLoadRequest) -> AbstractContextManager:
+    """Our loader as one process in the client host, started once per boot
+    before the first load's set-up (guest/loaderproc.py), if a load uses it;
+    every load runs in it, on either clock (docs/determinism.md, "Our loader
+    in one process per boot")."""
+    if not any(load.client.loader == "loader" for load in req.loads):
         return nullcontext(None)
-    return ForkLoader(ctx.ex, lab.client)
+    return LoaderProcess(ctx.ex, lab.client)
 
 
-def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, fork: ForkLoader | None, req: PageLoadRequest,
+def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, loader_proc: LoaderProcess | None, req: PageLoadRequest,
               load: LoadSpec, i: int, name_files: NameFiles | None, d: Path, target: float | None,
               marks: dict) -> dict:
     marks["set_up"] = _wall(ctx)
@@ -208,7 +206,7 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, fork: ForkLoader | Non
             with cross as crossed, replay:
                 start = _start_on_time(target)
                 t0 = time.monotonic()
-                summary, har = LOADERS[load.client.loader](ctx.ex, lab, web, fork, load, names, d)
+                summary, har = LOADERS[load.client.loader](ctx.ex, lab, web, loader_proc, load, names, d)
                 # elapsed time of the whole client process (DNS, TCP, TLS, every object):
                 # on the virtual clock its own CPU costs nothing, so this is network time
                 wall_of_load = time.monotonic() - t0
@@ -336,7 +334,7 @@ def _set_up_server(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec,
 
 # --- the loaders: (summary, HAR path or None) --------------------------------
 
-def _our_loader(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None, load: LoadSpec,
+def _our_loader(ex: Executor, lab: PathLab, web: WebLab, loader_proc: LoaderProcess | None, load: LoadSpec,
                 names: dict[str, str], d: Path) -> tuple[dict, str | None]:
     s, c = load.server, load.client
     argv = C.page_loader(sys.executable, c.target(), ca=web.pki["variants"][s.cert]["ca"],
@@ -348,16 +346,14 @@ def _our_loader(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None
                          coalescing=c.coalescing, tls=c.tls_client, repeat_after_s=c.repeat_after_idle_s,
                          cache_unit=c.cache_unit)
     timeout = c.timeout_s + (c.repeat_after_idle_s or 0) + LOADER_GRACE_S
-    if fork is None:
-        ex.run(argv, host=lab.client, check=False, timeout=timeout)
-    else:  # argv[:3] is `python -m tortoiselab.client`: the fork server runs the rest
-        fork.load(argv[3:], d / "loader.log", timeout=timeout)
+    # argv[:3] is `python -m tortoiselab.client`: the loader process runs the rest
+    loader_proc.load(argv[3:], d / "loader.log", timeout=timeout)
     summary = json.loads((d / "summary.json").read_text()) if (d / "summary.json").exists() else \
         {"error": "the loader wrote no summary"}
     return summary, str(d / "page.har")
 
 
-def _nghttp(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None, load: LoadSpec,
+def _nghttp(ex: Executor, lab: PathLab, web: WebLab, loader_proc: LoaderProcess | None, load: LoadSpec,
             names: dict[str, str], d: Path) -> tuple[dict, str | None]:
     """nghttp resolves through the system resolver: the guest's resolv.conf
     points at the lab's DNS server (webtier.guest_name_files)."""
@@ -368,7 +364,7 @@ def _nghttp(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None, lo
             "raw": text[-8000:], "stderr": err[-2000:]}, None
 
 
-def _h2load(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None, load: LoadSpec,
+def _h2load(ex: Executor, lab: PathLab, web: WebLab, loader_proc: LoaderProcess | None, load: LoadSpec,
             names: dict[str, str], d: Path) -> tuple[dict, str | None]:
     c = load.client
     rc, text, err = ex.capture(C.h2load(c.target(), c.h2load_requests), lab.client, timeout=c.timeout_s)
@@ -378,7 +374,7 @@ def _h2load(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None, lo
         return {"rc": rc, "error": f"{exc}: {err.strip()[-300:]}", "raw": text[-4000:]}, None
 
 
-def _chromium(ex: Executor, lab: PathLab, web: WebLab, fork: ForkLoader | None, load: LoadSpec,
+def _chromium(ex: Executor, lab: PathLab, web: WebLab, loader_proc: LoaderProcess | None, load: LoadSpec,
               names: dict[str, str], d: Path) -> tuple[dict, str | None]:
     """Chromium through tortoiselab.browser (docs/browser.md), in a PID
     namespace of its own, the lab CA of the certificate variant trusted in a
