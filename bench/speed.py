@@ -16,7 +16,8 @@ interval (meta.load_cpu, host/labcpu.py) per simulated second of the
 loads, i.e. the wall seconds per simulated second if nothing but the loads
 ran, against the wall seconds per simulated second each configuration took.
 A configuration may name its clock (series:batch:jobs:real): on the real
-clock the loader forks from one process per boot, without a Python start.
+clock as on the virtual one our loader runs in one process per boot, each
+load in it, without a Python start (client/loadserver.py).
 
     .venv/bin/python bench/speed.py [--configs 6.12:1:1,7.3:d:d,7.3:8:1:real] [--rounds 3] [--out DIR]
                                     [--before OTHER-CHECKOUT-VENV/bin/python]
@@ -145,7 +146,7 @@ def floor_report(rows: list[dict], cores: int) -> list[str]:
                      + (f" ({'; '.join(c['unmeasured'])})" if c["unmeasured"] else ""))
     return lines + ["not attributed:"] + notes + [
         "  the loader's own work and its Python start are one group (a host process is not mapped to its guest "
-        "process); on the real clock the loader forks from one process per boot, without the start"]
+        "process); the loader runs in one process per boot (client/loadserver.py), standing from the first load"]
 
 
 def median_row(rows: list[dict]) -> dict:

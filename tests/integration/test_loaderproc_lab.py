@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TORTOISE, write_yaml
+from tortoiselab.host.runsummary import disturbed
 
 pytestmark = pytest.mark.lab
 
@@ -30,8 +31,8 @@ def _run(tmp_path: Path, clock: str) -> list[dict]:
     p = subprocess.run([*TORTOISE, "run", str(f), "--results", str(tmp_path / clock), "--backend", "uml",
                         "--clock", clock, "--jobs", "1", "--batch", "4"], capture_output=True, text=True,
                        timeout=900)
-    # on the real clock 4 is whole too: every run stored ok, a path judged off on a busy host (README,
-    # "Exit codes"); this test is about the loader's processes, and checks each run's ok below
+    # on the real clock 4 is whole too: every run stored ok but those whose path measured off on a busy
+    # host, stored failed as disturbed (README, "Exit codes"); this test is about the loader's processes
     assert p.returncode in ((0, 4) if clock == "real" else (0,)), p.stdout + p.stderr
     runs = sorted((tmp_path / clock / "inproc").glob("*/run.json"))
     assert len(runs) == 4
@@ -44,7 +45,7 @@ def _loader_lines(run: dict) -> list[str]:
 
 
 def _one_process_per_boot(runs: list[dict]) -> None:
-    assert all(r["ok"] for r in runs), [r.get("error") for r in runs]
+    assert all(r["ok"] or disturbed(r) for r in runs), [r.get("error") for r in runs]
     assert {r["meta"]["batch"]["size"] for r in runs} == {4}
     last = max(runs, key=lambda r: r["meta"]["batch"]["index"])
     lines = _loader_lines(last)  # the boot's commands up to its last load
