@@ -191,7 +191,7 @@ def test_batches_of_eight_by_default_on_either_clock(tmp_path, monkeypatch, cloc
     monkeypatch.setattr(backends, "run_task", lab)
     monkeypatch.setattr(backends, "choose", lambda backend, clk, ccs: backends.BackendInfo("uml", clock, "/k/linux"))
     monkeypatch.setattr(runner, "check_kernel_paths", lambda info: None)
-    monkeypatch.setattr(runner, "lab_assets", lambda exp_dir: (tmp_path, tmp_path))
+    monkeypatch.setattr(runner, "lab_assets", lambda exp_dir, certs: (tmp_path, tmp_path))
     monkeypatch.setattr(runner, "check_manifest_urls", lambda runs, site: None)
     res = runner.run_experiment(f, tmp_path / "results", backend="uml", clock=clock, jobs=2,
                                 **({} if asked is None else {"batch": asked}))
@@ -210,7 +210,7 @@ def test_a_resumed_sweep_replays_its_batches_first_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(backends, "run_task", lab)
     monkeypatch.setattr(backends, "choose", lambda backend, clk, ccs: backends.BackendInfo("uml", "virtual", "/k"))
     monkeypatch.setattr(runner, "check_kernel_paths", lambda info: None)
-    monkeypatch.setattr(runner, "lab_assets", lambda exp_dir: (tmp_path, tmp_path))
+    monkeypatch.setattr(runner, "lab_assets", lambda exp_dir, certs: (tmp_path, tmp_path))
     monkeypatch.setattr(runner, "check_manifest_urls", lambda runs, site: None)
     order = [r.run_id for r in run_order(load(f), expand(load(f)))]
     first = runner.run_experiment(f, tmp_path / "results", backend="uml", clock="virtual", limit=2)
@@ -233,3 +233,22 @@ def test_default_jobs_fill_the_cpus_on_the_virtual_clock_only(backend, clock, cp
     """A lab per CPU where the machine's load cannot move a run (the
     virtual clock), one lab elsewhere."""
     assert batches.default_jobs(backend, clock, cpus) == jobs
+
+
+def test_the_pki_is_made_for_the_certificates_of_every_run_not_only_the_pending(tmp_path, monkeypatch):
+    """A run list (or a shard) of the `shared` runs alone still gets the
+    PKI of the whole sweep: a later invocation of the other runs finds its
+    variants there (host/assets.py)."""
+    f = tmp_path / "e.yaml"
+    f.write_text(EXP.replace("repetitions: 5", "repetitions: 1\nsweep:\n  server.cert: [shared, large, separate-rsa]"))
+    first = expand(load(f))[0]
+    assert first.config["server"]["cert"] == "shared"
+    (tmp_path / "runs.txt").write_text(first.run_id + "\n")
+    asked = []
+    monkeypatch.setattr(backends, "run_task", FakeLab([]))
+    monkeypatch.setattr(backends, "choose", lambda backend, clk, ccs: backends.BackendInfo("uml", "virtual", "/k"))
+    monkeypatch.setattr(runner, "check_kernel_paths", lambda info: None)
+    monkeypatch.setattr(runner, "lab_assets", lambda exp_dir, certs: asked.append(set(certs)) or (tmp_path, tmp_path))
+    monkeypatch.setattr(runner, "check_manifest_urls", lambda runs, site: None)
+    res = runner.run_experiment(f, tmp_path / "results", backend="uml", clock="virtual", runs_file=tmp_path / "runs.txt")
+    assert res["done_now"] == 1 and asked == [{"shared", "large", "separate-rsa"}]

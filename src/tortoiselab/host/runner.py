@@ -448,7 +448,8 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
             safefs.write_text(exp_dir / "experiment.yaml", Path(exp_file).read_text(), exp_dir.parent,
                               exclusive=True, doing=f"results folder {exp_dir}") \
                 if not os.path.lexists(exp_dir / "experiment.yaml") else None
-            site, pki = lab_assets(exp_dir)
+            # the certificate variants of every run, not only the pending ones (host/assets.py)
+            site, pki = lab_assets(exp_dir, certs={r.config["server"]["cert"] for r in runs})
         check_manifest_urls(mine, site)
         moved = verify.move_damaged_aside(exp_dir, [r.run_id for r in mine], sliced)
         by_id = {r.run_id: r for r in mine}
