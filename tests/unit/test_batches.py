@@ -9,6 +9,7 @@ The planning itself: tests/unit/test_batch_plan.py."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -252,3 +253,23 @@ def test_the_pki_is_made_for_the_certificates_of_every_run_not_only_the_pending(
     monkeypatch.setattr(runner, "check_manifest_urls", lambda runs, site: None)
     res = runner.run_experiment(f, tmp_path / "results", backend="uml", clock="virtual", runs_file=tmp_path / "runs.txt")
     assert res["done_now"] == 1 and asked == [{"shared", "large", "separate-rsa"}]
+
+
+def test_a_load_is_stored_soon_after_it_ends_while_the_lab_goes_on(tmp_path, monkeypatch):
+    """The runner looks for finished loads every STORE_POLL_S (not every
+    half second): the last run of a batch is stored during the lab's
+    teardown, not after it (docs/speed.md)."""
+    fake = FakeLab([None])
+
+    def slow_teardown(info, req, work, timeout_s, stop=None):
+        out = fake(info, req, work, timeout_s, stop)  # every load's result written at once
+        written.append(time.monotonic())
+        time.sleep(0.6)  # then the teardown
+        return out
+
+    written, stored_at = [], []
+    runs, exp_dir, _ = _setup(tmp_path, monkeypatch, fake)
+    monkeypatch.setattr(backends, "run_task", slow_teardown)
+    info = backends.BackendInfo("native", "real")  # no CPU sampler (it would wait for a UML kernel process)
+    runner.run_batch(runs[:2], exp_dir, info, tmp_path, tmp_path, {}, on_stored=lambda r: stored_at.append(time.monotonic()))
+    assert len(stored_at) == 2 and max(stored_at) - written[0] < 0.3, [t - written[0] for t in stored_at]
