@@ -171,3 +171,10 @@ def test_a_pki_under_another_ca_is_not_extended_under_it(tmp_path):
         assets.lab_assets(tmp_path, certs={"large"})
     assert _files(pki) == before
     assert not [p for p in (tmp_path / ".lab").iterdir() if ".tmp-" in p.name]
+
+
+def test_a_pki_description_that_cannot_be_read_names_the_fix(tmp_path):
+    _, pki = assets.lab_assets(tmp_path, certs={"shared"})
+    (pki / "pki.json").write_text("{}")
+    with pytest.raises(RunnerError, match=r"pki.json: not a readable PKI description.*remove"):
+        assets.lab_assets(tmp_path, certs={"shared"})

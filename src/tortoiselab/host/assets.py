@@ -128,10 +128,10 @@ def lab_assets(exp_dir: Path, seed: int = 1, certs: Iterable[str] = pki.VARIANTS
             _make_site(lab, seed)
         try:
             have = json.loads(safefs.read_text(lab / "pki" / "pki.json", root, doing))
-        except (FileNotFoundError, ValueError) as exc:
-            raise RunnerError(f"{lab / 'pki' / 'pki.json'}: not readable ({exc}); remove {lab} (its pages and "
-                              "PKI are made again)") from None
-        missing = missing_groups(have["variants"], certs)
+            missing = missing_groups(have["variants"], certs)
+        except (FileNotFoundError, ValueError, KeyError, TypeError) as exc:
+            raise RunnerError(f"{lab / 'pki' / 'pki.json'}: not a readable PKI description ({exc!r}); remove "
+                              f"{lab} (its pages and PKI are made again)") from None
         if missing:
             _extend_pki(lab, missing, have, exp_dir.name)
         return lab / "site", lab / "pki"
