@@ -167,3 +167,25 @@ def test_run_task_writes_the_typed_request_with_where_it_runs(tmp_path, monkeypa
                                                                           str(tmp_path / "modules-x"))
     assert seen["uml"] == uml and (uml.seed, uml.algorithms) == (5, ["cubic"])
     assert req.backend is None  # the caller's request is left as it was
+
+
+def test_our_modules_are_looked_up_once_per_invocation_not_per_boot(tmp_path, monkeypatch):
+    """choose() asks kernel/build-uml.sh for our modules' folder once (a
+    bash run of ~20 ms); each lab boot of the invocation reuses it."""
+    kernel = tmp_path / "linux"
+    kernel.write_text("")
+    monkeypatch.setenv("TORTOISE_KERNEL", str(kernel))
+    monkeypatch.setattr(B, "host_can_emulate", lambda algos: (False, "no netem"))
+    asked = []
+    monkeypatch.setattr(B, "modules_path", lambda k: asked.append(k) or tmp_path / "modules-x")
+    monkeypatch.setattr(B, "_run_uml", lambda info, req, work, timeout_s, stop=None: req)
+    info = B.choose("uml", "virtual", ["cubic"])
+    assert asked == [kernel] and B.lab_modules(info) == tmp_path / "modules-x"
+    req = CcCheckRequest(path=PathSpec(rtt_ms=40), algorithms=["cubic"], seed=5)
+    for i in range(3):
+        assert B.run_task(info, req, tmp_path / f"u{i}").modules_dir == str(tmp_path / "modules-x")
+    assert asked == [kernel]
+    monkeypatch.setattr(B, "modules_path", lambda k: None)  # none built: known too, not asked again
+    none = B.choose("uml", "virtual", ["cubic"])
+    assert none.modules_known and B.lab_modules(none) is None
+    assert B.run_task(none, req, tmp_path / "n").modules_dir is None

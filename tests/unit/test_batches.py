@@ -9,6 +9,7 @@ The planning itself: tests/unit/test_batch_plan.py."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -191,7 +192,7 @@ def test_batches_of_eight_by_default_on_either_clock(tmp_path, monkeypatch, cloc
     monkeypatch.setattr(backends, "run_task", lab)
     monkeypatch.setattr(backends, "choose", lambda backend, clk, ccs: backends.BackendInfo("uml", clock, "/k/linux"))
     monkeypatch.setattr(runner, "check_kernel_paths", lambda info: None)
-    monkeypatch.setattr(runner, "lab_assets", lambda exp_dir: (tmp_path, tmp_path))
+    monkeypatch.setattr(runner, "lab_assets", lambda exp_dir, certs: (tmp_path, tmp_path))
     monkeypatch.setattr(runner, "check_manifest_urls", lambda runs, site: None)
     res = runner.run_experiment(f, tmp_path / "results", backend="uml", clock=clock, jobs=2,
                                 **({} if asked is None else {"batch": asked}))
@@ -210,7 +211,7 @@ def test_a_resumed_sweep_replays_its_batches_first_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(backends, "run_task", lab)
     monkeypatch.setattr(backends, "choose", lambda backend, clk, ccs: backends.BackendInfo("uml", "virtual", "/k"))
     monkeypatch.setattr(runner, "check_kernel_paths", lambda info: None)
-    monkeypatch.setattr(runner, "lab_assets", lambda exp_dir: (tmp_path, tmp_path))
+    monkeypatch.setattr(runner, "lab_assets", lambda exp_dir, certs: (tmp_path, tmp_path))
     monkeypatch.setattr(runner, "check_manifest_urls", lambda runs, site: None)
     order = [r.run_id for r in run_order(load(f), expand(load(f)))]
     first = runner.run_experiment(f, tmp_path / "results", backend="uml", clock="virtual", limit=2)
@@ -233,3 +234,42 @@ def test_default_jobs_fill_the_cpus_on_the_virtual_clock_only(backend, clock, cp
     """A lab per CPU where the machine's load cannot move a run (the
     virtual clock), one lab elsewhere."""
     assert batches.default_jobs(backend, clock, cpus) == jobs
+
+
+def test_the_pki_is_made_for_the_certificates_of_every_run_not_only_the_pending(tmp_path, monkeypatch):
+    """A run list (or a shard) of the `shared` runs alone still gets the
+    PKI of the whole sweep: a later invocation of the other runs finds its
+    variants there (host/assets.py)."""
+    f = tmp_path / "e.yaml"
+    f.write_text(EXP.replace("repetitions: 5", "repetitions: 1\nsweep:\n  server.cert: [shared, large, separate-rsa]"))
+    first = expand(load(f))[0]
+    assert first.config["server"]["cert"] == "shared"
+    (tmp_path / "runs.txt").write_text(first.run_id + "\n")
+    asked = []
+    monkeypatch.setattr(backends, "run_task", FakeLab([]))
+    monkeypatch.setattr(backends, "choose", lambda backend, clk, ccs: backends.BackendInfo("uml", "virtual", "/k"))
+    monkeypatch.setattr(runner, "check_kernel_paths", lambda info: None)
+    monkeypatch.setattr(runner, "lab_assets", lambda exp_dir, certs: asked.append(set(certs)) or (tmp_path, tmp_path))
+    monkeypatch.setattr(runner, "check_manifest_urls", lambda runs, site: None)
+    res = runner.run_experiment(f, tmp_path / "results", backend="uml", clock="virtual", runs_file=tmp_path / "runs.txt")
+    assert res["done_now"] == 1 and asked == [{"shared", "large", "separate-rsa"}]
+
+
+def test_a_load_is_stored_soon_after_it_ends_while_the_lab_goes_on(tmp_path, monkeypatch):
+    """The runner looks for finished loads every STORE_POLL_S (not every
+    half second): the last run of a batch is stored during the lab's
+    teardown, not after it (docs/speed.md)."""
+    fake = FakeLab([None])
+
+    def slow_teardown(info, req, work, timeout_s, stop=None):
+        out = fake(info, req, work, timeout_s, stop)  # every load's result written at once
+        written.append(time.monotonic())
+        time.sleep(0.6)  # then the teardown
+        return out
+
+    written, stored_at = [], []
+    runs, exp_dir, _ = _setup(tmp_path, monkeypatch, fake)
+    monkeypatch.setattr(backends, "run_task", slow_teardown)
+    info = backends.BackendInfo("native", "real")  # no CPU sampler (it would wait for a UML kernel process)
+    runner.run_batch(runs[:2], exp_dir, info, tmp_path, tmp_path, {}, on_stored=lambda r: stored_at.append(time.monotonic()))
+    assert len(stored_at) == 2 and max(stored_at) - written[0] < 0.3, [t - written[0] for t in stored_at]

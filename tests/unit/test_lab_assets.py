@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tortoiselab.host import assets, guestpaths
+from tortoiselab.host.errors import RunnerError
 from tortoiselab.web import images
 from tortoiselab.web import pki as pkimod
 
@@ -78,3 +81,100 @@ def test_a_changed_image_encoder_is_a_changed_generator(tmp_path, monkeypatch):
     copy.write_bytes(Path(images.__file__).read_bytes() + b"\n# changed\n")
     monkeypatch.setattr(images, "__file__", str(copy))
     assert assets.site_version() != before
+
+
+def _files(folder: Path) -> dict[str, tuple[bytes, int, int]]:
+    """Every file below folder -> (bytes, inode, mtime_ns): a file rewritten,
+    even with the same bytes, shows."""
+    return {str(p.relative_to(folder)): (p.read_bytes(), p.stat().st_ino, p.stat().st_mtime_ns)
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_the_groups_of_certificate_variants_that_are_made_together():
+    g = assets.pki_groups
+    assert g(["shared"]) == g(["separate"]) == g(["shared", "separate"]) == (("shared", "separate"),)
+    assert g(["separate-rsa"]) == g(["shared-rsa"]) == (("shared-rsa", "separate-rsa"),)  # one RSA root for both
+    assert g(["large", "shared"]) == (("shared", "separate"), ("large",))
+    assert g(pkimod.VARIANTS) == assets.PKI_GROUPS
+    assert sorted(v for grp in assets.PKI_GROUPS for v in grp) == sorted(pkimod.VARIANTS)
+    assert assets.missing_groups({"shared", "separate"}, ["large", "shared"]) == (("large",),)
+    assert assets.missing_groups({"shared", "separate", "shared-rsa"}, ["shared-rsa"]) == \
+        (("shared-rsa", "separate-rsa"),)  # a group is made whole
+    assert assets.missing_groups(pkimod.VARIANTS, pkimod.VARIANTS) == ()
+    with pytest.raises(ValueError, match="server.cert"):
+        g(["huge"])
+
+
+def test_a_new_folder_gets_only_the_groups_its_runs_use(tmp_path):
+    """quick.yaml's runs all use `shared`: no RSA key is made (the large
+    chain's three RSA-4096 keys and the -rsa variants' cost ~1.3 s)."""
+    _, pki = assets.lab_assets(tmp_path, certs={"shared"})
+    made = json.loads((pki / "pki.json").read_text())
+    assert sorted(made["variants"]) == ["separate", "shared"]
+    assert sorted(p.name for p in pki.iterdir()) == ["ca.key", "ca.pem", "pki.json", "separate", "shared"]
+    (tmp_path / "x").mkdir()
+    _, pki2 = assets.lab_assets(tmp_path / "x", certs={"large", "separate-rsa"})
+    assert sorted(json.loads((pki2 / "pki.json").read_text())["variants"]) == ["large", "separate-rsa", "shared-rsa"]
+
+
+def test_a_group_a_later_invocation_needs_is_added_without_touching_the_pki_made_before(tmp_path):
+    _, pki = assets.lab_assets(tmp_path, certs={"separate"})
+    before = _files(pki)
+    old = json.loads((pki / "pki.json").read_text())
+    assert assets.lab_assets(tmp_path, certs={"shared", "large", "shared-rsa"})[1] == pki
+    after = _files(pki)
+    assert {k: v for k, v in after.items() if k in before and k != "pki.json"} == \
+        {k: v for k, v in before.items() if k != "pki.json"}  # the same bytes, never rewritten
+    new = json.loads((pki / "pki.json").read_text())
+    assert sorted(new["variants"]) == sorted(pkimod.VARIANTS)
+    assert {k: v for k, v in new.items() if k != "variants"} == {k: v for k, v in old.items() if k != "variants"}
+    assert all(new["variants"][v] == old["variants"][v] for v in old["variants"])
+    assert str(tmp_path / ".lab" / "pki.tmp") not in json.dumps(new)
+    assert not [p for p in (tmp_path / ".lab").iterdir() if ".tmp-" in p.name]
+    for name in ("large", "shared-rsa", "separate-rsa"):  # the new chains verify against the folder's own roots
+        v = new["variants"][name]
+        for role in ("www", "static"):
+            assert Path(v[role]["cert"]).parent.parent == pki
+            pkimod.verify_chain(Path(v["ca"]), Path(v[role]["cert"]), v[role]["host"])
+    assert new["variants"]["large"]["ca"] == str(pki / "ca.pem")
+    assert new["variants"]["large"]["www"]["chain_der_bytes"] == pkimod.LARGE_CHAIN_DER_BYTES
+    assert new["variants"]["shared-rsa"]["ca"] == new["variants"]["separate-rsa"]["ca"] == str(pki / "ca-rsa.pem")
+    again = _files(pki)
+    assets.lab_assets(tmp_path, certs=pkimod.VARIANTS)  # nothing lacking: nothing made
+    assert _files(pki) == again
+
+
+def test_a_folder_made_with_every_variant_is_left_as_it_is(tmp_path):
+    _, pki = assets.lab_assets(tmp_path)  # the default: every variant, as folders made before the groups
+    before = _files(pki)
+    for certs in ({"shared"}, {"large"}, {"separate-rsa", "shared"}):
+        assets.lab_assets(tmp_path, certs=certs)
+        assert _files(pki) == before
+
+
+def test_the_leftover_of_an_interrupted_extension_is_replaced(tmp_path):
+    """Files of a group moved in before pki.json named them (an extension
+    interrupted in between) are not part of the PKI: made again."""
+    _, pki = assets.lab_assets(tmp_path, certs={"shared"})
+    (pki / "large").mkdir()
+    (pki / "large" / "cert.pem").write_text("half made\n")
+    assets.lab_assets(tmp_path, certs={"large"})
+    v = json.loads((pki / "pki.json").read_text())["variants"]["large"]
+    pkimod.verify_chain(Path(v["ca"]), Path(v["www"]["cert"]), v["www"]["host"])
+
+
+def test_a_pki_under_another_ca_is_not_extended_under_it(tmp_path):
+    _, pki = assets.lab_assets(tmp_path, certs={"shared-rsa"})
+    (pki / "ca.pem").write_bytes((pki / "ca.pem").read_bytes().replace(b"A", b"B", 1))  # not the seed name's CA
+    before = _files(pki)
+    with pytest.raises(RunnerError, match="remove"):
+        assets.lab_assets(tmp_path, certs={"large"})
+    assert _files(pki) == before
+    assert not [p for p in (tmp_path / ".lab").iterdir() if ".tmp-" in p.name]
+
+
+def test_a_pki_description_that_cannot_be_read_names_the_fix(tmp_path):
+    _, pki = assets.lab_assets(tmp_path, certs={"shared"})
+    (pki / "pki.json").write_text("{}")
+    with pytest.raises(RunnerError, match=r"pki.json: not a readable PKI description.*remove"):
+        assets.lab_assets(tmp_path, certs={"shared"})

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 
 import pytest
@@ -99,3 +100,39 @@ def test_children_of_and_read_proc_on_a_fake_proc(tmp_path):
     snap = labcpu.snapshot(10, 0.0, tmp_path)
     assert snap.kernel.cpu_ns == 10000 and {p.pid for p in snap.children} == {11, 12}
     assert labcpu.read_proc(99, tmp_path) is None
+
+
+def test_the_sampler_stops_at_once(tmp_path):
+    """The runner leaves a batch only when the sampler's thread has ended:
+    its select is woken by the stop, not left to its timeout (0.2 s, every
+    time: docs/speed.md). A stand-in for the lab: a process with one child,
+    as lab_guard.py has the UML kernel."""
+    import subprocess
+    import sys
+    import time
+
+    guard = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.run(['sleep', '30'])"],
+                             stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while len(labcpu.children_of(guard.pid)) != 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        (tmp_path / "uml.pgid").write_text(str(guard.pid))
+        (tmp_path / labcpu.WALL_DIR).mkdir()
+        took = []
+        for k in range(5):
+            with labcpu.MarkSampler(tmp_path) as s:
+                i = 0
+                while not s.snaps and time.monotonic() < deadline:  # marks until one is read: the thread waits
+                    i += 1
+                    (tmp_path / labcpu.WALL_DIR / f"m{k}-{i}").touch()
+                    time.sleep(0.02)
+                t0 = time.monotonic()
+            took.append(time.monotonic() - t0)
+            assert s.why is None and s.snaps
+        assert max(took) < 0.05, took
+    finally:
+        for pid in labcpu.children_of(guard.pid):
+            os.kill(pid, 9)
+        guard.kill()
+        guard.wait()

@@ -237,6 +237,28 @@ def test_lab_assets_are_never_made_through_a_link(tmp_path, victim, planted):
     assert _state(victim) == before
 
 
+@pytest.mark.parametrize("planted", ["pki", "pki/large", "pki/pki.json", "pki.tmp"])
+def test_certificate_variants_are_never_added_through_a_link(tmp_path, victim, planted):
+    """A PKI made with the `shared` group only, a later invocation needing
+    `large` (host/assets._extend_pki): a link where it reads, makes or moves
+    is refused, and neither its target nor the PKI is touched."""
+    exp_dir = tmp_path / "tiny"
+    exp_dir.mkdir()
+    lab_assets(exp_dir, certs={"shared"})
+    link = exp_dir / ".lab" / (f"pki.tmp-{os.getpid()}" if planted == "pki.tmp" else planted)
+    if planted == "pki":
+        os.rename(link, tmp_path / "elsewhere")
+        link.symlink_to(tmp_path / "elsewhere")
+    else:
+        shutil.rmtree(link) if link.is_dir() and not link.is_symlink() else link.unlink(missing_ok=True)
+        link.symlink_to(victim)
+    before, pki_before = _state(victim), _state(exp_dir / ".lab")
+    with pytest.raises(safefs.LinkRefused) as exc:
+        lab_assets(exp_dir, certs={"large"})
+    _refused(exc, link)
+    assert _state(victim) == before and _state(exp_dir / ".lab") == pki_before
+
+
 def test_the_report_is_never_written_through_a_link(tmp_path, victim):
     from tortoiselab.report import write_report  # here: matplotlib and jinja only for this test
 

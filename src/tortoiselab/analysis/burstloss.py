@@ -37,8 +37,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy.stats import beta, norm
-
 
 @dataclass(frozen=True)
 class LossPattern:
@@ -91,6 +89,8 @@ def pattern(sent: int, lost_seqs: list[int]) -> LossPattern:
 def wilson(successes: float, n: float, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson score interval for a proportion (n may be fractional: an
     effective sample size)."""
+    from scipy.stats import norm  # here: ~0.8 s to import, kept off `tortoise run`'s path (docs/speed.md)
+
     if n <= 0:
         return 0.0, 1.0
     z = float(norm.ppf(0.5 + confidence / 2))
@@ -112,6 +112,8 @@ def rate_interval(pat: LossPattern, confidence: float = 0.95) -> tuple[float, fl
 def burst_interval(bursts: list[int], confidence: float = 0.95) -> tuple[float, float]:
     """Exact interval of the mean of geometric burst lengths (support 1, 2, ...)
     from complete bursts; (nan, nan) without any."""
+    from scipy.stats import beta  # here: ~0.8 s to import, kept off `tortoise run`'s path (docs/speed.md)
+
     k = len(bursts)
     if k == 0:
         return math.nan, math.nan

@@ -11,8 +11,6 @@ import math
 import statistics
 from dataclasses import asdict, dataclass, replace
 
-from scipy.stats import binomtest, chi2, norm
-
 from tortoiselab.analysis.burstloss import burst_interval, pattern, rate_interval
 from tortoiselab.spec.lossmodel import GilbertElliott
 from tortoiselab.spec.pathspec import FRAME_BYTES, PathSpec
@@ -105,6 +103,8 @@ def jitter_checks(path: PathSpec, rtts_ms: list[float], sent: int, confidence: f
     base = rtt_check(path, min(rtts_ms) if rtts_ms else None, n, sent)
     if n < 2:
         return [replace(base, quantity="mean RTT", ok=False, note=f"{n} of {sent} pings answered: too few")]
+    from scipy.stats import chi2, norm  # here: ~0.8 s to import, kept off `tortoise run`'s path (docs/speed.md)
+
     mean, sd = statistics.fmean(rtts_ms), statistics.stdev(rtts_ms)
     z = float(norm.ppf(0.5 + confidence / 2))
     tol = max(0.5, 0.01 * path.rtt_ms) + z * math.sqrt(2) * path.jitter_ms / math.sqrt(n)
@@ -181,6 +181,8 @@ def loss_check(direction: str, configured_pct: float, sent: int, received: int,
     if sent <= 0:
         return Check(f"loss {direction}", configured_pct, configured_pct, float("nan"), 0, 0, "%", False,
                      "no probe sent")
+    from scipy.stats import binomtest  # here: ~0.8 s to import, kept off `tortoise run`'s path (docs/speed.md)
+
     lost = sent - received
     ci = binomtest(lost, sent).proportion_ci(confidence_level=confidence, method="exact")
     lo, hi = ci.low * 100, ci.high * 100

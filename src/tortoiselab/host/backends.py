@@ -74,6 +74,11 @@ class BackendInfo:
     backend: str  # native | uml
     clock: str  # real | virtual
     kernel: str | None = None  # path of the UML kernel binary
+    # our modules for that kernel, as choose() found them once (modules_known;
+    # modules_dir None: none built), so that each lab boot need not ask
+    # kernel/build-uml.sh again (a bash run of ~20 ms)
+    modules_dir: str | None = None
+    modules_known: bool = False
 
 
 def kernel_path() -> Path:
@@ -101,6 +106,14 @@ def modules_path(kernel: Path | None = None) -> Path | None:
         return p if (p / "BUILD_OK").exists() else None
     cands = sorted(kernel.parent.glob("modules-*/BUILD_OK"), key=lambda f: f.stat().st_mtime)
     return cands[-1].parent if cands else None
+
+
+def lab_modules(info: BackendInfo) -> Path | None:
+    """Our modules for info's kernel: as choose() found them, else
+    modules_path now."""
+    if info.modules_known:
+        return Path(info.modules_dir) if info.modules_dir else None
+    return modules_path(Path(info.kernel) if info.kernel else None)
 
 
 def kernel_algorithms(kernel: Path) -> list[str]:
@@ -198,7 +211,9 @@ def choose(backend: str, clock: str, algorithms: list[str]) -> BackendInfo:
     kernel = kernel_path()
     if not kernel.exists():
         raise LabError(f"the UML lab kernel is not built ({kernel}); run 'make kernel'")
-    return BackendInfo("uml", "virtual" if clock in ("auto", "virtual") else "real", str(kernel))
+    mods = modules_path(kernel)
+    return BackendInfo("uml", "virtual" if clock in ("auto", "virtual") else "real", str(kernel),
+                       modules_dir=None if mods is None else str(mods), modules_known=True)
 
 
 def run_task(info: BackendInfo, request: LabRequest, work: Path, timeout_s: float = TASK_TIMEOUT_S,
@@ -217,7 +232,7 @@ def run_task(info: BackendInfo, request: LabRequest, work: Path, timeout_s: floa
     workfolder.prepare(work)  # a folder an earlier boot used: its lab files removed, no link followed
     placed = {"backend": info.backend, "clock": info.clock, "private_ovs": info.backend == "uml"}
     if info.backend == "uml":
-        mods = modules_path(Path(info.kernel) if info.kernel else None)
+        mods = lab_modules(info)
         if mods is not None:
             placed["modules_dir"] = str(mods)
     req = type(request).model_validate({**request.model_dump(), **placed})

@@ -89,7 +89,7 @@ def check_guest_paths(exp_dir: Path) -> None:
 def check_kernel_paths(info: backends.BackendInfo) -> None:
     """Our modules' folder (in the kernel cache, $TORTOISE_CACHE, or
     $TORTOISE_MODULES) travels to the guest's init like the results folder."""
-    mods = backends.modules_path(Path(info.kernel)) if info.kernel else None
+    mods = backends.lab_modules(info) if info.kernel else None
     try:
         backends.plain_paths([str(mods)] if mods is not None else [])
     except backends.LabError as exc:

@@ -197,15 +197,23 @@ class MarkSampler:
         self.snaps: list[Snapshot] = []
         self.why: str | None = None
         self._stop = threading.Event()
+        self._wake: tuple[int, int] | None = None  # a pipe: a byte in it wakes the thread's select at once
         self._thread = threading.Thread(target=self._run, name="labcpu", daemon=True)
 
     def __enter__(self) -> "MarkSampler":
+        self._wake = os.pipe()
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Stop the thread at once (not at its select's next timeout: the
+        runner's exit waits for it) and close the pipe."""
         self._stop.set()
+        assert self._wake is not None
+        os.write(self._wake[1], b"x")
         self._thread.join(timeout=5)
+        for fd in self._wake:
+            os.close(fd)
 
     def load(self, marks: dict) -> dict:
         """load_cpu over a load's interval (its guest marks set_up,
@@ -231,7 +239,7 @@ class MarkSampler:
             return
         try:
             while not self._stop.is_set():
-                if not select.select([fd], [], [], 0.2)[0]:
+                if fd not in select.select([fd, self._wake[0]], [], [], 0.2)[0]:
                     continue
                 for name in created_names(os.read(fd, 65536)):
                     snap = snapshot(pid, 0.0)

@@ -56,6 +56,9 @@ class ResultsFull(RunnerError):
 # run's record written but not yet renamed into place
 FAULT_PAUSE_ENV = "TORTOISE_FAULT_PAUSE_BEFORE_STORE_S"
 MIN_FREE_BYTES = 1 << 20
+# how often the runner looks for a load the lab has finished, to store its
+# run (a few stat calls); the last run is stored during the lab's teardown
+STORE_POLL_S = 0.1
 
 
 def run_one(run: RunSpec, exp_dir: Path, info: backends.BackendInfo, site: Path, pki: Path,
@@ -182,13 +185,13 @@ def _run_lab(info: backends.BackendInfo, req, work: Path, timeout_s: float,
              while_waiting: Callable[[], None],
              stop: threading.Event | None = None) -> backends.LabError | LabInterrupted | None:
     """The lab's boot in a thread of its own, calling while_waiting every
-    half second until it ends; the lab's error, or None. Once `stop` is
+    STORE_POLL_S until it ends; the lab's error, or None. Once `stop` is
     set the lab is ended within seconds (host/stopping.py)."""
     with ThreadPoolExecutor(max_workers=1) as lab_thread:
         lab = lab_thread.submit(backends.run_task, info, req, work, timeout_s=timeout_s, stop=stop)
         while True:
             try:
-                lab.result(timeout=0.5)
+                lab.result(timeout=STORE_POLL_S)
                 return None
             except FutureTimeout:
                 while_waiting()
@@ -448,7 +451,8 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
             safefs.write_text(exp_dir / "experiment.yaml", Path(exp_file).read_text(), exp_dir.parent,
                               exclusive=True, doing=f"results folder {exp_dir}") \
                 if not os.path.lexists(exp_dir / "experiment.yaml") else None
-            site, pki = lab_assets(exp_dir)
+            # the certificate variants of every run, not only the pending ones (host/assets.py)
+            site, pki = lab_assets(exp_dir, certs={r.config["server"]["cert"] for r in runs})
         check_manifest_urls(mine, site)
         moved = verify.move_damaged_aside(exp_dir, [r.run_id for r in mine], sliced)
         by_id = {r.run_id: r for r in mine}

@@ -1,0 +1,34 @@
+"""`tortoise run` imports only what its path uses: scipy.stats (about 0.8 s
+to import, docs/speed.md) is needed by the fidelity checks of probes and
+by the studies, never by a run's record, so the runner and the CLI's run
+command must not import it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tortoiselab.project import PKG_DIR
+
+# what cli.cmd_run imports before it starts the first lab
+RUN_PATH = ("tortoiselab.cli", "tortoiselab.host.runner", "tortoiselab.host.runsummary", "tortoiselab.host.slurm",
+            "tortoiselab.host.shards", "tortoiselab.host.store", "tortoiselab.host.columns")
+
+
+def test_the_run_path_does_not_import_scipy():
+    code = ("import importlib, sys\n"
+            f"for m in {RUN_PATH!r}:\n"
+            "    importlib.import_module(m)\n"
+            "print(sorted(m for m in sys.modules if m == 'scipy' or m.startswith('scipy.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(PKG_DIR.parent), "PATH": "/usr/bin:/bin"})
+    assert out.stdout.strip() == "[]", f"imported on the run path: {out.stdout.strip()[:300]}"
+
+
+def test_the_lazy_scipy_functions_still_work():
+    from tortoiselab.analysis import burstloss, fidelity
+
+    assert fidelity.loss_check("down", 1.0, 1000, 990).ok
+    lo, hi = burstloss.wilson(10, 1000)
+    assert 0 < lo < 0.01 < hi < 0.02
+    assert burstloss.burst_interval([1, 2, 3])[0] < 2 < burstloss.burst_interval([1, 2, 3])[1]
