@@ -9,6 +9,7 @@ The planning itself: tests/unit/test_batch_plan.py."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -273,3 +274,35 @@ def test_a_load_is_stored_soon_after_it_ends_while_the_lab_goes_on(tmp_path, mon
     info = backends.BackendInfo("native", "real")  # no CPU sampler (it would wait for a UML kernel process)
     runner.run_batch(runs[:2], exp_dir, info, tmp_path, tmp_path, {}, on_stored=lambda r: stored_at.append(time.monotonic()))
     assert len(stored_at) == 2 and max(stored_at) - written[0] < 0.3, [t - written[0] for t in stored_at]
+
+
+@pytest.mark.parametrize("jobs", [0, -2])
+def test_jobs_below_one_is_refused_before_anything_is_made(tmp_path, jobs):
+    f = tmp_path / "e.yaml"
+    f.write_text(EXP)
+    with pytest.raises(runner.RunnerError, match=r"jobs: give a whole number >= 1"):
+        runner.run_experiment(f, tmp_path / "results", backend="uml", clock="virtual", jobs=jobs)
+    assert not (tmp_path / "results").exists()
+
+
+def test_verify_determinism_takes_the_default_jobs(tmp_path, monkeypatch):
+    """--verify-determinism without --jobs (None) reruns with the runner's
+    default rather than failing on None (found after --jobs' default
+    became the CPUs)."""
+    from tortoiselab.host import determinism
+
+    seen = {}
+    monkeypatch.setattr(determinism, "sample_runs", lambda exp_dir, ids, n, seed: ids[:1])
+    monkeypatch.setattr(determinism.store, "read_record", lambda d: type("R", (), {"meta": type("M", (), {
+        "clock": "virtual"})()})())
+    monkeypatch.setattr(backends, "choose", lambda backend, clk, ccs: backends.BackendInfo("uml", "virtual", "/k"))
+    monkeypatch.setattr(determinism, "rerun_and_compare",
+                        lambda exp_dir, chosen, specs, info, work, jobs, on_progress=None: seen.setdefault("jobs",
+                                                                                                         jobs) and [])
+    f = tmp_path / "e.yaml"
+    f.write_text(EXP)
+    lab = tmp_path / "results" / "batches" / ".lab"
+    lab.mkdir(parents=True)
+    (lab / "READY").write_text("ok\n")
+    determinism.verify(f, tmp_path / "results", n=1)
+    assert seen["jobs"] == batches.default_jobs("uml", "virtual", len(os.sched_getaffinity(0)))

@@ -42,7 +42,7 @@ from tortoiselab.analysis.flights import RETRANS_KINDS, analyze_pcap
 from tortoiselab.host import backends, safefs, store
 from tortoiselab.host.locks import held_scratch
 from tortoiselab.host.provenance import tool_versions
-from tortoiselab.host.batches import Batch, batch_id, boot_prefix
+from tortoiselab.host.batches import Batch, batch_id, boot_prefix, default_jobs
 from tortoiselab.host.runner import run_batch
 from tortoiselab.spec.experiment import expand, load, run_order
 
@@ -198,13 +198,14 @@ def sample_runs(exp_dir: Path, run_ids: list[str], n: int, seed: int) -> list[st
     return random.Random(seed).sample(done, min(n, len(done)))
 
 
-def verify(exp_file: Path, results: Path, n: int = 2, jobs: int = 1, backend: str = "auto",
+def verify(exp_file: Path, results: Path, n: int = 2, jobs: int | None = None, backend: str = "auto",
            clock: str = "auto", grid: str | None = None, scratch: Path | None = None,
            on_progress=None) -> dict:
     """Rerun n sampled completed runs of the experiment into a scratch folder
     inside its results folder (`scratch_folder`: never among its runs, and
     removed afterwards, also when runs differ: the comparisons say what
-    differed) and compare each with its stored run. The
+    differed) and compare each with its stored run, `jobs` reruns side by
+    side (None: the runner's default, host/batches.default_jobs). The
     reruns use the stored experiment's pages and certificates (.lab), so
     that they get the same bytes."""
 
@@ -230,6 +231,8 @@ def verify(exp_file: Path, results: Path, n: int = 2, jobs: int = 1, backend: st
             f"clock a run depends on the machine's load and is not repeatable (stored runs: "
             f"{', '.join(sorted(map(str, stored_clocks)))} clock; this rerun: {info.backend}, {info.clock} clock). "
             "bench/determinism.py shows the spread of real-clock reruns.")
+    if jobs is None:
+        jobs = default_jobs(info.backend, info.clock, len(os.sched_getaffinity(0)))
     t0 = time.monotonic()
     with scratch_folder(exp_dir, scratch) as work_dir:
         comps = rerun_and_compare(exp_dir, chosen, specs, info, work_dir, jobs, on_progress)

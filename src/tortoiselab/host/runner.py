@@ -424,6 +424,9 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
     only its later ones are pending), `jobs` batches side by side (None:
     default_jobs); with reuse_from, the runs that grid's folder holds first
     (host/reuse.py)."""
+    if jobs is not None and jobs < 1:
+        raise RunnerError(f"jobs: give a whole number >= 1 (got {jobs}); leave --jobs out for one lab per CPU "
+                          "on the virtual clock")
     reuse_src = reuse.sources(exp_file, grid, reuse_from, results)[0] if reuse_from else None
     size = DEFAULT_BATCH if batch is None else batch  # default_batch: the same on both clocks
     exp, sweep, ids, runs, mine, fixed = batches.selected(exp_file, grid, runs_file, shard, size)
