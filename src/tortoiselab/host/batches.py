@@ -17,6 +17,7 @@ earlier ones again first as replays whose results are discarded
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -55,6 +56,20 @@ def default_jobs(backend: str, clock: str, cpus: int) -> int:
     labs side by side share the machine's time, and the native backend
     shares the host's kernel)."""
     return max(1, cpus) if (backend, clock) == ("uml", "virtual") else 1
+
+
+def jobs_for(jobs: int | None, backend: str, clock: str) -> int:
+    """The labs side by side for --jobs (None: default_jobs, one per CPU
+    this process may use); ValueError naming the fix for a number below 1,
+    or above 1 on the native backend."""
+    if jobs is None:
+        return default_jobs(backend, clock, len(os.sched_getaffinity(0)))
+    if jobs < 1:
+        raise ValueError(f"jobs: give a whole number >= 1 (got {jobs}); leave --jobs out for one lab per CPU "
+                         "on the virtual clock")
+    if backend == "native" and jobs > 1:
+        raise ValueError("jobs: runs on the native backend share the host's kernel; use --jobs 1 (or uml)")
+    return jobs
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from tortoiselab.analysis.flights import RETRANS_KINDS, analyze_pcap
 from tortoiselab.host import backends, safefs, store
 from tortoiselab.host.locks import held_scratch
 from tortoiselab.host.provenance import tool_versions
-from tortoiselab.host.batches import Batch, batch_id, boot_prefix, default_jobs
+from tortoiselab.host.batches import Batch, batch_id, boot_prefix, jobs_for
 from tortoiselab.host.runner import run_batch
 from tortoiselab.spec.experiment import expand, load, run_order
 
@@ -231,8 +231,10 @@ def verify(exp_file: Path, results: Path, n: int = 2, jobs: int | None = None, b
             f"clock a run depends on the machine's load and is not repeatable (stored runs: "
             f"{', '.join(sorted(map(str, stored_clocks)))} clock; this rerun: {info.backend}, {info.clock} clock). "
             "bench/determinism.py shows the spread of real-clock reruns.")
-    if jobs is None:
-        jobs = default_jobs(info.backend, info.clock, len(os.sched_getaffinity(0)))
+    try:
+        jobs = jobs_for(jobs, info.backend, info.clock)
+    except ValueError as exc:
+        raise DeterminismError(f"verify-determinism: {exc}") from None
     t0 = time.monotonic()
     with scratch_folder(exp_dir, scratch) as work_dir:
         comps = rerun_and_compare(exp_dir, chosen, specs, info, work_dir, jobs, on_progress)

@@ -41,7 +41,7 @@ from tortoiselab.host.citelogs import cite_stored
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import claim, clean_stale, experiment_lock, note, setup_lock
 from tortoiselab.host.provenance import run_seeds, tool_versions
-from tortoiselab.host.batches import DEFAULT_BATCH, Batch, BatchWork, batch_id, default_jobs
+from tortoiselab.host.batches import DEFAULT_BATCH, Batch, BatchWork, batch_id, jobs_for
 from tortoiselab.host.stopping import LabInterrupted, RunInterrupted, Stopped, stop_message, wind_down
 from tortoiselab.host.versions import one_experiment
 from tortoiselab.spec.experiment import RunSpec
@@ -424,9 +424,6 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
     only its later ones are pending), `jobs` batches side by side (None:
     default_jobs); with reuse_from, the runs that grid's folder holds first
     (host/reuse.py)."""
-    if jobs is not None and jobs < 1:
-        raise RunnerError(f"jobs: give a whole number >= 1 (got {jobs}); leave --jobs out for one lab per CPU "
-                          "on the virtual clock")
     reuse_src = reuse.sources(exp_file, grid, reuse_from, results)[0] if reuse_from else None
     size = DEFAULT_BATCH if batch is None else batch  # default_batch: the same on both clocks
     exp, sweep, ids, runs, mine, fixed = batches.selected(exp_file, grid, runs_file, shard, size)
@@ -441,10 +438,10 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
     check_guest_paths(exp_dir)
     info = backends.choose(backend, clock, ccs)
     check_kernel_paths(info)
-    if jobs is None:
-        jobs = default_jobs(info.backend, info.clock, len(os.sched_getaffinity(0)))
-    if info.backend == "native" and jobs > 1:
-        raise RunnerError("jobs: runs on the native backend share the host's kernel; use --jobs 1 (or uml)")
+    try:
+        jobs = jobs_for(jobs, info.backend, info.clock)
+    except ValueError as exc:
+        raise RunnerError(str(exc)) from None
     one_experiment(exp_dir, exp, sweep)  # another version of it in the folder: refused here (host/versions.py)
     with experiment_lock(exp_dir, shared=sliced):
         cleaned = clean_stale(exp_dir, keep if sliced else None)
