@@ -16,7 +16,7 @@ pytestmark = pytest.mark.lab
 
 EXP = """
 name: inproc
-repetitions: 2
+repetitions: 4
 seed: 3
 path: {rtt_ms: 100, loss_pct: 0, rate_mbit: 20}
 server: {cc: cubic, initcwnd_pkts: 10}
@@ -35,7 +35,7 @@ def _run(tmp_path: Path, clock: str) -> list[dict]:
     # host, stored failed as disturbed (README, "Exit codes"); this test is about the loader's processes
     assert p.returncode in ((0, 4) if clock == "real" else (0,)), p.stdout + p.stderr
     runs = sorted((tmp_path / clock / "inproc").glob("*/run.json"))
-    assert len(runs) == 4
+    assert len(runs) == 8  # two batches of 4 (--batch 4; host/batches.py)
     return [json.loads(r.read_text()) | {"_dir": r.parent} for r in runs]
 
 
