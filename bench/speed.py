@@ -204,7 +204,7 @@ def main() -> int:
             for py, label in pythons:
                 row = run_config(c[0], c[1], c[2], out, *(c[3:4] or ["virtual"]), python=py, label=label)
                 rounds[(*c, label)].append(row)
-            print(f"  round {n + 1}: {row['config']}: {row['runs']} runs in {row['wall']:.1f} s", flush=True)
+                print(f"  round {n + 1}: {row['config']}: {row['runs']} runs in {row['wall']:.1f} s", flush=True)
     print(report([median_row(rows) for rows in rounds.values()]))
     print(f"runs in {out}")
     return 0
