@@ -436,9 +436,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="lab instances side by side (uml; default: one per CPU on the virtual clock, else 1)")
     p.add_argument("--limit", type=int, default=None, help="at most this many pending runs")
     p.add_argument("--batch", type=int, default=None, metavar="N",
-                   help="N runs share one lab boot, each stored as its load ends; the batches are fixed by "
-                        "the experiment file and N (default 8; 1: every run alone, its packets independent of "
-                        "other runs: host/batches.py, docs/determinism.md 'Batches')")
+                   help="at most N runs share one lab boot, each stored as its load ends; the batches are fixed "
+                        "by the experiment file and N (near-equal, at least two per sweep; default 16; 1: every "
+                        "run alone, its packets independent of other runs: host/batches.py, docs/determinism.md "
+                        "'Batches')")
     p.add_argument("--grid", default=None, help="one of the file's grids (e.g. ci, reduced); results go to "
                                                 "results/<name>@<grid>; default: the file's own sweep")
     p.add_argument("--results", default="results")

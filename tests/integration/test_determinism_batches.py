@@ -1,5 +1,5 @@
 """The batch as the unit of reproduction (docs/determinism.md, "Batches"),
-on the runner's defaults (batches of at most 8, near-equal, fixed by the
+on the runner's defaults (batches of at most 16, near-equal, fixed by the
 experiment file): the
 same sweep run whole (--jobs 2), resumed after an interruption inside a
 batch (--limit 3, then the rest) and sharded (--shard 1/2 and 2/2 side by

@@ -182,7 +182,7 @@ def test_a_lab_is_pinned_to_one_cpu_and_labs_side_by_side_to_different_ones(tmp_
 @pytest.mark.parametrize("clock,asked,boots", [("virtual", None, [3, 2]), ("real", None, [3, 2]),
                                                ("virtual", 3, [3, 2]), ("virtual", 4, [3, 2]),
                                                ("virtual", 1, [1] * 5)])
-def test_batches_of_eight_by_default_on_either_clock(tmp_path, monkeypatch, clock, asked, boots):
+def test_batches_of_at_most_sixteen_by_default_on_either_clock(tmp_path, monkeypatch, clock, asked, boots):
     """The runner's default: batches of at most DEFAULT_BATCH on both clocks
     (the batch is the unit of reproduction: docs/determinism.md, "Batches"),
     near-equal and at least two (five runs: 3 and 2, not 5); --batch N is
@@ -198,7 +198,7 @@ def test_batches_of_eight_by_default_on_either_clock(tmp_path, monkeypatch, cloc
     res = runner.run_experiment(f, tmp_path / "results", backend="uml", clock=clock, jobs=2,
                                 **({} if asked is None else {"batch": asked}))
     assert res["done_now"] == 5 and sorted(len(b) for b in lab.boots) == sorted(boots)
-    assert batches.default_batch("virtual") == batches.default_batch("real") == batches.DEFAULT_BATCH == 8
+    assert batches.default_batch("virtual") == batches.default_batch("real") == batches.DEFAULT_BATCH == 16
 
 
 def test_a_resumed_sweep_replays_its_batches_first_runs(tmp_path, monkeypatch):

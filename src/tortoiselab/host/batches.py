@@ -29,13 +29,15 @@ from tortoiselab.host.shards import parse_shard, read_run_list
 from tortoiselab.spec.experiment import RunSpec, expand, load, run_order
 
 
-# runs per lab boot (--batch), on both clocks: a boot and its topology cost
-# about two loads' worth of wall time, so 8 runs per boot take most of it
-# out; a larger batch saves little more and puts more runs behind one boot.
+# runs per lab boot at most (--batch), on both clocks: a boot and its
+# topology cost about 2.1 s of wall time and a later load about 0.74 s (the
+# tortoise powered grid, issue 38: docs/speed.md), so a run costs about
+# 0.74 + 2.1/N s: 1.0 s at 8, 0.87 s at 16, 0.81 s at 32; 16 takes most of
+# the boot out and still leaves a grid many batches to spread over --jobs.
 # On the virtual clock a batch is the unit of reproduction: its membership is
 # fixed by the experiment file (fixed_batches), and a later run of a batch
 # repeats exactly in its batch, not alone (docs/determinism.md, "Batches")
-DEFAULT_BATCH = 8
+DEFAULT_BATCH = 16
 # a sweep of at least this many runs makes at least this many batches, so
 # that even quick.yaml's six runs keep two cores busy (docs/speed.md)
 MIN_BATCHES = 2
