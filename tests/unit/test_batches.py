@@ -306,3 +306,19 @@ def test_verify_determinism_takes_the_default_jobs(tmp_path, monkeypatch):
     (lab / "READY").write_text("ok\n")
     determinism.verify(f, tmp_path / "results", n=1)
     assert seen["jobs"] == batches.default_jobs("uml", "virtual", len(os.sched_getaffinity(0)))
+
+
+@pytest.mark.parametrize("jobs,error", [(None, "backend: the cluster's array tasks"), (1, "backend: the cluster's"),
+                                        (2, "jobs: with --executor slurm")])
+def test_slurm_takes_jobs_left_out_as_one_lab_per_task(jobs, error):
+    """--jobs left out (None, the runner's default since issue 38) is no
+    refusal on the Slurm executor (it failed its integration test); an
+    explicit 2 still is. The checks run before anything is submitted: the
+    native backend is refused next, which shows the jobs check passed."""
+    from argparse import Namespace
+
+    from tortoiselab.host import slurm
+
+    a = Namespace(shard=None, limit=None, runs_file=None, jobs=jobs, backend="native", batch=None)
+    with pytest.raises(runner.RunnerError, match=error):
+        slurm.cli_run(a)

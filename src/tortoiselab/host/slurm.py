@@ -343,7 +343,7 @@ def cli_run(a) -> int:
     if given:
         raise RunnerError(f"{given[0]}: not with --executor slurm (it shares the pending runs out over the "
                           "array's tasks itself)")
-    if a.jobs != 1:
+    if a.jobs not in (None, 1):  # None: not given
         raise RunnerError("jobs: with --executor slurm every array task runs one lab (--jobs 1); "
                           "use --array-parallelism for more at once")
     if a.backend == "native":

@@ -164,12 +164,18 @@ def family_level(claims: tuple[Claim, ...], ms: list[Measurement | None]) -> lis
     """The study's measurements at its family's level: m = the claims in
     the family (in_family), each measurement recomputed by its own test at
     ALPHA / m (measure.at_level: the interval that inverts it), with
-    p_family = min(1, p x m) and family = m."""
+    p_family = min(1, p x m) and family = m. A tie by construction (tie_of
+    at the level it was measured at) stays as it was measured: it is out
+    of the family, and at a stricter level its interval could leave 0 and
+    be judged as a finding."""
     m_family = max(1, sum(in_family(c, m) for c, m in zip(claims, ms)))
     out = []
     for m in ms:
         if m is None:
             out.append(None)
+            continue
+        if tie_of(m):
+            out.append(dataclasses.replace(m, family=m_family))
             continue
         m = at_level(m, ALPHA / m_family)
         p_adj = None if m.p_value is None else min(1.0, m.p_value * m_family)
