@@ -44,3 +44,24 @@ def write_yaml(folder: Path, text: str, name: str = "e.yaml") -> Path:
     f = folder / name
     f.write_text(textwrap.dedent(text))
     return f
+
+
+@pytest.fixture(scope="module")
+def ca_pem(tmp_path_factory):
+    """A throwaway self-signed CA certificate (PEM path) for loader tests that need a --ca file."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    k = ec.generate_private_key(ec.SECP256R1())
+    n = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Test CA")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(n).issuer_name(n).public_key(k.public_key()).serial_number(1)
+            .not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True).sign(k, hashes.SHA256()))
+    p = tmp_path_factory.mktemp("ca") / "ca.pem"
+    p.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return str(p)

@@ -123,8 +123,9 @@ def _origin(ex: Executor, lab: PathLab, topology: TopologyCfg, graph) -> object 
 def _wait_for_slot(req: PageLoadRequest, first: dict | None, prev_end: float) -> float | None:
     """Before a later load of a batch: sleep (virtual time, nearly free)
     until its set-up is as far ahead of its start instant as the first
-    load's was: the servers it starts are then as old at the start as in a
-    run alone (their timers fire at the same moments of the load). Returns
+    load's was: servers it starts (its settings differ from the previous
+    load's) are then as old at the start as in a run alone (their timers
+    fire at the same moments of the load). Returns
     the start instant (None: no spacing, the next grid point). On the real
     clock the spacing would be real waiting (61 s and more per load) for a
     repeatability that clock does not have: a short quiet gap instead, and
