@@ -80,7 +80,8 @@ def test_the_readings_give_opposite_answers_on_runs_where_the_deep_cut_is_slow()
     assert beta.value < 0  # beta 0.9 minus 0.5 = loss x -0.4 x 2 s: shrinks
     assert depth.detail.startswith("read as the cut's depth 1 - beta (factor = 1 - beta: beta 0.5 -> 0.1): "
                                    "factor 0.9 (beta 0.1)")
-    assert f"beside it, read as beta itself (factor = beta: beta 0.5 -> 0.9): {beta.text()}" in depth.detail
+    assert f"beside it, read as beta itself (factor = beta: beta 0.5 -> 0.9): {beta.text()} (its interval at 0.05" \
+        in depth.detail
     assert f"beside it, read as the cut's depth 1 - beta (factor = 1 - beta: beta 0.5 -> 0.1): {depth.text()}" \
         in beta.detail
     rho_depth, rho_beta = cs["high-loss-gentler-wins"].measure(df), cs["high-loss-gentler-wins-as-beta"].measure(df)

@@ -142,13 +142,15 @@ def _smaller_better(df: pd.DataFrame, reading: Reading) -> Measurement:
 def read_as(measure: Callable[[pd.DataFrame, Reading], Measurement], reading: Reading,
             other: Reading) -> Callable[[pd.DataFrame], Measurement]:
     """The claim's measurement under `reading`, its detail naming the
-    reading and ending with the other reading's number ("no data" and why,
-    when its runs are not there); no runs of this reading: NoData that
-    still gives the other's number. Named "<measure>[<reading>]" (the
+    reading and ending with the other reading's number at 0.05 (the row's
+    own interval is recomputed at the study family's level; "no data" and
+    why, when its runs are not there); no runs of this reading: NoData
+    that still gives the other's number. Named "<measure>[<reading>]" (the
     registration hashes measures by name)."""
     def other_text(df: pd.DataFrame) -> str:
         try:
-            return f"beside it, {other.words} ({other.scope()}): {measure(df, other).text()}"
+            return (f"beside it, {other.words} ({other.scope()}): {measure(df, other).text()} (its interval at "
+                    "0.05; its own row's at the family's level)")
         except NoData as exc:
             return f"beside it, {other.words}: no data ({exc})"
 
