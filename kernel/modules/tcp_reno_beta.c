@@ -12,9 +12,13 @@
  * "Improved TCP congestion control algorithms for HTTP/2" (Stony Brook
  * University), the reduction factor is a parameter instead:
  *
- *	ssthresh = max(cwnd * beta, 2)		0.5 <= beta <= 0.9
+ *	ssthresh = max(cwnd * beta, 2)		0.1 <= beta <= 0.9
  *
- * beta = 0.5 is plain Reno. The parameter is written as a decimal
+ * beta = 0.5 is plain Reno. The paper varies its "reduction factor" from
+ * 0.5 to 0.9 without saying whether it is beta or the depth of the cut
+ * (1 - beta); 0.1..0.9 holds both readings (beta 0.5..0.9 and 0.5..0.1).
+ * The floor of 2 segments (RFC 5681, eq. 4) keeps the smallest beta from
+ * cutting a small window to nothing. The parameter is written as a decimal
  * (beta=0.8) and stored in thousandths; every connection copies it in
  * .init, so a change through /sys/module/tcp_reno_beta/parameters/beta
  * only affects connections opened afterwards.
@@ -42,7 +46,7 @@ struct renobeta_milli_param {
 };
 
 static struct renobeta_milli_param renobeta_beta = {
-	.val = 500, .min = 500, .max = 900,
+	.val = 500, .min = 100, .max = 900,
 };
 
 /* Per-connection state, lives in inet_csk(sk)->icsk_ca_priv. */
@@ -119,7 +123,7 @@ static const struct kernel_param_ops renobeta_milli_ops = {
 };
 
 module_param_cb(beta, &renobeta_milli_ops, &renobeta_beta, 0644);
-MODULE_PARM_DESC(beta, "multiplicative decrease factor on loss, 0.5-0.9 (default 0.5 = Reno)");
+MODULE_PARM_DESC(beta, "multiplicative decrease factor on loss, 0.1-0.9 (default 0.5 = Reno)");
 
 static void renobeta_init(struct sock *sk)
 {

@@ -24,8 +24,9 @@ def test_modules_load_unload_and_refuse_bad_values(tmp_path, lab_kernel):
             assert b["sysfs"].startswith("refused") and b["value_kept"], (alg, value)
     assert r["modules"]["reno_beta"]["defaults"]["beta"] == "0.500"
     assert r["modules"]["cubic_plus"]["defaults"]["n"] == "6"
+    assert set(r["modules"]["reno_beta"]["bad"]) == {"beta=0.099"}  # just below its lowest, 0.1
     log = "\n".join(r["kernel_log"])
-    assert "beta" in log and "1.5" in log  # the module said what it refused
+    assert "beta" in log and "1.5" in log and "0.099" in log  # the module said what it refused
 
 
 def test_one_loss_cuts_the_window_by_the_formula(tmp_path, lab_kernel):
@@ -35,10 +36,15 @@ def test_one_loss_cuts_the_window_by_the_formula(tmp_path, lab_kernel):
     res = json.loads(p.stdout)
     from tortoiselab.host.lossresponse import format_rows
     print("\n" + format_rows(res["rows"]))
+    # reno_beta over both readings of the seed's factor: beta 0.5-0.9 and 0.5-0.1
+    assert {"reno_beta 0.1", "reno_beta 0.3", "reno_beta 0.5", "reno_beta 0.9"} <= {r["label"] for r in res["rows"]}
     for row in res["rows"]:
         assert row["drops"] == 1, row["label"]  # exactly one data segment dropped
         assert row["in_use"] == row["cc"]
         assert abs(row["ratio"] - row["expected"]) <= row["tol"], row
+        if row["cc"] in ("reno", "reno_beta"):  # exact: max(cwnd * beta, 2) in the module's integers
+            assert row["ssthresh_after"] == row["ssthresh_expected"], row
+        assert row["ok"], row
         if "k_predicted_s" in row:  # CUBIC+ regrows along C(t-K)^3 + W_max
             assert abs(row["k_fit_s"] - row["k_predicted_s"]) <= max(0.25, 0.15 * row["k_predicted_s"]), row
     assert p.returncode == 0

@@ -23,7 +23,7 @@ class Param:
 
 OUR_MODULES: dict[str, dict[str, Param]] = {
     "reno_beta": {
-        "beta": Param(0.5, 0.9, float, 0.5, "multiplicative decrease: ssthresh = beta * cwnd"),
+        "beta": Param(0.1, 0.9, float, 0.5, "multiplicative decrease: ssthresh = max(beta * cwnd, 2 segments)"),
     },
     "cubic_plus": {
         "beta": Param(0.5, 0.95, float, 0.7, "CUBIC's beta, before the CUBIC+ change"),

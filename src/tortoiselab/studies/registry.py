@@ -40,7 +40,7 @@ STUDIES: dict[str, Study] = {
     "cubic_plus": Study("cubic_plus", "CUBIC+ for HTTP/2 (Stony Brook)", (SEEDS["002"],),
                         ("experiments/cubic_plus.yaml",), cubic_plus.CLAIMS, "notebooks/03_cubic_plus.ipynb",
                         "labs/03-cubic-plus.md"),
-    "reno_beta": Study("reno_beta", "Reno's reduction factor 0.5-0.9 (Stony Brook)", (SEEDS["002"],),
+    "reno_beta": Study("reno_beta", "Reno's reduction factor 0.5-0.9, both readings (Stony Brook)", (SEEDS["002"],),
                        ("experiments/reno_beta.yaml",), reno.CLAIMS, "notebooks/03_cubic_plus.ipynb",
                        "labs/03-cubic-plus.md"),
     "initcwnd": Study("initcwnd", "Fitting in the initial slow-start window (Napkin Problem 15)", (SEEDS["003"],),
