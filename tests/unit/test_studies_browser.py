@@ -144,7 +144,7 @@ def test_reuse_in_connections_counts_second_origins_without_a_connection_of_thei
 
 def test_the_report_lists_the_browser_grid_and_says_no_data_without_it(tmp_path):
     text = S.reproduction_markdown(tmp_path, "reduced", with_checks=False)
-    assert "| `tortoise run experiments/coalescing.yaml --grid browser --jobs 2` | 0 of 144 |" in text
+    assert "| `tortoise run experiments/coalescing.yaml --grid browser --jobs 2` | 0 of 720 |" in text
     assert "| `tortoise run experiments/coalescing.yaml --grid reduced --jobs 2` | 0 of " in text
     vs = {v.claim_id: v for v in S.evaluate("coalescing", tmp_path, "reduced")}
     assert vs["coalescing.gain-india-chromium"].verdict == "no data"
