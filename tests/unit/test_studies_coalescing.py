@@ -22,7 +22,8 @@ MARKETS = {"india": C.MARKETS[0], "us": C.MARKETS[1], "germany": C.MARKETS[2]}
 def _row(region, rep, plt, coalescing, cache):
     point = {"client.coalescing": coalescing, "path.region": region, "client.cache_hit_ratio": cache}
     return {"ok": True, "client.loader": "loader", "client.coalescing": coalescing, "path.region": region,
-            "client.cache_hit_ratio": cache, "repetition": rep, "plt_ms": plt, "cond": json.dumps(point, sort_keys=True)}
+            "client.cache_hit_ratio": cache, "repetition": rep, "plt_ms": plt,
+            "cond": json.dumps(point, sort_keys=True)}
 
 
 def _runs(factor_by_cache: dict[float, np.ndarray], n=13, seed=3, off_ms=(700, 1300)) -> pd.DataFrame:
@@ -114,3 +115,12 @@ def test_chromiums_gain_is_the_p90_without_cache_hits():
                          "repetition": rep, "plt_ms": plt, "cond": json.dumps(point, sort_keys=True)})
     v = verdict_of(CLAIMS["coalescing.gain-us-chromium"], pd.DataFrame(rows), "f")
     assert v.value == pytest.approx(-10.0) and v.n == 8 and "p90 ratio" in v.detail
+
+
+def test_the_connect_time_claim_shows_each_markets_p90_drop_in_its_connect_times():
+    df = _runs({0.0: np.full(13, 0.9)}, off_ms=(1000, 1000))
+    df["connect_ms"] = df["path.region"].map({MARKETS["india"]: 50.0, MARKETS["us"]: 100.0, MARKETS["germany"]: 25.0})
+    m = CLAIMS["coalescing.gain-is-connect-time"].measure(df)
+    # p90 1000 ms off, 900 on: a drop of 100 ms, 2, 1 and 4 connect times
+    assert "india-desktop-2017 100 ms = 2.00, us-desktop-2017 100 ms = 1.00, germany-desktop-2016 100 ms = 4.00" in (
+        m.detail)
