@@ -43,7 +43,9 @@ WHY_WE_DIFFER = {
                   "stock cubic (with HyStart) is shown beside it, labelled secondary. Without loss a 5 or 50 KB "
                   "object runs the same slow start in every arm, so the delay and initial-window claims are "
                   "measured at 2 % loss on the 50 KB object (the 5 KB one ties even then, noted). The RTT-aware "
-                  "K is our function 2R/(R + srtt) (kernel/modules/README.md), since the paper does not give one.",
+                  "K is our function 2R/(R + srtt) (kernel/modules/README.md), since the paper does not give one; "
+                  "its sensitivity: the delay claims are read again on the K arm alone with R = 25 and 400 ms "
+                  "beside the default 100 ms (variants).",
     "reno_beta": "The paper varies a 'reduction factor' from 0.5 ('the default') to 0.9 without saying which "
                  "number it is. Read as the depth of the cut, 1 - beta in our module (ssthresh = beta * cwnd), as "
                  "its mechanism sentence has it (a larger factor 'reduces the congestion window aggressively'), "
