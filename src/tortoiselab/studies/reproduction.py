@@ -24,7 +24,10 @@ WHY_WE_DIFFER = {
                 "slow start, which helps or hurts by path. Scalable and YeaH use standard slow start: a load "
                 "that ends before any loss is identical with them and with H-TCP (0.00 % on the loss-free "
                 "desktop paths); the seed's gains came from real paths' losses and queues.",
-    "coalescing": "The seed's percentages are RUM p90s over real desktop users with real caches; the lab's client "
+    "coalescing": "The seed's percentages are RUM p90s over real desktop users with real caches, "
+                  "measured for pages whose static content was downloaded; each market's gain is read as the "
+                  "p90 without cache hits, the p90 at 80 % of views from cache and the old pooled median beside "
+                  "it (docs/statistics.md). The lab's client "
                   "coalesces every eligible request, so reuse is all-or-nothing. Without coalescing the static "
                   "assets wait for a second TCP + TLS set-up and then start from the initial window on a cold "
                   "connection, so the gain in the lab is more than one connect time. The Chromium rows (grid "
