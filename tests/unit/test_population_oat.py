@@ -231,3 +231,8 @@ def test_oat_rows_judge_each_setting_and_flag_a_moved_label():
     table = PS.format_rows(rows)
     assert "| warm_share.value=0.6 | high | 0.3 | -50.0 %" in table and "**moved**" in table
     assert PS.study_family("tortoise") >= 5 and not math.isnan(rows[1].p_value)
+
+
+def test_settings_come_base_first_then_in_the_oat_order():
+    df = pd.DataFrame({"population.vary": ["b=1", None, "z=2", "a=3", "b=1"]})
+    assert PS.settings_of(df, ["z=2", "b=1"]) == ["base", "z=2", "b=1", "a=3"]

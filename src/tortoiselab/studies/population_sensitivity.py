@@ -81,11 +81,13 @@ def judge_setting(c: Claim, df: pd.DataFrame, family: int) -> tuple:
     return _clean(m.value), _clean(m.low), _clean(m.high), _clean(m.p_value), m.n, v.verdict
 
 
-def settings_of(df: pd.DataFrame) -> list[str]:
-    """The settings the runs hold (population.vary; BASE for none), BASE first."""
+def settings_of(df: pd.DataFrame, order: list[str] = ()) -> list[str]:
+    """The settings the runs hold (population.vary; BASE for none): BASE
+    first, then those of `order` (the OAT settings' order), then any
+    other, sorted."""
     vary = df["population.vary"].fillna("").astype(str) if "population.vary" in df else pd.Series("", df.index)
-    names = sorted(set(vary) - {""})
-    return ([BASE] if (vary == "").any() else []) + names
+    held = set(vary) - {""}
+    return ([BASE] if (vary == "").any() else []) + [n for n in order if n in held] + sorted(held - set(order))
 
 
 def oat_rows(c: Claim, df: pd.DataFrame, market: str, family: int) -> list[Row]:
@@ -97,7 +99,7 @@ def oat_rows(c: Claim, df: pd.DataFrame, market: str, family: int) -> list[Row]:
     vary = df["population.vary"].fillna("").astype(str)
     known = {s.name: s for s in oat_settings(market, load_populations().markets[market])[0]}
     rows, base_label = [], None
-    for name in settings_of(df):
+    for name in settings_of(df, list(known)):
         sub = df[vary == ("" if name == BASE else name)]
         value, low, high, p, n, verdict = judge_setting(c, sub, family)
         base_label = verdict if name == BASE else base_label
