@@ -133,7 +133,7 @@ def test_every_claim_reads_an_experiment_of_its_study_and_every_file_has_its_gri
     print(f"reduced grids: {total} runs")
     # the Tortoise study runs its claims on clean and rich conditions, CUBIC+ on conditions where its arms
     # can differ (issue 24); about half an hour at --jobs 2 on the virtual clock (labs/README.md)
-    assert total <= 1600  # with the populations of users (448 runs)
+    assert total <= 1600  # with the populations of users (412 runs)
     assert len({c.id for s in S.STUDIES.values() for c in s.claims}) == sum(len(s.claims) for s in S.STUDIES.values())
 
 
