@@ -509,7 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pilot", "--results", dest="pilot", default="results",
                    help="the results root that holds the pilot's runs (and with --check the powered grid's)")
     p.add_argument("--jobs", type=int, default=1, help="runs side by side on this machine (for the cost)")
-    p.add_argument("--nodes", type=int, default=10, help="machines of a cluster (for the cost)")
+    p.add_argument("--nodes", type=int, default=10, help="Slurm array tasks at once, one lab each (for the cluster's cost)")
     p.add_argument("--max-repetitions", type=int, default=200, help="cap of the powered grid's repetitions")
     p.add_argument("--max-users", type=int, default=200, help="a population's cap of users per market (what fits)")
     p.add_argument("--spread-confidence", type=float, default=None,

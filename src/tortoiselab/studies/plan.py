@@ -317,6 +317,23 @@ def users_needed(rows: list[ClaimPlan], cap: int) -> tuple[int | None, str]:
     return (cap if far else min(top, cap)), "; ".join(notes)
 
 
+def repetitions_needed(rows: list[ClaimPlan], cap: int) -> tuple[int | None, str]:
+    """The largest repetitions any claim needs at the upper bound of its
+    pilot's spread (reps_upper), capped (with a note of what the cap leaves
+    underpowered)."""
+    need = [r.reps_upper for r in rows if r.reps_upper is not None]
+    out_of_reach = [r.claim_id for r in rows if r.effect and r.reps_upper is None and r.note != EXACT_REPEATS]
+    far = f"out of reach within {pw.N_MAX} pairs: {', '.join(out_of_reach)}" if out_of_reach else ""
+    if not need:
+        return None, far or "no claim of this experiment has a test to plan from"
+    top = max(need)
+    if top <= cap:
+        return top, far
+    short = ", ".join(r.claim_id for r in rows if r.reps_upper is not None and r.reps_upper > cap)
+    return cap, "; ".join(x for x in (f"capped at {cap} repetitions (--max-repetitions): {short} would need up to "
+                                      f"{top}", far) if x)
+
+
 def powered_grid(info: dict, reps: int, note: str = "") -> str:
     """The `powered` grid block for the experiment file: the pilot grid's
     sweep (or the file's own) with `reps` repetitions."""
