@@ -120,6 +120,9 @@ def cmd_validate(a: argparse.Namespace) -> int:
     for name in exp.grids:
         g = load(Path(a.file), grid=name)
         print(f"  grid {name}: {len(expand(g))} runs -> results/{g.name}")
+    for name in exp.maps:
+        g = load(Path(a.file), grid=f"map-{name}")
+        print(f"  map {name}: {len(expand(g))} runs -> results/{g.name} (tortoise map {a.file} --map {name})")
     return 0
 
 
@@ -339,6 +342,12 @@ def cmd_plan(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_map(a: argparse.Namespace) -> int:
+    from tortoiselab.studies.maprun import run_maps  # here: the CLI starts fast (runner, scipy, matplotlib)
+
+    return run_maps(a.experiment, a.map or None, Path(a.results), a.jobs, a.backend, a.clock, a.plan)
+
+
 def cmd_verify(a: argparse.Namespace) -> int:
     from tortoiselab.host.verify import cli_verify
 
@@ -519,6 +528,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--audit-seed", type=int, metavar="S", help="picks the audited runs (default: a new seed, printed)")
     p.add_argument("--skip-damaged", action="store_true", help="as report's")
     p.set_defaults(func=cmd_grade)
+
+    p = sub.add_parser("map", help="run and draw an experiment's sensitivity maps (maps: in its file, docs/maps.md)")
+    lab_opts(p)
+    p.add_argument("experiment", help="experiment file or name (experiments/tortoise.yaml or tortoise)")
+    p.add_argument("--map", action="append", default=[], help="one of the file's maps (repeatable); default: all")
+    p.add_argument("--results", default="results")
+    p.add_argument("--jobs", type=int, default=None, help="lab instances side by side (as tortoise run)")
+    p.add_argument("--plan", action="store_true", help="only print each map's cells, runs and expected wall time")
+    p.set_defaults(func=cmd_map)
 
     p = sub.add_parser("verify", help="check every run's manifest and record and runs.parquet against them")
     p.add_argument("folder", help="an experiment's results folder, or a results root")
