@@ -329,6 +329,11 @@ def cmd_plan(a: argparse.Namespace) -> int:
         raise ValueError(f"--spread-confidence: give a confidence from 0.5 to below 1 (default "
                          f"{P.SPREAD_CONFIDENCE}), not {conf}")
     grid = None if a.grid == "full" else a.grid
+    if grid and grid.startswith("map-"):  # a sensitivity map's cost (docs/maps.md)
+        from tortoiselab.studies.maprun import plan_text
+
+        print(plan_text(a.experiment, grid, Path(a.pilot), a.jobs))
+        return 0
     if a.check:
         rows, info = PC.check(a.experiment, grid, a.check, a.pilot, confidence=conf)
         print(PC.format_check(rows, info))

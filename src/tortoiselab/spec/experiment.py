@@ -253,8 +253,8 @@ def apply_grid(exp: Experiment, grid: str | None) -> Experiment:
         try:
             g = Grid(**as_grid(exp.maps[map_name(grid)]))
         except ValidationError as exc:  # e.g. compare names no field
-            raise ExperimentError("\n".join(f"maps.{map_name(grid)}: {line}" for line in
-                                            describe_errors(exc).replace("sweep: ", "compare: ").splitlines())) from None
+            lines = describe_errors(exc).replace("sweep: ", "compare: ").splitlines()
+            raise ExperimentError("\n".join(f"maps.{map_name(grid)}: {line}" for line in lines)) from None
         return _with_grid(exp.model_copy(update={"paired": True, "maps": {}}), grid, g)
     if grid not in exp.grids:
         have = ", ".join([*sorted(exp.grids), *map(grid_name, exp.maps)]) or "none"

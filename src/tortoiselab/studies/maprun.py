@@ -16,7 +16,7 @@ from tortoiselab.analysis.mapfigure import draw_map
 from tortoiselab.host import safefs
 from tortoiselab.host.runner import run_experiment
 from tortoiselab.spec.bounds import RUNS_PER_HOUR
-from tortoiselab.spec.maps import grid_name
+from tortoiselab.spec.maps import grid_name, map_name
 from tortoiselab.studies import maps as M
 from tortoiselab.studies.data import study_folder
 from tortoiselab.studies.plan import experiment_file, seconds_per_run
@@ -32,10 +32,19 @@ def _seconds_per_run(folder: Path, jobs: int) -> float:
 
 
 def _arm_names(m: M.MapCfg) -> dict[str, str]:
-    """Panel titles: "arm vs control" per arm key."""
+    """Panel titles: "arm vs control" per arm key (a value that is no name carries its field)."""
     def text(v: Any) -> str:
-        return v if isinstance(v, str) else json.dumps(v)
+        return v if isinstance(v, str) else f"{m.compare.split('+')[-1].split('.')[-1]} {json.dumps(v)}"
     return {M._key(a): f"{text(a)} vs {text(m.control)}" for a in m.arms}
+
+
+def plan_text(experiment: str, grid: str, results: Path, jobs: int) -> str:
+    """`tortoise plan FILE --grid map-<name>`: the map's cost (format_cost)."""
+    f = experiment_file(experiment)
+    name = map_name(grid)
+    M.check_metric(M.map_of(f, name), name)
+    folder = study_folder(f, grid, results)
+    return M.format_cost(M.cost(f, name, _seconds_per_run(folder, jobs), 1))
 
 
 def write_outputs(f: Path, name: str, results: Path) -> tuple[Path, list[str]]:

@@ -166,7 +166,8 @@ def _arm_text(name: str, cause: dict[str, Any] | None) -> str:
         return f"{name}: no capture"
     segs = "-".join(map(str, cause["segments"][:FIRST_FLIGHTS])) + ("-..." if cause["rounds"] > FIRST_FLIGHTS
                                                                       else "")
-    return f"{name}: {cause['rounds']} rounds ({segs} segments)"
+    conns = f"{cause['connections']} connections, " if cause["connections"] > 1 else ""
+    return f"{name}: {conns}first response in {cause['rounds']} rounds ({segs} segments)"
 
 
 def causes(cs: pd.DataFrame, df: pd.DataFrame, m: MapCfg) -> pd.DataFrame:
