@@ -155,7 +155,7 @@ def test_cells_exact_and_lossy(tmp_path):
     cs = M.cells(_table(rows), m).set_index(["rtt_ms", "loss_pct"])
     assert cs.loc[(25, 0), "label"] == "disagree" and cs.loc[(25, 0), "effect_pct"] == pytest.approx(20)
     assert cs.loc[(300, 0), "label"] == "agree" and cs.loc[(300, 0), "exact"]
-    assert cs.loc[(100, 0), "label"] == "tie" and cs.loc[(100, 0), "letter"] == "="
+    assert cs.loc[(100, 0), "label"] == "not testable here" and cs.loc[(100, 0), "letter"] == "="
     lossy = cs.loc[(300, 2)]
     assert lossy["label"] == "agree" and not lossy["exact"] and lossy["n"] == 8
     assert lossy["effect_pct"] == pytest.approx(-30) and lossy["high_pct"] < 0

@@ -111,6 +111,7 @@ def draw_map(cells: pd.DataFrame, markers: list[dict[str, Any]], out_stem: Path 
         if not panels:
             axes[0][0].text(0.5, 0.5, "no cells", ha="center", va="center", transform=axes[0][0].transAxes)
         fig.suptitle(title, fontsize=9)
-        fig.supxlabel("A agree, D disagree, ? inconclusive, = tie, - not testable (the cell's label);\n"
-                      "hollow marker: beyond the map's range\n" + _key_text(markers), fontsize=7)
+        fig.supxlabel("A agree, D disagree, ? inconclusive, L/S larger/smaller than claimed, - not testable,\n"
+                      "= a tie by construction; hollow marker: beyond the map's range\n" + _key_text(markers),
+                      fontsize=7)
         return _save(fig, stem)

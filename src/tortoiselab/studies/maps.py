@@ -27,10 +27,11 @@ from tortoiselab.studies.data import current_runs, study_folder
 from tortoiselab.studies.measure import infer, read_interval
 from tortoiselab.studies.model import ALPHA
 
-# the label of a cell and its letter on the figure (the verdict rule's labels, measure.read_interval;
-# "tie": an exact cell where both arms gave the same value)
+# the label of a cell and its letter on the figure (the verdict rule's labels, measure.read_interval,
+# docs/statistics.md); an exact cell where both arms gave the same value is "not testable here" (a tie by
+# construction) with the letter "="
 LETTERS = {"agree": "A", "disagree": "D", "inconclusive": "?", "larger than claimed": "L",
-           "smaller than claimed": "S", "tie": "=", "not testable here": "-"}
+           "smaller than claimed": "S", "not testable here": "-"}
 FIRST_FLIGHTS = 4  # flights named in a cell's cause
 
 
@@ -104,7 +105,8 @@ def cell(c: np.ndarray, a: np.ndarray, exact: bool, m: MapCfg) -> dict[str, Any]
                 "label": "not testable here", "why": "no pair of ok runs"}
     if exact:
         v = 100 * (float(a[0] / c[0]) - 1)
-        label, why = ("tie", "both arms gave the same value") if v == 0 else _label(v, v, m)
+        label, why = (("not testable here", "a tie by construction: both arms gave the same value") if v == 0
+                      else _label(v, v, m))
         return {"n": 1, "effect_pct": v, "low_pct": v, "high_pct": v, "p": math.nan, "label": label,
                 "why": f"exact (loss-free on the virtual clock): {why}"}
     positive = (c > 0) & (a > 0)  # a log ratio needs both values above 0
@@ -140,15 +142,16 @@ def cells(df: pd.DataFrame, m: MapCfg) -> pd.DataFrame:
             row = {"size": size, "arm": _key(arm), "rtt_ms": rtt, "loss_pct": loss, "exact": bool(exact),
                    "control_median": float(np.median(cv)) if len(cv) else math.nan,
                    "arm_median": float(np.median(av)) if len(av) else math.nan, **cell(cv, av, exact, m)}
-            row["letter"] = LETTERS[row["label"]]
+            row["letter"] = "=" if exact and row["effect_pct"] == 0 else LETTERS[row["label"]]
             rows.append(row)
     return pd.DataFrame(rows)
 
 
 def capture_cause(run_dir: Path) -> dict[str, Any] | None:
     """From a run's server capture: the connection that sent the most, its
-    first response's flights (segments per round, flights.transfer_flights)
-    and their number; None without a capture."""
+    TLS handshake in round trips, its first response's flights (segments
+    per round, flights.transfer_flights) and their number, and the
+    connections that carried requests; None without a capture."""
     pcap = Path(run_dir) / "server.pcap"
     if not pcap.is_file():
         return None
@@ -158,7 +161,7 @@ def capture_cause(run_dir: Path) -> dict[str, Any] | None:
     main = max(conns, key=lambda c: c["server_bytes_sent"])
     data = fl.transfer_flights(main)
     return {"segments": [f["segments"] for f in data], "rounds": len(data), "connections": len(conns),
-            "retransmissions": sum(f["retransmissions"] for f in data)}
+            "tls_rtts": main["handshake_rtts"]["tls"], "retransmissions": sum(f["retransmissions"] for f in data)}
 
 
 def _arm_text(name: str, cause: dict[str, Any] | None) -> str:
@@ -167,7 +170,8 @@ def _arm_text(name: str, cause: dict[str, Any] | None) -> str:
     segs = "-".join(map(str, cause["segments"][:FIRST_FLIGHTS])) + ("-..." if cause["rounds"] > FIRST_FLIGHTS
                                                                       else "")
     conns = f"{cause['connections']} connections, " if cause["connections"] > 1 else ""
-    return f"{name}: {conns}first response in {cause['rounds']} rounds ({segs} segments)"
+    tls = f"TLS in {cause['tls_rtts']} RTT, " if cause.get("tls_rtts") else ""
+    return f"{name}: {conns}{tls}first response in {cause['rounds']} rounds ({segs} segments)"
 
 
 def causes(cs: pd.DataFrame, df: pd.DataFrame, m: MapCfg) -> pd.DataFrame:
