@@ -196,3 +196,29 @@ def test_the_figure_is_written(tmp_path):
                                                                            "rtt_ms": 500, "loss_pct": 9}]
     png, svg = draw_map(cs, marks, tmp_path / "map", "t", "plt_ms")
     assert png.stat().st_size > 5000 and svg.read_text().startswith("<?xml")
+
+
+# --- the report's section ---------------------------------------------------------
+
+
+def test_the_report_finds_the_maps_beside_a_study_folder(tmp_path):
+    from tortoiselab.report.maps import map_sections
+
+    cells = [{"size": "", "arm": '"hybla"', "rtt_ms": 300.0, "loss_pct": 0.0, "n": 1, "exact": True,
+              "effect_pct": -93.8, "low_pct": -93.8, "high_pct": -93.8, "label": "agree", "cause": "hybla: ..."},
+             {"size": "", "arm": '"hybla"', "rtt_ms": 300.0, "loss_pct": 1.0, "n": 8, "exact": False,
+              "effect_pct": -62.9, "low_pct": -85.9, "high_pct": -28.4, "label": "agree", "cause": ""}]
+    folder = tmp_path / "tortoise@map-hybla"
+    folder.mkdir()
+    (folder / "map.json").write_text(json.dumps({"title": "t", "compare": "server.cc", "arms": ["hybla"],
+                                                 "control": "htcp", "metric": "plt_ms", "cells": cells}))
+    (folder / "map.png").write_bytes(b"\x89PNG fake")
+    (tmp_path / "tortoise@reduced").mkdir()
+    (tmp_path / "coalescing@map-x").mkdir()  # another experiment's map folder, not drawn: neither is shown
+    for d in ("tortoise@reduced", "tortoise@map-hybla"):
+        secs = map_sections(tmp_path / d)
+        assert [s["folder"] for s in secs] == ["tortoise@map-hybla"]
+        assert secs[0]["rows"] == [["", '"hybla"', "300", "0", "1", "-93.8", "exact", "agree", "hybla: ..."],
+                                   ["", '"hybla"', "300", "1", "8", "-62.9", "[-85.9, -28.4]", "agree", ""]]
+        assert secs[0]["png"] and secs[0]["svg"] == ""
+    assert map_sections(tmp_path / "coalescing@reduced") == []
