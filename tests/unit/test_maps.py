@@ -222,3 +222,11 @@ def test_the_report_finds_the_maps_beside_a_study_folder(tmp_path):
                                    ["", '"hybla"', "300", "1", "8", "-62.9", "[-85.9, -28.4]", "agree", ""]]
         assert secs[0]["png"] and secs[0]["svg"] == ""
     assert map_sections(tmp_path / "coalescing@reduced") == []
+
+
+@pytest.mark.parametrize("value, want", [("hybla", "hybla"), (True, "true"), (10, "10"),
+                                         ({"reno_beta": {"beta": 0.9}}, "beta=0.9"),
+                                         (["cubic_plus", {"cubic_plus": {"n": 6, "rtt_aware": 1}}],
+                                          "cubic_plus n=6 rtt_aware=1")])
+def test_short_names_of_compare_values(value, want):
+    assert M.short(value) == want

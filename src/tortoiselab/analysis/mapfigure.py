@@ -107,7 +107,8 @@ def draw_map(cells: pd.DataFrame, markers: list[dict[str, Any]], out_stem: Path 
             ax.set_xlabel("RTT (ms)")
             ax.set_ylabel("loss (%, each direction)")
             name = (arm_names or {}).get(arm, arm)
-            ax.set_title(f"{name}" + (f", {size}" if size else "") + f": {metric}", fontsize=9)
+            size_name = d["size_name"].iloc[0] if "size_name" in d else size
+            ax.set_title(f"{name}" + (f", {size_name}" if size_name else "") + f": {metric}", fontsize=9)
         if not panels:
             axes[0][0].text(0.5, 0.5, "no cells", ha="center", va="center", transform=axes[0][0].transAxes)
         fig.suptitle(title, fontsize=9)

@@ -35,7 +35,7 @@ def cell_rows(doc: dict) -> list[list[str]]:
     for c in doc.get("cells", []):
         ci = "exact" if c["exact"] else (f"[{_num(c['low_pct'], '+.1f')}, {_num(c['high_pct'], '+.1f')}]"
                                          if c.get("low_pct") is not None else "-")
-        rows.append([c.get("size") or "", c["arm"], f"{c['rtt_ms']:g}", f"{c['loss_pct']:g}", str(c["n"]),
+        rows.append([c.get("size_name", c.get("size")) or "", c.get("arm_name", c["arm"]), f"{c['rtt_ms']:g}", f"{c['loss_pct']:g}", str(c["n"]),
                      _num(c.get("effect_pct"), "+.1f"), ci, c["label"], c.get("cause") or ""])
     return rows
 

@@ -34,7 +34,7 @@ def _seconds_per_run(folder: Path, jobs: int) -> float:
 def _arm_names(m: M.MapCfg) -> dict[str, str]:
     """Panel titles: "arm vs control" per arm key (a value that is no name carries its field)."""
     def text(v: Any) -> str:
-        return v if isinstance(v, str) else f"{m.compare.split('+')[-1].split('.')[-1]} {json.dumps(v)}"
+        return M.short(v) if isinstance(v, (str, dict, list)) else f"{m.compare.split('.')[-1]} {M.short(v)}"
     return {M._key(a): f"{text(a)} vs {text(m.control)}" for a in m.arms}
 
 

@@ -139,7 +139,8 @@ def cells(df: pd.DataFrame, m: MapCfg) -> pd.DataFrame:
             reps = c.index.intersection(a.index)
             cv, av = c.loc[reps].to_numpy(float), a.loc[reps].to_numpy(float)
             exact = loss == 0 and len(reps) == 1 and d["repetition"].max() == 0
-            row = {"size": size, "arm": _key(arm), "rtt_ms": rtt, "loss_pct": loss, "exact": bool(exact),
+            row = {"size": size, "arm": _key(arm), "size_name": short(json.loads(size)) if size else "",
+                   "arm_name": short(arm), "rtt_ms": rtt, "loss_pct": loss, "exact": bool(exact),
                    "control_median": float(np.median(cv)) if len(cv) else math.nan,
                    "arm_median": float(np.median(av)) if len(av) else math.nan, **cell(cv, av, exact, m)}
             row["letter"] = "=" if exact and row["effect_pct"] == 0 else LETTERS[row["label"]]
@@ -161,17 +162,33 @@ def capture_cause(run_dir: Path) -> dict[str, Any] | None:
     main = max(conns, key=lambda c: c["server_bytes_sent"])
     data = fl.transfer_flights(main)
     return {"segments": [f["segments"] for f in data], "rounds": len(data), "connections": len(conns),
-            "tls_rtts": main["handshake_rtts"]["tls"], "retransmissions": sum(f["retransmissions"] for f in data)}
+            "tls_rtts": main["handshake_rtts"]["tls"], "data_rounds": len(fl.flights(main, phase="data")),
+            "retransmissions": len(main["retransmissions"])}
+
+
+def short(v: Any) -> str:
+    """A compare value in few words: a string as it is, a mapping by its
+    leaves (key=value), a list by its parts, e.g. "cubic_plus n=6"."""
+    if isinstance(v, dict):
+        return " ".join(f"{k}={x}" if not isinstance(x, (dict, list)) else short(x) for k, x in v.items()) or "{}"
+    if isinstance(v, list):
+        return " ".join(short(x) for x in v)
+    return v if isinstance(v, str) else json.dumps(v)
 
 
 def _arm_text(name: str, cause: dict[str, Any] | None) -> str:
+    """One arm's part of a cause: connections, TLS round trips, the first
+    response's rounds and flights, then the whole connection's data rounds
+    and retransmissions where they say more."""
     if cause is None:
         return f"{name}: no capture"
     segs = "-".join(map(str, cause["segments"][:FIRST_FLIGHTS])) + ("-..." if cause["rounds"] > FIRST_FLIGHTS
                                                                       else "")
     conns = f"{cause['connections']} connections, " if cause["connections"] > 1 else ""
     tls = f"TLS in {cause['tls_rtts']} RTT, " if cause.get("tls_rtts") else ""
-    return f"{name}: {conns}{tls}first response in {cause['rounds']} rounds ({segs} segments)"
+    more = (f"; all data in {cause['data_rounds']} rounds, {cause['retransmissions']} retransmitted"
+            if cause.get("data_rounds", 0) > cause["rounds"] or cause.get("retransmissions") else "")
+    return f"{name}: {conns}{tls}first response in {cause['rounds']} rounds ({segs} segments){more}"
 
 
 def causes(cs: pd.DataFrame, df: pd.DataFrame, m: MapCfg) -> pd.DataFrame:
@@ -189,7 +206,7 @@ def causes(cs: pd.DataFrame, df: pd.DataFrame, m: MapCfg) -> pd.DataFrame:
         parts = []
         for key in (control, row["arm"]):
             run = at[at["arm_key"] == key]
-            parts.append(_arm_text(json.loads(key) if key.startswith('"') else key,
+            parts.append(_arm_text(short(json.loads(key)),
                                    capture_cause(Path(run["run_dir"].iloc[0])) if len(run) else None))
         texts.append("; ".join(parts))
     out["cause"] = texts
@@ -239,6 +256,6 @@ def summary_lines(m: MapCfg, cs: pd.DataFrame) -> list[str]:
     for _, r in cs.iterrows():
         ci = "exact" if r["exact"] else ("-" if math.isnan(r["low_pct"]) else
                                          f"[{r['low_pct']:+.1f}, {r['high_pct']:+.1f}]")
-        out.append(f"{r['size'][:14]:<14} {r['arm'][:24]:<24} {r['rtt_ms']:>7g} {r['loss_pct']:>6g} {r['n']:>3} "
+        out.append(f"{r['size_name']:<14} {r['arm_name']:<24} {r['rtt_ms']:>7g} {r['loss_pct']:>6g} {r['n']:>3} "
                    f"{r['effect_pct']:>+9.1f} {ci:>18}  {r['label']}" + (f"; {r['cause']}" if r["cause"] else ""))
     return out
