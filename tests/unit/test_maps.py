@@ -144,7 +144,8 @@ def test_cells_exact_and_lossy(tmp_path):
     rng = np.random.default_rng(1)
     rows = [("htcp", 25, 0, 0, 100.0), ("hybla", 25, 0, 0, 120.0),   # exact, the arm slower: disagree
             ("htcp", 300, 0, 0, 900.0), ("hybla", 300, 0, 0, 600.0),  # exact, faster: agree
-            ("htcp", 100, 0, 0, 400.0), ("hybla", 100, 0, 0, 400.0)]  # exact tie
+            ("htcp", 100, 0, 0, 400.0), ("hybla", 100, 0, 0, 400.1),  # exact tie: within tie_pct (0.5 %)
+            ("htcp", 50, 0, 0, 400.0), ("hybla", 50, 0, 0, 397.9)]    # beyond it: agree
     for rep in range(8):
         c = 1000 * (1 + rng.random())
         rows += [("htcp", 300, 2, rep, c), ("hybla", 300, 2, rep, c * 0.7)]            # lossy, always faster
@@ -156,6 +157,7 @@ def test_cells_exact_and_lossy(tmp_path):
     assert cs.loc[(25, 0), "label"] == "disagree" and cs.loc[(25, 0), "effect_pct"] == pytest.approx(20)
     assert cs.loc[(300, 0), "label"] == "agree" and cs.loc[(300, 0), "exact"]
     assert cs.loc[(100, 0), "label"] == "not testable here" and cs.loc[(100, 0), "letter"] == "="
+    assert cs.loc[(50, 0), "label"] == "agree"
     lossy = cs.loc[(300, 2)]
     assert lossy["label"] == "agree" and not lossy["exact"] and lossy["n"] == 8
     assert lossy["effect_pct"] == pytest.approx(-30) and lossy["high_pct"] < 0

@@ -58,6 +58,9 @@ class MapCfg(BaseModel):
                                                                      "arm reaches")
     claimed_pct: tuple[float, float] | None = Field(None, description="the claimed change in %, (low, high); "
                                                                        "none: a direction claim")
+    tie_pct: float = Field(0.5, ge=0, le=50, description="an exact cell whose change is within +-tie_pct % "
+                                                          "is a tie (the arms' loads differ by the lab's own "
+                                                          "microseconds, not by a window)")
     rtt_ms: list[float] = Field(min_length=1, description="the map's RTT axis (path.rtt_ms)")
     loss_pct: list[float] = Field(min_length=1, description="the map's loss axis, both directions")
     size: dict[str, list[Any]] | None = Field(None, description="one more axis, e.g. {client.page: [small.html, "

@@ -28,8 +28,8 @@ from tortoiselab.studies.measure import infer, read_interval
 from tortoiselab.studies.model import ALPHA
 
 # the label of a cell and its letter on the figure (the verdict rule's labels, measure.read_interval,
-# docs/statistics.md); an exact cell where both arms gave the same value is "not testable here" (a tie by
-# construction) with the letter "="
+# docs/statistics.md); an exact cell whose arms are within the map's tie_pct is "not testable here" (a tie)
+# with the letter "="
 LETTERS = {"agree": "A", "disagree": "D", "inconclusive": "?", "larger than claimed": "L",
            "smaller than claimed": "S", "not testable here": "-"}
 FIRST_FLIGHTS = 4  # flights named in a cell's cause
@@ -105,8 +105,8 @@ def cell(c: np.ndarray, a: np.ndarray, exact: bool, m: MapCfg) -> dict[str, Any]
                 "label": "not testable here", "why": "no pair of ok runs"}
     if exact:
         v = 100 * (float(a[0] / c[0]) - 1)
-        label, why = (("not testable here", "a tie by construction: both arms gave the same value") if v == 0
-                      else _label(v, v, m))
+        label, why = (("not testable here", f"a tie: the arms within {m.tie_pct:g} % (maps.tie_pct)")
+                      if abs(v) <= m.tie_pct else _label(v, v, m))
         return {"n": 1, "effect_pct": v, "low_pct": v, "high_pct": v, "p": math.nan, "label": label,
                 "why": f"exact (loss-free on the virtual clock): {why}"}
     positive = (c > 0) & (a > 0)  # a log ratio needs both values above 0
@@ -143,7 +143,7 @@ def cells(df: pd.DataFrame, m: MapCfg) -> pd.DataFrame:
                    "arm_name": short(arm), "rtt_ms": rtt, "loss_pct": loss, "exact": bool(exact),
                    "control_median": float(np.median(cv)) if len(cv) else math.nan,
                    "arm_median": float(np.median(av)) if len(av) else math.nan, **cell(cv, av, exact, m)}
-            row["letter"] = "=" if exact and row["effect_pct"] == 0 else LETTERS[row["label"]]
+            row["letter"] = "=" if exact and abs(row["effect_pct"]) <= m.tie_pct else LETTERS[row["label"]]
             rows.append(row)
     return pd.DataFrame(rows)
 
