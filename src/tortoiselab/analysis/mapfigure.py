@@ -113,6 +113,6 @@ def draw_map(cells: pd.DataFrame, markers: list[dict[str, Any]], out_stem: Path 
             axes[0][0].text(0.5, 0.5, "no cells", ha="center", va="center", transform=axes[0][0].transAxes)
         fig.suptitle(title, fontsize=9)
         fig.supxlabel("A agree, D disagree, ? inconclusive, L/S larger/smaller than claimed, - not testable,\n"
-                      "= a tie by construction; hollow marker: beyond the map's range\n" + _key_text(markers),
+                      "= a tie (exact, within tie_pct); hollow marker: beyond the map's range\n" + _key_text(markers),
                       fontsize=7)
         return _save(fig, stem)

@@ -145,7 +145,9 @@ def cells(df: pd.DataFrame, m: MapCfg) -> pd.DataFrame:
                    "arm_median": float(np.median(av)) if len(av) else math.nan, **cell(cv, av, exact, m)}
             row["letter"] = "=" if exact and abs(row["effect_pct"]) <= m.tie_pct else LETTERS[row["label"]]
             rows.append(row)
-    return pd.DataFrame(rows)
+    order = [_key(v) for v in next(iter(m.size.values()))] if m.size else [""]  # sizes in the file's order
+    return pd.DataFrame(rows).sort_values("size", key=lambda s: s.map(order.index), kind="stable",
+                                          ignore_index=True) if rows else pd.DataFrame(rows)
 
 
 def capture_cause(run_dir: Path) -> dict[str, Any] | None:
