@@ -29,6 +29,11 @@ def _num(v: float | None, fmt: str) -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
 
 
+def _value(v) -> str:
+    """A compare value as the file writes it (a string bare, anything else as JSON)."""
+    return v if isinstance(v, str) else json.dumps(v)
+
+
 def cell_rows(doc: dict) -> list[list[str]]:
     """A map's cells as table rows: size, arm, RTT, loss, n, change, interval, label, cause."""
     rows = []
@@ -50,7 +55,8 @@ def map_sections(exp_dir: Path) -> list[dict]:
         figs = {k: base64.b64encode(safefs.read_bytes_regular(folder / name, root, doing)).decode()
                 if (folder / name).is_file() else "" for k, name in (("png", MAP_PNG), ("svg", MAP_SVG))}
         out.append({"folder": folder.name, "title": doc.get("title", folder.name),
-                    "what": f"{doc.get('compare')}: {doc.get('arms')} against {doc.get('control')}, "
+                    "what": f"{doc.get('compare')}: {', '.join(map(_value, doc.get('arms') or []))} against "
+                            f"{_value(doc.get('control'))}, "
                             f"{doc.get('metric')} ({doc.get('better')} is the claimed side)",
                     **figs, "rows": cell_rows(doc)})
     return out
