@@ -35,6 +35,16 @@ for e in "$@"; do
 done
 echo "== coalescing --grid browser =="
 run experiments/coalescing.yaml --grid browser
+# the population assumptions one at a time (docs/population.md, "Sensitivity"): minutes, the base setting's runs
+# taken from the reduced grid; the tables in results/population-sensitivity.md
+for e in tortoise-population coalescing-population; do
+    reuse=(); [ -d "results/$e@reduced" ] && reuse=(--reuse-from reduced)
+    echo "== $e --grid sensitivity ${reuse[*]} =="
+    run "experiments/$e.yaml" --grid sensitivity "${reuse[@]}"
+done
+for e in tortoise-population coalescing-population; do
+    "$venv/bin/tortoise" population-sensitivity "$e"
+done > results/population-sensitivity.md || echo "reproduce: tortoise population-sensitivity failed" >&2
 for e in "$@"; do  # each study's sensitivity maps (docs/maps.md): a few minutes each
     grep -q "^maps:" "experiments/$e.yaml" || continue
     echo "== tortoise map $e =="

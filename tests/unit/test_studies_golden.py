@@ -60,10 +60,25 @@ ADDED = {"tortoise.india-mobile-plt-users-groups": "inconclusive", "coalescing.g
          # issue 39: Reno's factor under both readings; the variant read as beta itself (beta 0.5-0.9) is what the
          # primary claim measured before on these runs (beta 0.5 and 0.9: its number must not move)
          "reno_beta.low-loss-similar-as-beta": "inconclusive", "reno_beta.high-loss-hard-cut-slower-as-beta": "no data",
-         "reno_beta.high-loss-gentler-wins-as-beta": "no data"}
+         "reno_beta.high-loss-gentler-wins-as-beta": "no data",
+         # issue 39: coalescing's gains read as the p90 at one cache ratio (primary: no cache hits); beside each, the
+         # p90 at 80 % of views from cache (no such runs here) and the old pooled median per-pair change, whose
+         # number must not move (the ci grid has only US pairs without cache hits: its one pair is also the p90's,
+         # so the primary gain-us keeps its number too)
+         "coalescing.gain-india-cache80": "no data", "coalescing.gain-us-cache80": "no data",
+         "coalescing.gain-germany-cache80": "no data", "coalescing.gain-india-pooled-median": "no data",
+         "coalescing.gain-us-pooled-median": "inconclusive", "coalescing.gain-germany-pooled-median": "no data",
+         # issue 39: the rest of world as the seed names it; the lab's other markets beside it (not in the ci grid)
+         "tortoise.rest-of-world-other-markets": "no data", "tortoise.rest-of-world-other-markets-rich": "no data",
+         # issue 39: the sensitivity of the lab's RTT-aware K (R = 25 and 400 ms arms: not in the ci grid)
+         **{f"cubic_plus.{c}-k-ref-{r}ms": "no data" for c in ("delay-large-cubic-wins", "delay-small-close")
+            for r in (25, 400)}}
 # primary claims whose reading moved (issue 39): Reno's factor is read as the cut's depth 1 - beta, beta 0.5 -> 0.1,
 # and the ci grid's runs have beta 0.5 and 0.9 only: no data (their old number is the variant's, above)
-MOVED = {"reno_beta.low-loss-similar": "no data"}
+MOVED = {"reno_beta.low-loss-similar": "no data",
+         # issue 39 item 6: the mobile population rows read the mobile app (app.html), as their single-path rows do;
+         # the canned ci runs load the feed page (the ci grid kept its runs), so these rows have no data here
+         "tortoise.india-mobile-plt-users": "no data", "tortoise.india-mobile-plt-users-groups": "no data"}
 
 
 def _want(claim_id: str) -> str:
@@ -87,8 +102,8 @@ def test_every_claim_has_its_verdict_of_before(study_id, results):
         assert v.verdict == _want(v.claim_id), (v.claim_id, v.why)
         if v.verdict == "no data" and v.claim_id in ADDED or v.claim_id in MOVED:
             continue
-        want = (BEFORE["verdicts"].get(v.claim_id)
-                or BEFORE["verdicts"][v.claim_id.removesuffix("-groups").removesuffix("-as-beta")])
+        want = (BEFORE["verdicts"].get(v.claim_id) or BEFORE["verdicts"][
+            v.claim_id.removesuffix("-groups").removesuffix("-as-beta").removesuffix("-pooled-median")])
         if v.claim_id in CHANGED:
             assert want["verdict"] != CHANGED[v.claim_id]
         if want["value"] is None:

@@ -110,8 +110,9 @@ def tie_reason(c: np.ndarray, a: np.ndarray) -> str:
 # are in the measurement's own unit
 STATISTICS = {"ratio": "the median per-pair change", "p90": "the paired p90 ratio",
               "p90-groups": "the p90 ratio of two groups", "shift-groups": "the shift between two groups",
+              "ratio-groups": "the ratio of two groups' median per-pair changes",
               "spearman": "Spearman's rho", "location": "the centre of the arm's values"}
-IN_PERCENT = ("ratio", "p90", "p90-groups")
+IN_PERCENT = ("ratio", "p90", "p90-groups", "ratio-groups")
 
 
 def infer(c: np.ndarray, a: np.ndarray, statistic: str, alpha: float = ALPHA, seed: int = 0):
@@ -121,6 +122,8 @@ def infer(c: np.ndarray, a: np.ndarray, statistic: str, alpha: float = ALPHA, se
     Hodges-Lehmann estimate (the exact sign-flip test below 6 pairs), "p90"
     = the paired permutation test of the p90 ratio, "p90-groups" = the
     permutation test of the p90 ratio of two independent groups,
+    "ratio-groups" = the same test of the ratio of their medians (c and a
+    per-pair ratios of two sets of pairs: change_of_change),
     "shift-groups" = the Mann-Whitney shift of a against c (two groups),
     "spearman" = Spearman's rho of c and a, "location" = the Wilcoxon
     centre of a alone (c unused) (docs/statistics.md)."""
@@ -128,6 +131,8 @@ def infer(c: np.ndarray, a: np.ndarray, statistic: str, alpha: float = ALPHA, se
         return inference.paired_quantile(c, a, 0.9, alpha, n_resamples=4000, seed=seed)
     if statistic == "p90-groups":
         return inference.between_groups_quantile(c, a, 0.9, alpha, n_resamples=4000, seed=seed)
+    if statistic == "ratio-groups":
+        return inference.between_groups_quantile(c, a, 0.5, alpha, n_resamples=4000, seed=seed)
     if statistic == "shift-groups":
         return rankci.shift_between_groups(c, a, alpha)
     if statistic == "spearman":
@@ -180,6 +185,33 @@ def change(df: pd.DataFrame, metric: str, arm_col: str, control, arm, statistic:
                        f"control p90 {np.quantile(c, 0.9):.0f}, arm p90 {np.quantile(a, 0.9):.0f}",
                        n_control=len(p), n_arm=len(p), control=tuple(c.tolist()), arm=tuple(a.tolist()),
                        statistic=statistic, tie=tie_reason(c, a), level=ALPHA, min_p=r.min_p, failed=failed)
+
+
+def change_of_change(df: pd.DataFrame, metric: str, arm_col: str, control, arm, base: dict, other: dict,
+                     seed: int = 0) -> Measurement:
+    """How much smaller the arm's gain is in the runs `other` selects than
+    in those `base` selects, in %: each set's per-pair ratios arm / control
+    (pairs as change makes them) taken as two independent groups, and the
+    ratio of their medians, median(other) / median(base) - 1, tested by the
+    two-group permutation test inverted for its interval ("ratio-groups").
+    Positive = a smaller gain (or a larger loss) in `other`. Per-pair ratios
+    because the sets hold paths of different scales, whose p90s must not be
+    pooled; each path's own p90 change is in the detail."""
+    sets = {name: pairs(df, metric, arm_col, control, arm, **where) for name, where in (("base", base),
+                                                                                       ("other", other))}
+    empty = [name for name, p in sets.items() if p.empty]
+    if empty:
+        raise NoData(f"no paired runs of {arm} and {control} for {metric} in the {' and '.join(empty)} set")
+    c, a = ((sets[n]["arm"] / sets[n]["control"]).to_numpy(float) for n in ("base", "other"))
+    both = pd.concat(sets.values())
+    r = infer(c, a, "ratio-groups", ALPHA, seed)
+    value, low, high = r.pct()
+    return Measurement(value, low, high, r.p_value, len(a), "%",
+                       f"{STATISTICS['ratio-groups']} of {metric}, {arm} vs {control}: median per-pair change "
+                       f"{100 * (np.median(a) - 1):+.1f} % (other) against {100 * (np.median(c) - 1):+.1f} % (base); "
+                       f"{r.test}", n_control=len(c), n_arm=len(a), control=tuple(c.tolist()),
+                       arm=tuple(a.tolist()), statistic="ratio-groups", level=ALPHA, min_p=r.min_p,
+                       tie=tie_reason(both["control"].to_numpy(float), both["arm"].to_numpy(float)))
 
 
 def span(values: Iterable[float], unit: str, detail: str) -> Measurement:

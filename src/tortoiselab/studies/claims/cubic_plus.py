@@ -18,6 +18,14 @@ from tortoiselab.studies.model import ALPHA, SEEDS, Measurement, NoData, claim
 
 S002 = SEEDS["002"]
 CONTROL, BETA_ONLY, BETA_K = "cubic_plus(n=1)", "cubic_plus(n=6)", "cubic_plus(n=6,rtt_aware=1)"
+# the RTT-aware K is the lab's own function f(s) = 2R / (R + s) (the paper gives none; kernel/modules/README.md):
+# its sensitivity, R moved from its default 100 ms to a quarter and four times (K x 0.4 and x 1.6 at 100 ms)
+K_REFS_MS = (25, 400)
+
+
+def beta_k(ref_ms: int) -> str:
+    """The arm of CUBIC+ with the RTT-aware K at reference RTT ref_ms."""
+    return f"cubic_plus(n=6,rtt_aware=1,rtt_ref_ms={ref_ms})"
 STOCK = "cubic"  # Linux's tcp_cubic, with HyStart: a secondary comparison only
 # the paper's size classes (Table 1; Figures 3-5 and 7-11): 1-10 KB "medium",
 # 10-100 KB and > 1 MB "larger"
@@ -123,6 +131,25 @@ def _worst_of(metric: str, arms: tuple[str, ...], pick: str, tie_url: str | None
     return measure
 
 
+def _k_sensitivity(cid: str, text: str, metric_text: str, pick: str, judge_rule, **where) -> tuple:
+    """Variants of a delay claim read on the RTT-aware K alone, at each
+    reference RTT of K_REFS_MS: how far the lab's choice of f moves the
+    verdict."""
+    return tuple(claim("cubic_plus", f"{cid}-k-ref-{r}ms", S002, text, "cubic_plus",
+                       f"{metric_text}; CUBIC+ with the RTT-aware K at R = {r} ms alone",
+                       _worst_of("throughput_mbit", (beta_k(r),), pick, **where), judge_rule, sentence=cid,
+                       variant=f"the lab's RTT-aware K with R = {r} ms (K x {2 * r / (r + 100):.1f} at 100 ms)")
+                 for r in K_REFS_MS)
+
+
+DELAY_LARGE = ("for larger objects, performance of modified version deteriorates. Default CUBIC TCP outperforms both "
+               "modified versions under varying delay")
+DELAY_SMALL = ("throughput of the two modified versions ... is close to that of original TCP CUBIC for smaller "
+               "objects and medium sized objects")
+DELAY_LARGE_WHAT = "h2load throughput, 1 MB, RTT 20/100/200 ms, no netem loss (3 MB overflow the one-BDP queue), vs n = 1"
+DELAY_SMALL_WHAT = "h2load throughput, 50 KB, RTT 20/100/200 ms, 2 % loss, vs n = 1"
+
+
 CLAIMS = (
     claim("cubic_plus", "loss-throughput", S002,
           "We observe that the throughput of webpages with CUBIC+ [beta only] is better than that of original "
@@ -144,17 +171,12 @@ CLAIMS = (
           "cubic_plus", "PLT of the >1 MB page, loss 6 and 10 %, vs n = 1",
           _vs_control("plt_ms", BETA_ONLY, client__loader="loader", path__loss_pct=[6, 8, 10]),
           direction("lower", "CUBIC+'s PLT")),
-    claim("cubic_plus", "delay-large-cubic-wins", S002,
-          "for larger objects, performance of modified version deteriorates. Default CUBIC TCP outperforms both "
-          "modified versions under varying delay", "cubic_plus",
-          "h2load throughput, 1 MB, RTT 20/100/200 ms, no netem loss (3 MB overflow the one-BDP queue), vs n = 1 "
-          "(the better variant shown)",
+    claim("cubic_plus", "delay-large-cubic-wins", S002, DELAY_LARGE, "cubic_plus",
+          DELAY_LARGE_WHAT + " (the better variant shown)",
           _worst_of("throughput_mbit", (BETA_ONLY, BETA_K), "max", url=OBJ_1M, path__loss_pct=0,
                     server__initcwnd_pkts=10),
           direction("lower", "the better variant's throughput")),
-    claim("cubic_plus", "delay-small-close", S002,
-          "throughput of the two modified versions ... is close to that of original TCP CUBIC for smaller objects "
-          "and medium sized objects", "cubic_plus",
+    claim("cubic_plus", "delay-small-close", S002, DELAY_SMALL, "cubic_plus",
           "h2load throughput, 50 KB, RTT 20/100/200 ms, 2 % loss (loss-free, every arm runs the same slow start; "
           "5 KB ties even with loss), vs n = 1",
           _worst_of("throughput_mbit", (BETA_ONLY, BETA_K), "abs", tie_url=OBJ_5K,
@@ -168,4 +190,9 @@ CLAIMS = (
           _worst_of("throughput_mbit", (BETA_ONLY, BETA_K), "abs", tie_url=OBJ_5K,
                     tie_where={"path__loss_pct": 2, "path__rtt_ms": 100}, url=OBJ_50K, path__loss_pct=2,
                     path__rtt_ms=100), equivalent(5)),
+    *_k_sensitivity("delay-large-cubic-wins", DELAY_LARGE, DELAY_LARGE_WHAT, "max",
+                    direction("lower", "the better variant's throughput"), url=OBJ_1M, path__loss_pct=0,
+                    server__initcwnd_pkts=10),
+    *_k_sensitivity("delay-small-close", DELAY_SMALL, DELAY_SMALL_WHAT, "abs", equivalent(5), url=OBJ_50K,
+                    path__loss_pct=2, server__initcwnd_pkts=10),
 )
