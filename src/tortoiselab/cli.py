@@ -120,6 +120,9 @@ def cmd_validate(a: argparse.Namespace) -> int:
     for name in exp.grids:
         g = load(Path(a.file), grid=name)
         print(f"  grid {name}: {len(expand(g))} runs -> results/{g.name}")
+    for name in exp.maps:
+        g = load(Path(a.file), grid=f"map-{name}")
+        print(f"  map {name}: {len(expand(g))} runs -> results/{g.name} (tortoise map {a.file} --map {name})")
     return 0
 
 
@@ -326,6 +329,11 @@ def cmd_plan(a: argparse.Namespace) -> int:
         raise ValueError(f"--spread-confidence: give a confidence from 0.5 to below 1 (default "
                          f"{P.SPREAD_CONFIDENCE}), not {conf}")
     grid = None if a.grid == "full" else a.grid
+    if grid and grid.startswith("map-"):  # a sensitivity map's cost (docs/maps.md)
+        from tortoiselab.studies.maprun import plan_text
+
+        print(plan_text(a.experiment, grid, Path(a.pilot), a.jobs))
+        return 0
     if a.check:
         rows, info = PC.check(a.experiment, grid, a.check, a.pilot, confidence=conf)
         print(PC.format_check(rows, info))
@@ -347,6 +355,12 @@ def cmd_population_sensitivity(a: argparse.Namespace) -> int:
 
     print(PS.report(a.experiment, a.results, a.grid))
     return 0
+
+
+def cmd_map(a: argparse.Namespace) -> int:
+    from tortoiselab.studies.maprun import run_maps  # here: the CLI starts fast (runner, scipy, matplotlib)
+
+    return run_maps(a.experiment, a.map or None, Path(a.results), a.jobs, a.backend, a.clock, a.plan)
 
 
 def cmd_verify(a: argparse.Namespace) -> int:
@@ -537,6 +551,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--audit-seed", type=int, metavar="S", help="picks the audited runs (default: a new seed, printed)")
     p.add_argument("--skip-damaged", action="store_true", help="as report's")
     p.set_defaults(func=cmd_grade)
+
+    p = sub.add_parser("map", help="run and draw an experiment's sensitivity maps (maps: in its file, docs/maps.md)")
+    lab_opts(p)
+    p.add_argument("experiment", help="experiment file or name (experiments/tortoise.yaml or tortoise)")
+    p.add_argument("--map", action="append", default=[], help="one of the file's maps (repeatable); default: all")
+    p.add_argument("--results", default="results")
+    p.add_argument("--jobs", type=int, default=None, help="lab instances side by side (as tortoise run)")
+    p.add_argument("--plan", action="store_true", help="only print each map's cells, runs and expected wall time")
+    p.set_defaults(func=cmd_map)
 
     p = sub.add_parser("verify", help="check every run's manifest and record and runs.parquet against them")
     p.add_argument("folder", help="an experiment's results folder, or a results root")
