@@ -2,7 +2,7 @@
 # make reproduce: every study experiment on the grids of GRID (a list such as
 # "powered,reduced", its last first: a later grid takes the runs it shares
 # with the one before by --reuse-from), the coalescing study's browser grid,
-# then REPRODUCTION.md. A run that failed honestly (tortoise run's exit 3) or
+# each study's sensitivity maps (tortoise map), then REPRODUCTION.md. A run that failed honestly (tortoise run's exit 3) or
 # a real-clock path judged off (exit 4) is counted by the claims that read
 # it; bad input (2) or a stop (130, 143) ends the reproduction. The exit
 # status is the report's: 0 when every claim has its data, 5 when one lacks
@@ -35,6 +35,21 @@ for e in "$@"; do
 done
 echo "== coalescing --grid browser =="
 run experiments/coalescing.yaml --grid browser
+# the population assumptions one at a time (docs/population.md, "Sensitivity"): minutes, the base setting's runs
+# taken from the reduced grid; the tables in results/population-sensitivity.md
+for e in tortoise-population coalescing-population; do
+    reuse=(); [ -d "results/$e@reduced" ] && reuse=(--reuse-from reduced)
+    echo "== $e --grid sensitivity ${reuse[*]} =="
+    run "experiments/$e.yaml" --grid sensitivity "${reuse[@]}"
+done
+for e in tortoise-population coalescing-population; do
+    "$venv/bin/tortoise" population-sensitivity "$e"
+done > results/population-sensitivity.md || echo "reproduce: tortoise population-sensitivity failed" >&2
+for e in "$@"; do  # each study's sensitivity maps (docs/maps.md): a few minutes each
+    grep -q "^maps:" "experiments/$e.yaml" || continue
+    echo "== tortoise map $e =="
+    "$venv/bin/tortoise" map "experiments/$e.yaml" --jobs "$jobs" || failed+=("tortoise map $e (exit $?)")
+done
 for f in "${failed[@]}"; do
     echo "reproduce: some runs failed or a path was judged off in: $f; REPRODUCTION.md counts them per claim"
 done

@@ -120,6 +120,9 @@ def cmd_validate(a: argparse.Namespace) -> int:
     for name in exp.grids:
         g = load(Path(a.file), grid=name)
         print(f"  grid {name}: {len(expand(g))} runs -> results/{g.name}")
+    for name in exp.maps:
+        g = load(Path(a.file), grid=f"map-{name}")
+        print(f"  map {name}: {len(expand(g))} runs -> results/{g.name} (tortoise map {a.file} --map {name})")
     return 0
 
 
@@ -319,24 +322,45 @@ def cmd_plan(a: argparse.Namespace) -> int:
     from tortoiselab.studies import plan as P  # here: the CLI starts fast (the studies load scipy)
     from tortoiselab.studies import plan_check as PC
 
-    if a.jobs < 1 or a.nodes < 1 or a.max_repetitions < 1:
-        raise ValueError("--jobs, --nodes and --max-repetitions: give a whole number >= 1")
+    if a.jobs < 1 or a.nodes < 1 or a.max_repetitions < 1 or a.max_users < 2:
+        raise ValueError("--jobs, --nodes and --max-repetitions: give a whole number >= 1 (--max-users: >= 2)")
     conf = P.SPREAD_CONFIDENCE if a.spread_confidence is None else a.spread_confidence
     if not 0.5 <= conf < 1:
         raise ValueError(f"--spread-confidence: give a confidence from 0.5 to below 1 (default "
                          f"{P.SPREAD_CONFIDENCE}), not {conf}")
     grid = None if a.grid == "full" else a.grid
+    if grid and grid.startswith("map-"):  # a sensitivity map's cost (docs/maps.md)
+        from tortoiselab.studies.maprun import plan_text
+
+        print(plan_text(a.experiment, grid, Path(a.pilot), a.jobs))
+        return 0
     if a.check:
         rows, info = PC.check(a.experiment, grid, a.check, a.pilot, confidence=conf)
         print(PC.format_check(rows, info))
         return 0
     rows, info = P.plan(a.experiment, grid, a.pilot, confidence=conf)
-    print(P.format_plan(rows, info, a.jobs, a.nodes, a.max_repetitions))
+    print(P.format_plan(rows, info, a.jobs, a.nodes, a.max_repetitions, a.max_users))
     if a.yaml:
-        reps, note = P.repetitions_needed(rows, a.max_repetitions)
+        reps, note = (P.users_needed(rows, a.max_users) if info["users"] else
+                      P.repetitions_needed(rows, a.max_repetitions))
         if reps is not None:
             print(f"\n# add under grids: in {info['file'].name}\n" + P.powered_grid(info, reps, note))
     return 0
+
+
+def cmd_population_sensitivity(a: argparse.Namespace) -> int:
+    """How far each population assumption moves a claim's verdict, on an
+    experiment's sensitivity grid (studies/population_sensitivity.py)."""
+    from tortoiselab.studies import population_sensitivity as PS
+
+    print(PS.report(a.experiment, a.results, a.grid))
+    return 0
+
+
+def cmd_map(a: argparse.Namespace) -> int:
+    from tortoiselab.studies.maprun import run_maps  # here: the CLI starts fast (runner, scipy, matplotlib)
+
+    return run_maps(a.experiment, a.map or None, Path(a.results), a.jobs, a.backend, a.clock, a.plan)
 
 
 def cmd_verify(a: argparse.Namespace) -> int:
@@ -499,8 +523,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pilot", "--results", dest="pilot", default="results",
                    help="the results root that holds the pilot's runs (and with --check the powered grid's)")
     p.add_argument("--jobs", type=int, default=1, help="runs side by side on this machine (for the cost)")
-    p.add_argument("--nodes", type=int, default=10, help="machines of a cluster (for the cost)")
+    p.add_argument("--nodes", type=int, default=10, help="Slurm array tasks at once, one lab each (for the cluster's cost)")
     p.add_argument("--max-repetitions", type=int, default=200, help="cap of the powered grid's repetitions")
+    p.add_argument("--max-users", type=int, default=200, help="a population's cap of users per market (what fits)")
     p.add_argument("--spread-confidence", type=float, default=None,
                    help="one-sided confidence of the upper bound of the pilot's spread that the repetitions are "
                         "planned on (default 0.8: studies/plan.py, spread_factor)")
@@ -509,6 +534,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instead: per claim, the power the pilot predicted at GRID's pairs (observed spread and "
                         "upper bound) against the power GRID's own runs realise (e.g. --check powered)")
     p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("population-sensitivity", help="one-at-a-time: how far each population assumption "
+                                                      "moves the verdicts over users (its grid sensitivity)")
+    p.add_argument("experiment", help="a population experiment (tortoise-population, coalescing-population)")
+    p.add_argument("--results", default="results")
+    p.add_argument("--grid", default="sensitivity")
+    p.set_defaults(func=cmd_population_sensitivity)
 
     p = sub.add_parser("grade", help="is a course lab's results folder complete? what is missing, how to fix it")
     p.add_argument("lab", help="the lab handout: labs/01-tortoise.md, labs/01-tortoise or labs/01")
@@ -519,6 +551,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--audit-seed", type=int, metavar="S", help="picks the audited runs (default: a new seed, printed)")
     p.add_argument("--skip-damaged", action="store_true", help="as report's")
     p.set_defaults(func=cmd_grade)
+
+    p = sub.add_parser("map", help="run and draw an experiment's sensitivity maps (maps: in its file, docs/maps.md)")
+    lab_opts(p)
+    p.add_argument("experiment", help="experiment file or name (experiments/tortoise.yaml or tortoise)")
+    p.add_argument("--map", action="append", default=[], help="one of the file's maps (repeatable); default: all")
+    p.add_argument("--results", default="results")
+    p.add_argument("--jobs", type=int, default=None, help="lab instances side by side (as tortoise run)")
+    p.add_argument("--plan", action="store_true", help="only print each map's cells, runs and expected wall time")
+    p.set_defaults(func=cmd_map)
 
     p = sub.add_parser("verify", help="check every run's manifest and record and runs.parquet against them")
     p.add_argument("folder", help="an experiment's results folder, or a results root")

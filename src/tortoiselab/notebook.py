@@ -62,6 +62,29 @@ def load(experiment: str, results: str | Path | None = None, ok_only: bool = Fal
     return df[df["ok"].astype(bool)].reset_index(drop=True) if ok_only else df
 
 
+def maps(experiment: str, results: str | Path | None = None) -> list[dict]:
+    """The sensitivity maps experiments/<experiment>.yaml defines (docs/maps.md),
+    each {"map", "png" (the drawn figure, None when not drawn), "cells" (its
+    cells as a DataFrame, None when not drawn), "how" (the command that runs
+    and draws it, with its cost)}, from <results>/<experiment>@map-<map>."""
+    from tortoiselab.report.maps import cell_rows  # the report's table of a map's cells
+    from tortoiselab.studies import maps as M  # the studies import the report; not at import time
+
+    f = REPO_DIR / "experiments" / f"{experiment}.yaml"
+    out = []
+    for name in M.maps_of(f):
+        folder = results_dir(results) / f"{experiment}@map-{name}"
+        drawn = (folder / "map.json").is_file() and (folder / "map.png").is_file()
+        cells = (pd.DataFrame(cell_rows(json.loads((folder / "map.json").read_text())),
+                              columns=["size", "arm", "rtt_ms", "loss_pct", "n", "change_pct", "interval_pct",
+                                       "label", "cause"]) if drawn else None)
+        c = M.cost(f, name, 0.0, 1)  # runs and cells only
+        out.append({"map": name, "png": folder / "map.png" if drawn else None, "cells": cells,
+                    "how": f"no map {name} in {folder}: `tortoise map experiments/{experiment}.yaml --map {name}` "
+                           f"runs and draws it ({c['runs']} runs, {c['cells']} cells)"})
+    return out
+
+
 def strip(path: str | Path) -> bool:
     """Remove a notebook's outputs and execution counts in place, written as
     nbformat writes it; True when the file changed. (Plain JSON: stripping

@@ -95,17 +95,21 @@ def test_a_load_that_raises_fails_alone_and_its_process_is_replaced(tmp_path, ca
     with LoaderProcess(Executor(), ThisHost()) as lp:
         first = lp.proc
 
+        held = []
+
         def interrupt():
             conn, _ = listener.accept()  # the load is connected: it waits for the ServerHello
+            held.append(conn)  # kept open until the load returns: SIGINT is the only thing that ends it
             time.sleep(0.3)
             os.kill(first.pid, signal.SIGINT)
-            conn.close()
 
         t = threading.Thread(target=interrupt)
         t.start()
         log = tmp_path / "raises.log"
         rc = lp.load([f"https://127.0.0.1:{port}/", "--ca", ca_pem, *_outputs(tmp_path, 0)], log, timeout=60)
         t.join()
+        for conn in held:
+            conn.close()
         assert rc == loadserver.EXIT_CRASH
         text = log.read_text()
         assert "KeyboardInterrupt" in text and "the loader process ends: the load raised" in text

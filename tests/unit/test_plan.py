@@ -78,8 +78,10 @@ def test_the_plan_text_costs_the_powered_grid_from_the_pilots_wall_times():
     info = {"name": "e", "folder": "results/e@reduced", "runs": 24, "reps": 6, "runs_per_rep": 4,
             "seconds_per_run": 90.0}
     text = P.format_plan(rows, info, jobs=2, nodes=10)
-    # 15 repetitions x 4 runs = 60 runs x 90 s / 2 jobs = 45 min here; 4.5 min on 10 nodes
-    assert "15 repetitions, 60 runs" in text and "45.0 min on this machine" in text and "4.5 min on a cluster" in text
+    # 15 repetitions x 4 runs = 60 runs x 90 s / 2 jobs = 45 min here; through Slurm one lab per array task
+    # (host/slurm.py), 10 at once: 60 x 90 s / 10 + 6 rounds of tasks x 5.2 s to start = 9.5 min
+    assert "15 repetitions, 60 runs" in text and "45.0 min on this machine" in text
+    assert "9.5 min through the Slurm executor with 10 array tasks at once" in text
     assert "alpha/m (Bonferroni over the study's primary claims)" in text and "x1.26" in text
 
 

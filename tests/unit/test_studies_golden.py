@@ -78,7 +78,10 @@ ADDED = {"tortoise.india-mobile-plt-users-groups": "inconclusive", "coalescing.g
 MOVED = {"reno_beta.low-loss-similar": "no data",
          # issue 39: the Tortoise claims read the CDN set-up (static objects on a CDN host); the ci grid runs one
          # server (wan), so its number is the one-server variant's now (-single, in ADDED)
-         "tortoise.india-desktop-cdt": "no data"}
+         "tortoise.india-desktop-cdt": "no data",
+         # issue 39 item 6: the mobile population rows read the mobile app (app.html), as their single-path rows do;
+         # the canned ci runs load the feed page (the ci grid kept its runs), so these rows have no data here
+         "tortoise.india-mobile-plt-users": "no data", "tortoise.india-mobile-plt-users-groups": "no data"}
 # issue 39: the one-server variants of the Tortoise page claims; the ci grid's runs are one-server runs of India
 # desktop base.html: that variant carries the primary's number of before, the others have no data
 ADDED.update({f"tortoise.{c}-single": "no data" for c in (

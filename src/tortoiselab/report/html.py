@@ -35,6 +35,7 @@ from tortoiselab.report.context import (
     metadata,
     runs_summary,
 )
+from tortoiselab.report.maps import map_sections
 from tortoiselab.report.plots import Figure, make_figures
 from tortoiselab.spec import experiment
 
@@ -110,7 +111,7 @@ def render_page(ctx: Context, summary: pd.DataFrame, comp: pd.DataFrame, fid: di
         show_stratum=bool(len(comp)) and (comp["stratum"].nunique() > 1 or comp["stratum"].iloc[0] != "all runs"),
         multiple_comparisons=comp.attrs.get("multiple_comparisons", ""),
         fidelity=fid, floor=ft.to_dict("records"), floor_keys=[c for c in ft.columns if c not in FLOOR_VALUES],
-        figures=[_embed(f) for f in figs], metadata=meta)
+        figures=[_embed(f) for f in figs], metadata=meta, maps=map_sections(ctx.exp_dir))
 
 
 def _comparison_sections(comp: pd.DataFrame) -> tuple[list[dict], dict[str, int]]:

@@ -135,7 +135,7 @@ def name_problems(exp: Any) -> list[str]:
                    f"place it goes (the lab CA's certificate name {CA_LABEL!r} + name + {RSA_SUFFIX!r}, "
                    f"{CN_MAX} characters at most by X.509); give a shorter name")
         return out
-    for grid in exp.grids:
+    for grid in [*exp.grids, *(f"map-{m}" for m in getattr(exp, "maps", {}))]:  # a map's grid: spec/maps.py
         folder = f"{exp.name}@{grid}"
         if len(folder) > MAX_FOLDER_NAME:
             out.append(f"grids.{grid}: its folder {folder!r} is {len(folder)} characters; at most "

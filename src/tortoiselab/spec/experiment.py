@@ -33,6 +33,11 @@ user, the user's path and client host in place of path (which must be left
 out), the draw recorded as the run's config.population, and every arm of a
 user shares its netem seed (paired by user, whatever ``paired`` says).
 
+Maps (docs/maps.md): ``maps: {hybla: {compare: server.cc, control: htcp,
+arms: [hybla], rtt_ms: [...], loss_pct: [...]}}`` (spec/maps.py) each
+become a grid named ``map-<name>`` (results/<name>@map-<name>), whose
+loss-free points run once (``exact_repetitions``).
+
 Every point of the sweep is a complete configuration and is validated as
 one, so `tortoise validate` reports every error with its path in the file
 (e.g. ``sweep.server.cc[1]``) before anything starts.
@@ -53,6 +58,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from tortoiselab.spec.bounds import name_problems, points as sweep_points, size_problem
 from tortoiselab.spec.browsercfg import browser_problems
 from tortoiselab.spec.hostspec import REGION_HOST
+from tortoiselab.spec.maps import MapCfg, as_grid, draws_nothing, grid_name, map_name
 from tortoiselab.spec.pathspec import PathSpec, describe_errors
 from tortoiselab.spec.population import PopulationCfg, PopulationError, user_configs
 from tortoiselab.spec.regions import load_regions, profile_path
@@ -141,12 +147,17 @@ def _check_axes(v: dict[str, list[Any]]) -> dict[str, list[Any]]:
     return v
 
 
+EXACT_REPETITIONS = ("repetitions of a point whose run draws no random number (spec/maps.py draws_nothing: no loss, "
+                     "no jitter, no random cross traffic), which the virtual clock repeats exactly; none: repetitions")
+
+
 class Grid(BaseModel):
     """A named alternative sweep of an experiment (e.g. ci, reduced)."""
 
     model_config = ConfigDict(extra="forbid")
     description: str = ""
     repetitions: int | None = Field(None, ge=1, le=10000)
+    exact_repetitions: int | None = Field(None, ge=1, le=10000, description=EXACT_REPETITIONS)
     sweep: dict[str, list[Any]] | None = None
     exclude: list[dict[str, Any]] | None = None
     path: dict[str, Any] = Field(default_factory=dict)
@@ -178,6 +189,7 @@ class Experiment(BaseModel):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]{0,63}$")  # a grid adds @<grid> (apply_grid)
     description: str = ""
     repetitions: int = Field(1, ge=1, le=10000)
+    exact_repetitions: int | None = Field(None, ge=1, le=10000, description=EXACT_REPETITIONS)
     seed: int = Field(1, ge=0, lt=2**63)
     paired: bool = Field(False, description="arms share seeds per repetition (common random numbers)")
     path: dict[str, Any] = Field(default_factory=dict)
@@ -190,6 +202,8 @@ class Experiment(BaseModel):
     sweep: dict[str, list[Any]] = Field(default_factory=dict)
     exclude: list[dict[str, Any]] = Field(default_factory=list)
     grids: dict[str, Grid] = Field(default_factory=dict, description="named sweeps: tortoise run --grid NAME")
+    maps: dict[str, MapCfg] = Field(default_factory=dict, description="sensitivity maps: tortoise map FILE "
+                                    "(grids map-<name>, docs/maps.md)")
 
     @field_validator("sweep")
     @classmethod
@@ -203,6 +217,15 @@ class Experiment(BaseModel):
             if not re.match(GRID_NAME, name):
                 raise ValueError(f"grid name {name!r}: lower-case letters, digits, - and _, e.g. reduced")
         return v
+
+    @model_validator(mode="after")
+    def _map_names(self) -> "Experiment":
+        for name in self.maps:
+            if not re.match(GRID_NAME, grid_name(name)):
+                raise ValueError(f"maps: map name {name!r}: lower-case letters, digits, - and _, e.g. hybla")
+            if grid_name(name) in self.grids:
+                raise ValueError(f"maps.{name}: its grid {grid_name(name)!r} is also under grids:; rename one")
+        return self
 
 
 @dataclass(frozen=True)
@@ -226,16 +249,28 @@ def apply_grid(exp: Experiment, grid: str | None) -> Experiment:
     folder); grid None: the file's own sweep, unchanged."""
     if grid is None:
         return exp
+    if map_name(grid) in exp.maps:  # a map: its grid (spec/maps.py), arms always paired by seed
+        try:
+            g = Grid(**as_grid(exp.maps[map_name(grid)]))
+        except ValidationError as exc:  # e.g. compare names no field
+            lines = describe_errors(exc).replace("sweep: ", "compare: ").splitlines()
+            raise ExperimentError("\n".join(f"maps.{map_name(grid)}: {line}" for line in lines)) from None
+        return _with_grid(exp.model_copy(update={"paired": True, "maps": {}}), grid, g)
     if grid not in exp.grids:
-        have = ", ".join(sorted(exp.grids)) or "none"
+        have = ", ".join([*sorted(exp.grids), *map(grid_name, exp.maps)]) or "none"
         raise ExperimentError(f"grid: {exp.name} has no grid {grid!r} (its grids: {have}); "
                               "add it under grids: or leave --grid out for the full sweep")
-    g = exp.grids[grid]
+    return _with_grid(exp, grid, exp.grids[grid])
+
+
+def _with_grid(exp: Experiment, grid: str, g: Grid) -> Experiment:
+    """exp with grid `g` (named `grid`) in place of its own sweep."""
     merged = {sec: {**getattr(exp, sec), **getattr(g, sec)} for sec in ("path", "server", "client", "topology",
                                                                         "population")}
     return exp.model_copy(update={
         "name": f"{exp.name.split('@')[0]}@{grid}", "grids": {},
         "repetitions": g.repetitions if g.repetitions is not None else exp.repetitions,
+        "exact_repetitions": g.exact_repetitions if g.exact_repetitions is not None else exp.exact_repetitions,
         "sweep": g.sweep if g.sweep is not None else exp.sweep,
         # the file's exclusions name the file's sweep: a grid with a sweep of its own starts without them
         "exclude": g.exclude if g.exclude is not None else (exp.exclude if g.sweep is None else []), **merged})
@@ -256,17 +291,23 @@ def load(path: Path, grid: str | None = None) -> Experiment:
     except ValidationError as exc:
         raise ExperimentError(describe_errors(exc)) from None
     # spec/bounds.py: names, and sizes before any grid is expanded
-    too_large = [p for g in [None, *exp.grids] if (p := size_problem(apply_grid(exp, g), f"grids.{g}: " * bool(g)))]
+    grids = [None, *exp.grids, *map(grid_name, exp.maps)]
+    too_large = [p for g in grids if (p := size_problem(apply_grid(exp, g), f"{_where(g)}: " * bool(g)))]
     errors = name_problems(exp) + too_large
-    for g in [None, *exp.grids] if not too_large else []:
+    for g in grids if not too_large else []:
         try:
-            expand(apply_grid(exp, g))  # every point of every grid must be valid too
+            expand(apply_grid(exp, g))  # every point of every grid and map must be valid too
         except ExperimentError as exc:
             errors.extend(str(exc).splitlines() if g is None else
-                          [f"grids.{g}: {line}" for line in str(exc).splitlines()])
+                          [f"{_where(g)}: {line}" for line in str(exc).splitlines()])
     if errors:
         raise ExperimentError("\n".join(errors))
     return apply_grid(exp, grid)
+
+
+def _where(grid: str) -> str:
+    """Where a grid or map stands in the file: grids.<name> or maps.<name>."""
+    return f"maps.{map_name(grid)}" if map_name(grid) else f"grids.{grid}"
 
 
 def _points(exp: Experiment) -> list[dict[str, Any]]:  # the sweep's points (spec/bounds.py: none above the cap)
@@ -312,7 +353,8 @@ def expand(exp: Experiment) -> list[RunSpec]:
             if user is not None:  # the user's draw, recorded; its index in the point, for pairing
                 conf["population"] = user
             run_point = {**point, "population.user": user["user"]} if user else point
-            for rep in range(exp.repetitions):
+            exact = exp.exact_repetitions is not None and draws_nothing(resolved, conf)
+            for rep in range(exp.exact_repetitions if exact else exp.repetitions):
                 run_id = hashlib.sha256(_canonical({"config": conf, "repetition": rep, "seed": exp.seed})
                                         .encode()).hexdigest()[:12]
                 seed_key = ({"user": {k: user[k] for k in ("market", "seed", "user")}, "rep": rep} if user

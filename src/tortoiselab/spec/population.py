@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any, Literal
@@ -46,6 +46,10 @@ from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
 DEFAULT_FILE = REPO_DIR / "topologies" / "populations.yaml"
 Z90 = NormalDist().inv_cdf(0.9)  # 1.2816: a log-normal's p90 is median * exp(Z90 * sigma)
 MAX_USERS = 100_000
+
+
+# a distribution's numbers an assumption can be about (min and max are guards, not a model)
+ASSUMABLE = ("fixed", "median", "mean", "p90", "spread", "zero_share")
 
 
 class PopulationError(ValueError):
@@ -91,6 +95,9 @@ class Dist(_Reasoned):
     min: float | None = Field(None, ge=0)
     max: float | None = Field(None, gt=0)
     zero_share: float = Field(0.0, ge=0, le=1, description="share of users that draw exactly 0")
+    assumed: tuple[str, ...] | None = Field(
+        None, description="which of its numbers the assumption is about (fixed, median, mean, p90, spread, "
+                          "zero_share); needed when a source gives the others; without a source: all of them")
 
     @field_validator("fixed", "median", "mean", "p90", "spread", "min", "max", "zero_share")
     @classmethod
@@ -101,6 +108,7 @@ class Dist(_Reasoned):
 
     @model_validator(mode="after")
     def _shape(self) -> "Dist":
+        self._check_assumed()
         lognormal = [k for k in ("median", "mean", "p90", "spread") if getattr(self, k) is not None]
         if self.fixed is not None:
             if lognormal:
@@ -117,6 +125,28 @@ class Dist(_Reasoned):
         if self.min is not None and self.max is not None and self.min >= self.max:
             raise ValueError(f"min {self.min:g} must be below max {self.max:g}")
         return self
+
+    def _check_assumed(self) -> None:
+        if self.assumed is None:
+            if self.source is not None and self.assumption is not None:
+                raise ValueError("assumed: a source and an assumption: name the numbers the assumption is about, "
+                                 "e.g. assumed: [spread]")
+            return
+        if self.assumption is None:
+            raise ValueError("assumed: give assumption: (the reason) for the numbers it names")
+        bad = [k for k in self.assumed if k not in ASSUMABLE or getattr(self, k) is None]
+        if bad or not self.assumed:
+            raise ValueError(f"assumed: {', '.join(bad) or '(empty)'}: name numbers this distribution sets, of "
+                             f"{', '.join(ASSUMABLE)}")
+
+    def assumed_fields(self) -> tuple[str, ...]:
+        """The numbers that are assumptions: `assumed`, or with no source
+        every number set (none with a source only)."""
+        if self.assumed is not None:
+            return self.assumed
+        if self.assumption is None or self.source is not None:
+            return ()
+        return tuple(k for k in ASSUMABLE if (self.zero_share > 0 if k == "zero_share" else getattr(self, k) is not None))
 
     @property
     def sigma(self) -> float:
@@ -277,11 +307,14 @@ class User:
     warm: bool
     idle_s: float | None
     path: PathSpec
+    vary: str = ""
 
     def record(self) -> dict[str, Any]:
-        """What a run records of its user (config.population)."""
+        """What a run records of its user (config.population); `vary` (the
+        market's changed numbers, vary_name) only when the market was varied,
+        so the run ids of an unvaried market stay as they were."""
         return {"market": self.market, "user": self.index, "seed": self.seed, "access": self.access,
-                "host": self.host, "warm": self.warm, "idle_s": self.idle_s}
+                "host": self.host, "warm": self.warm, "idle_s": self.idle_s, **({"vary": self.vary} if self.vary else {})}
 
     def path_fields(self) -> dict[str, Any]:
         """The path as an experiment's path section takes it (set fields only)."""
@@ -330,10 +363,47 @@ def draw_user(m: Market, name: str, seed: int, index: int, connections: str = "m
 
 
 def draw_users(name: str, users: int, seed: int, connections: str = "mix",
-               pops: Populations | None = None) -> list[User]:
-    """Users 0 .. users-1 of market `name`: draw_user for each."""
-    m = market(name, pops)
-    return [draw_user(m, name, seed, i, connections) for i in range(users)]
+               pops: Populations | None = None, vary: dict[str, float] | None = None) -> list[User]:
+    """Users 0 .. users-1 of market `name` (its numbers changed by `vary`,
+    vary_market): draw_user for each. A varied market draws each user from
+    the same uniforms as the market itself, so user i differs only where
+    the change moves it (common random numbers across settings)."""
+    m = vary_market(market(name, pops), vary or {})
+    label = vary_name(vary or {})
+    return [replace(draw_user(m, name, seed, i, connections), vary=label) for i in range(users)]
+
+
+def vary_name(vary: dict[str, float]) -> str:
+    """A varied market's label: "param.field=value, ..." sorted ("" for none)."""
+    return ", ".join(f"{k}={v:g}" for k, v in sorted(vary.items()))
+
+
+def vary_market(m: Market, vary: dict[str, float], field: str = "population.vary") -> Market:
+    """The market with some numbers changed: keys "param.field" (a
+    distribution's number, e.g. rate_mbit.spread, loss_pct.zero_share,
+    jitter_ms.fixed; a share's value, e.g. warm_share.value), checked as the
+    file is. PopulationError naming `field` and the key otherwise."""
+    raw = m.model_dump(exclude_none=True)
+    for key, value in vary.items():
+        param, _, name = key.partition(".")
+        sub = raw.get(param)
+        allowed = ("value",) if isinstance(getattr(m, param, None), Share) else ASSUMABLE
+        if not isinstance(sub, dict) or name not in allowed:
+            raise PopulationError(f"{field}.{key}: write <parameter>.<number> of the market, e.g. "
+                                  f"rate_mbit.spread or warm_share.value ({name or '(none)'} is not one of "
+                                  f"{', '.join(allowed) if isinstance(sub, dict) else 'its parameters'})")
+        if name in ("p90", "spread"):  # the spread is given one way
+            other = "spread" if name == "p90" else "p90"
+            sub.pop(other, None)
+            sub["assumed"] = tuple(name if k == other else k for k in sub.get("assumed") or ()) or None
+        if name in ("median", "mean") and name not in sub:
+            raise PopulationError(f"{field}.{key}: this distribution's centre is "
+                                  f"{'mean' if name == 'median' else 'median'}; vary that")
+        sub[name] = value
+    try:
+        return Market.model_validate(raw)
+    except ValidationError as exc:
+        raise PopulationError(describe_errors(exc, prefix=field)) from None
 
 
 class PopulationCfg(BaseModel):
@@ -348,6 +418,8 @@ class PopulationCfg(BaseModel):
     connections: Literal["mix", "cold", "warm"] = Field(
         "mix", description="mix: warm with the market's warm_share; cold: every load opens its connections; "
                            "warm: every load on a connection left open")
+    vary: dict[str, float] = Field(default_factory=dict, description="the market's numbers changed for a "
+                                   "sensitivity run, e.g. {rate_mbit.spread: 2} (vary_market)")
 
     @field_validator("market")
     @classmethod
@@ -355,8 +427,13 @@ class PopulationCfg(BaseModel):
         market(v, field="")
         return v
 
+    @model_validator(mode="after")
+    def _varies(self) -> "PopulationCfg":
+        vary_market(market(self.market, field=""), self.vary, "vary")
+        return self
+
     def draw(self) -> list[User]:
-        return draw_users(self.market, self.users, self.seed, self.connections)
+        return draw_users(self.market, self.users, self.seed, self.connections, vary=self.vary)
 
 
 # client settings a population's user fixes (User.client_fields)

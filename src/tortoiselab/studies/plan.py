@@ -28,13 +28,17 @@ import yaml
 from scipy import stats as st
 
 from tortoiselab.host import store
+from tortoiselab.host.slurm import MAX_TASKS
 from tortoiselab.project import REPO_DIR as REPO
+from tortoiselab.spec.experiment import load as load_experiment
 from tortoiselab.studies import power as pw
 from tortoiselab.studies.data import current_points, defined_grids, experiment_name, load_runs, study_folder
 from tortoiselab.studies.model import ALPHA, POWER_TARGET, Claim, Measurement, NoData
 from tortoiselab.studies.registry import (STUDIES, claim_grid, claim_grids, experiment_files, in_family, measure_claim,
                                           tie_of)
 
+MAX_USERS_HERE = 200  # users per market a population's powered grid is capped at (--max-users)
+SLURM_TASK_S = 5.2  # sbatch + dispatch + a task's own start, per array task (README.md, "On a cluster")
 P90_SIMS = 200  # simulated samples per n for a p90 claim (each runs a permutation test of its own)
 # one-sided confidence of the upper bound of the pilot's spread that the plan recommends from (spread_factor)
 SPREAD_CONFIDENCE = 0.8
@@ -282,8 +286,35 @@ def plan(experiment: str, grid: str | None = "reduced", pilot: str | Path = "res
                     else ClaimPlan(c.id, note=f"no data in the pilot: {why}"))
     info = {"file": f, "name": name, "grid": grid, "folder": folder, "reps": reps, "runs": len(df),
             "runs_per_rep": len(current_points(f, grid)) / reps, "seconds_per_run": seconds_per_run(folder),
-            "confidence": confidence, "families": families}
+            "confidence": confidence, "families": families, "users": pilot_users(f, grid)}
     return rows, info
+
+
+def pilot_users(f: Path, grid: str | None) -> int | None:
+    """The users per market the grid draws (None: no population). A
+    population claim's pairs are its market's users, one pair each, so
+    its plan asks for users per market, not repetitions."""
+    pop = load_experiment(f, grid=grid).population
+    return int(pop["users"]) if pop else None
+
+
+def users_needed(rows: list[ClaimPlan], cap: int) -> tuple[int | None, str]:
+    """For a population: the most users per market any claim needs at the
+    upper bound of its pilot's spread (pairs_upper: one pair per user of
+    its market), at most `cap` (what fits: --max-users); `cap` itself when
+    a claim is out of reach within power.N_MAX users. With a note of what
+    the cap leaves short and what is out of reach."""
+    need = [r.pairs_upper for r in rows if r.pairs_upper is not None]
+    far = [r.claim_id for r in rows if r.effect and r.pairs_upper is None and r.note != EXACT_REPEATS]
+    if not need and not far:
+        return None, "no claim has a test to plan from"
+    top = max(need, default=cap)
+    short = [r.claim_id for r in rows if r.pairs_upper is not None and r.pairs_upper > cap]
+    notes = ([f"capped at {cap} users per market (--max-users): {', '.join(short)} would need up to {top}"]
+             if short else [])
+    notes += [f"out of reach within {pw.N_MAX} users: {', '.join(far)}; {cap} users per market is what fits "
+              "(--max-users)"] if far else []
+    return (cap if far else min(top, cap)), "; ".join(notes)
 
 
 def repetitions_needed(rows: list[ClaimPlan], cap: int) -> tuple[int | None, str]:
@@ -310,6 +341,13 @@ def powered_grid(info: dict, reps: int, note: str = "") -> str:
     base = copy.deepcopy(raw["grids"][info["grid"]]) if info["grid"] else {
         k: raw[k] for k in ("sweep", "exclude") if k in raw}
     conf = info.get("confidence", SPREAD_CONFIDENCE)
+    if info.get("users"):  # a population: more users per market, one load per arm each
+        base["description"] = (f"powered (tortoise plan from the {info['grid'] or 'full'} pilot): the same sweep "
+                               f"over {reps} users per market, for {POWER_TARGET:.0%} power per claim at {LEVEL}, "
+                               f"at the {conf:.0%} upper confidence bound of the pilot's spread"
+                               + (f"; {note}" if note else ""))
+        base["population"] = {**base.get("population", {}), "users": reps}
+        return yaml.safe_dump({"powered": base}, sort_keys=False, width=110)
     base["description"] = (f"powered (tortoise plan from the {info['grid'] or 'full'} pilot): the same sweep with "
                            f"{reps} repetitions, for {POWER_TARGET:.0%} power per claim at {LEVEL}, at the "
                            f"{conf:.0%} upper confidence bound of the pilot's spread" + (f"; {note}" if note else ""))
@@ -337,28 +375,42 @@ def _header(info: dict) -> list[str]:
             f"{'bound':>5}  effect / note"]
 
 
-def format_plan(rows: list[ClaimPlan], info: dict, jobs: int = 1, nodes: int = 1, cap: int = 200) -> str:
-    """The plan as text: one line per claim, then the powered grid's cost."""
+def format_plan(rows: list[ClaimPlan], info: dict, jobs: int = 1, nodes: int = 1, cap: int = 200,
+                max_users: int = MAX_USERS_HERE) -> str:
+    """The plan as text: one line per claim, then the powered grid's size
+    (repetitions, or users per market for a population) and its cost."""
     out = _header(info)
     for r in rows:
         pn = "-" if r.power_now is None else f"{r.power_now:.2f}"
         k = "-" if r.factor is None else f"x{r.factor:.2f}"
         out.append(f"{r.claim_id:38} {r.n:>4} {pn:>9} {k:>6} {_n(r.pairs):>5} {_n(r.pairs_upper):>5} "
                    f"{_n(r.reps):>5} {_n(r.reps_upper):>5}  {r.effect}{'; ' if r.effect and r.note else ''}{r.note}")
-    reps, note = repetitions_needed(rows, cap)
+    users = info.get("users")
+    reps, note = users_needed(rows, max_users) if users else repetitions_needed(rows, cap)
     out.append("")
     if reps is None:
         out.append(note)
         return "\n".join(out)
-    runs = math.ceil(info["runs_per_rep"] * reps)
-    sec = info["seconds_per_run"]
-    out.append(f"powered grid: {reps} repetitions, {runs} runs" + (f" ({note})" if note else ""))
-    if sec:
-        here = runs * sec / jobs
-        out.append(f"cost: {sec:.1f} s per run (the pilot's stored wall times): {_hours(here)} on this machine with "
-                   f"--jobs {jobs}, {_hours(here / nodes)} on a cluster of {nodes} nodes (--nodes, each with --jobs "
-                   f"{jobs})")
+    runs = math.ceil(info["runs_per_rep"] * reps / users) if users else math.ceil(info["runs_per_rep"] * reps)
+    size = f"{reps} users per market (the pilot: {users})" if users else f"{reps} repetitions"
+    out.append(f"powered grid: {size}, {runs} runs" + (f" ({note})" if note else ""))
+    if info["seconds_per_run"]:
+        out.append(cost_line(runs, info["seconds_per_run"], jobs, nodes))
     return "\n".join(out)
+
+
+def cost_line(runs: int, sec: float, jobs: int, nodes: int) -> str:
+    """The cost of `runs` runs of `sec` seconds each (the pilot's stored
+    wall time per run, with the jobs it ran side by side): here with
+    `jobs`, and through the Slurm executor (host/slurm.py) as `nodes` array
+    tasks at once, one lab each, plus SLURM_TASK_S per task (README.md,
+    "On a cluster": 5.2 s measured) over at most slurm.MAX_TASKS tasks."""
+    here = runs * sec / jobs
+    tasks = min(runs, MAX_TASKS)
+    cluster = runs * sec / nodes + math.ceil(tasks / nodes) * SLURM_TASK_S
+    return (f"cost: {sec:.2f} s per run (the pilot's stored wall times): {_hours(here)} on this machine with --jobs "
+            f"{jobs} ({3600 / (sec / jobs):.0f} runs/hour), {_hours(cluster)} through the Slurm executor with {nodes} "
+            f"array tasks at once (--nodes; {tasks} tasks, {SLURM_TASK_S} s each to start)")
 
 
 def _hours(seconds: float) -> str:

@@ -31,8 +31,9 @@ from tortoiselab.studies.data import load_runs
 from tortoiselab.studies.measure import infer, pair_key, tie_reason
 from tortoiselab.studies.model import Measurement, NoData
 
-# what a run records of its user (config.population), as columns
-POPULATION_FIELDS = ("market", "user", "seed", "access", "host", "warm", "idle_s")
+# what a run records of its user (config.population), as columns (vary: a sensitivity setting's changed
+# numbers, spec/population.vary_name; None for the market as the file has it)
+POPULATION_FIELDS = ("market", "user", "seed", "access", "host", "warm", "idle_s", "vary")
 # a warm user's measured load: the second load's figure (studies/data.STUDY_COLUMNS)
 WARM_METRIC = {"plt_ms": "plt2_ms", "ttfb_ms": "ttfb2_ms", "content_download_ms": "content_download2_ms"}
 
@@ -46,7 +47,7 @@ def _population_of(run_dir: Any) -> dict:
 
 def with_population(df: pd.DataFrame) -> pd.DataFrame:
     """df with population.<field> columns (market, user, seed, access, host,
-    warm, idle_s; from each run's config.population, read from run_dir when
+    warm, idle_s, vary; from each run's config.population, read from run_dir when
     the columns are missing) and rho_class (the user's RTT, Hybla's rho
     = RTT / 25 ms in classes). Runs without a population get NaN."""
     if f"population.{POPULATION_FIELDS[0]}" not in df.columns:

@@ -249,7 +249,8 @@ USER_CLAIMS = tuple(
     claim("coalescing", f"gain-{name}-users{'-groups' if groups else ''}", S001, text, "coalescing-population",
           f"plt_ms p90 over the market's simulated users, feed.html, coalescing on vs off, {market}"
           + (", two groups" if groups else ""),
-          measure_over_users("plt_ms", "client.coalescing", False, True, market, groups=groups), judge,
+          measure_over_users("plt_ms", "client.coalescing", False, True, market, groups=groups,
+                             client__page="feed.html"), judge,  # the single-path rows' page (the desktop feed)
           setup="population", sentence=f"gain-{name}",
           variant="over users, two groups (a between-group test)" if groups else "over users, paired")
     for groups in (False, True)
