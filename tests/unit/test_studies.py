@@ -132,7 +132,8 @@ def test_every_claim_reads_an_experiment_of_its_study_and_every_file_has_its_gri
     total = sum(len(S.current_run_ids(f, "reduced")) for f in seen)
     print(f"reduced grids: {total} runs")
     # the Tortoise study runs its claims on clean and rich conditions, CUBIC+ on conditions where its arms
-    # can differ (issue 24), Reno both readings of its factor and the Tortoise the seed's rest of world (issue 39):
+    # can differ (issue 24), Reno both readings of its factor and the Tortoise the seed's rest of world (issue 39),
+    # and its one-server variant (224 runs, issue 39):
     # at most about a quarter of an hour at the defaults (9381 runs/hour on 2 cores, docs/speed.md)
     assert total <= 2400  # with the populations of users (412 runs)
     assert len({c.id for s in S.STUDIES.values() for c in s.claims}) == sum(len(s.claims) for s in S.STUDIES.values())

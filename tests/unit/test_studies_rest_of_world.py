@@ -28,7 +28,8 @@ def _runs(gain: dict[str, float], reps: int = 12, page: str = "app.html") -> pd.
                 point = {"server.cc": cc, "path.region": region, "client.page": page}
                 v = base * (1 + g + 0.01 * rng.standard_normal()) if cc == "hybla" else base
                 rows.append({"ok": True, "server.cc": cc, "path.region": region, "client.page": page,
-                             "repetition": r, "cond": json.dumps(point, sort_keys=True), "plt_ms": v})
+                             "repetition": r, "cond": json.dumps(point, sort_keys=True), "plt_ms": v,
+                             "topology": "dumbbell,cdn_rtt_ms=20,clients=1"})  # the primary set-up (a CDN)
     return pd.DataFrame(rows)
 
 

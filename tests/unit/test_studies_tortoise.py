@@ -23,7 +23,10 @@ def test_rich_conditions_are_cross_traffic_bursty_loss_or_a_trace():
     assert list(T.with_sets(df[["path.region"]])["profile_set"]) == ["clean", "clean", "rich", "clean", "clean"]
 
 
-def _runs(gains: dict[tuple[str, str], float], n=8, topology="wan"):
+CDN = "dumbbell,cdn_rtt_ms=27,clients=1"  # the primary set-up (a CDN host beside the PoP)
+
+
+def _runs(gains: dict[tuple[str, str], float], n=8, topology=CDN):
     """Base-HTML content download times: htcp 100 + rep, each arm by its gain."""
     rows = []
     for (region, arm), g in gains.items():
@@ -46,7 +49,7 @@ def test_all_three_must_improve_in_each_geography():
     assert v.verdict == "disagree" and "significantly the other way: china scalable" in v.detail
     # the clean claim reads no rich runs and the rich one no clean runs
     assert verdict_of(CLAIMS["tortoise.all-three-improve-rich"], _runs(every), "f").verdict == "no data"
-    rich = _runs(every, topology="dumbbell,bulk_flows=1,clients=2")
+    rich = _runs(every, topology="dumbbell,bulk_flows=1,cdn_rtt_ms=27,clients=2")
     assert verdict_of(CLAIMS["tortoise.all-three-improve-rich"], rich, "f").verdict == "agree"
     assert verdict_of(CLAIMS["tortoise.all-three-improve"], rich, "f").verdict == "no data"
 
@@ -63,12 +66,33 @@ def test_hybla_best_in_each_geography():
 def test_every_claim_is_judged_on_both_sets_and_mobile_claims_read_the_app():
     ids = set(CLAIMS)
     # every single-path claim on both sets; the claims over users (-users) have a population of their own
-    assert all((i + "-rich") in ids for i in ids if not i.endswith(("-rich", "-users", "-users-groups")))
+    assert all((i + "-rich") in ids for i in ids if not i.endswith(("-rich", "-users", "-users-groups", "-single")))
+    # every page claim of the tortoise experiment has its one-server variant on both sets (issue 39)
+    assert all(i.removesuffix("-single").removesuffix("-rich") + s in ids for i in ids if i.endswith("-single")
+               for s in ("-single", "-rich-single"))
     assert all(CLAIMS[i].setup == "population" for i in ids if i.endswith(("-users", "-users-groups")))
     # one primary reading per sentence: the clean single path; the rest are its variants
     primary = {c.id for c in T.CLAIMS if c.primary}
-    assert all(not i.endswith(("-rich", "-users", "-users-groups")) for i in primary)
+    assert all(not i.endswith(("-rich", "-users", "-users-groups", "-single")) for i in primary)
     assert all(CLAIMS[i].sentence in primary and CLAIMS[i].variant for i in ids - primary)
     for cid in ("tortoise.india-mobile-plt", "tortoise.china-mobile-plt"):
         assert "app.html" in CLAIMS[cid].metric and "app.html" in CLAIMS[cid + "-rich"].metric
         assert "-bursty" in CLAIMS[cid + "-rich"].metric and "rich" in CLAIMS[cid + "-rich"].metric
+
+
+def test_the_primary_rows_read_the_cdn_set_up_and_the_variant_one_server():
+    """India desktop CDT: Hybla 10 % faster on the CDN set-up, 10 % slower
+    with one server; the primary row sees only the first, its -single
+    variant only the second, and says what it varies."""
+    gains = {("india-desktop-2017", "hybla"): 0.9}
+    slower = {("india-desktop-2017", "hybla"): 1.1}
+    df = pd.concat([_runs(gains), _runs(slower, topology="dumbbell,clients=1")], ignore_index=True)
+    df["cond"] = [json.dumps({**json.loads(c), "topology": t}, sort_keys=True)  # the set-ups: two conditions
+                  for c, t in zip(df["cond"], df["topology"])]
+    primary = verdict_of(CLAIMS["tortoise.india-desktop-cdt"], df, "f")
+    single = CLAIMS["tortoise.india-desktop-cdt-single"]
+    variant = verdict_of(single, df, "f")
+    assert primary.value < 0 < variant.value, (primary.measured, variant.measured)
+    assert not single.primary and single.sentence == "tortoise.india-desktop-cdt"
+    assert single.variant.startswith("single server: static objects on the arm's algorithm")
+    assert list(T.setup_of(df.iloc[[0, -1]])) == [T.CDN_SETUP, T.ONE_SERVER]

@@ -19,7 +19,7 @@ import time
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from mininet.log import setLogLevel
 from mininet.nodelib import LinuxBridge
@@ -211,6 +211,8 @@ class PathLab:
         self.backhaul_devs = None if backhaul_key is None else (links[backhaul_key].intf1.name,
                                                                 links[backhaul_key].intf2.name)
         self.backhaul_path: PathSpec | None = None
+        # a topology that splits the path over both links (the dumbbell's CDN): TopoParams.legs
+        self.legs: Callable[[PathSpec], tuple[PathSpec, PathSpec | None]] | None = None
 
     @property
     def ex(self) -> Executor:
@@ -285,6 +287,7 @@ class PathLab:
         the same losses (random, or a Gilbert model's, whose chain the seeded
         change also starts afresh in Good); returns the PRNG seeds by direction."""
         seeds = {}
+        path, second = self.legs(path) if self.legs is not None else (path, self.backhaul_path)
         for dev, direction, loss, rate, burst in (
                 (self.up_dev, "up", path.loss_up, path.rate_up, path.burst_up_pkts),
                 (self.down_dev, "down", path.loss_down_pct, path.rate_mbit, path.burst_down_pkts)):
@@ -297,15 +300,16 @@ class PathLab:
             argv = C.netem_seed(dev, path, loss, seeds[f"netem_{direction}"], sys.executable, rate, burst,
                                 traced=traced)
             self.ex.in_process(argv, lambda a=argv: netem_seed.main(a[3:]))
-        if self.backhaul_devs is not None and self.backhaul_path is not None:
-            seeds.update(self._backhaul_netem(loss_on, self.seed if seed is None else seed))
+        if self.backhaul_devs is not None and second is not None:
+            seeds.update(self._backhaul_netem(second, loss_on, self.seed if seed is None else seed))
         if seed is None:
             self.seeds.update(seeds)
         return seeds
 
-    def _backhaul_netem(self, loss_on: bool, seed: int) -> dict[str, int]:
-        """netem on the backhaul's two ports (pop), seeded as the WAN's are."""
-        path, seeds = self.backhaul_path, {}
+    def _backhaul_netem(self, path: PathSpec, loss_on: bool, seed: int) -> dict[str, int]:
+        """netem on the second link's two ports (pop's backhaul, the CDN
+        set-up's PoP leg), seeded as the WAN's are."""
+        seeds = {}
         for dev, direction, loss, rate, burst in (
                 (self.backhaul_devs[0], "up", path.loss_up, path.rate_up, path.burst_up_pkts),
                 (self.backhaul_devs[1], "down", path.loss_down_pct, path.rate_mbit, path.burst_down_pkts)):

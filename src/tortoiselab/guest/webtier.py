@@ -35,25 +35,29 @@ PROCESS_STOP_S = 30.0  # a server or capture asked to stop
 DNS_SETTLE_S = 0.2  # dnsmasq listens; virtual time, costs nothing (docs/determinism.md)
 
 
-def resolution(scenario: str, server_ip: str) -> dict[str, str]:
+def resolution(scenario: str, server_ip: str, cdn_ip: str | None = None) -> dict[str, str]:
     """Where the hostnames point: www and static on the same server address
-    (coalescing possible) or on two addresses of the server (not possible)."""
+    (coalescing possible) or on two addresses of the server (not possible);
+    with a CDN beside the PoP (cdn_ip, spec/cdn.py) static on the CDN host
+    whatever the scenario, www on the PoP (the server)."""
     extra = {DEAD: DEAD_IP, OTHER: server_ip}
-    if scenario == "same-ip":
-        return {WWW: server_ip, STATIC: server_ip, **extra}
-    if scenario == "two-ip":
-        return {WWW: server_ip, STATIC: SERVER_IP2, **extra}
-    raise ValueError(f"resolution: unknown scenario {scenario!r}; use same-ip or two-ip")
+    if scenario not in ("same-ip", "two-ip"):
+        raise ValueError(f"resolution: unknown scenario {scenario!r}; use same-ip or two-ip")
+    if cdn_ip is not None:
+        return {WWW: server_ip, STATIC: cdn_ip, **extra}
+    return {WWW: server_ip, STATIC: server_ip if scenario == "same-ip" else SERVER_IP2, **extra}
 
 
 class WebLab:
     """Apache and dnsmasq of one lab boot, restarted only when their settings
     change; a context manager that stops both on the way out."""
 
-    def __init__(self, ctx: LabContext, lab: PathLab, site: Path, pki: dict, origin=None) -> None:
+    def __init__(self, ctx: LabContext, lab: PathLab, site: Path, pki: dict, origin=None, cdn=None) -> None:
         self.ctx, self.lab, self.site, self.pki = ctx, lab, site, pki
         self.origin = origin  # pop: the origin host; the server is its TLS-terminating reverse proxy
         self.origin_pidfile: Path | None = None
+        self.cdn = cdn  # the CDN host beside the PoP (spec/cdn.py): a server of its own, the same site
+        self.cdn_pidfile: Path | None = None
         WEB_RUN.mkdir(parents=True, exist_ok=True)
         self.apache_key: tuple | None = None
         self.apache_pidfile: Path | None = None
@@ -80,18 +84,23 @@ class WebLab:
         self.apache_pidfile = self._start_apache(run_dir, protocol, tls, cert, [self.lab.server.IP(), SERVER_IP2],
                                                  self.origin.IP() if self.origin is not None else None,
                                                  self.lab.server)
+        if self.cdn is not None:
+            self.cdn_pidfile = self._start_apache(run_dir / "cdn", protocol, tls, cert, [self.cdn.IP()], None,
+                                                  self.cdn, role="cdn")
         self.apache_key = key
 
     def _start_apache(self, run_dir: Path, protocol: str, tls: str, cert: str, listen: list[str],
-                      proxy_to: str | None, host) -> Path:
-        """One Apache (a server, or with proxy_to a reverse proxy) in a host;
-        returns its pid file once it listens."""
+                      proxy_to: str | None, host, role: str = "") -> Path:
+        """One Apache (a server, or with proxy_to a reverse proxy; role
+        "cdn": the CDN host's) in a host; returns its pid file once it listens."""
         conf = apache.write_httpd_conf(run_dir, site_dir=self.site, pki=self.pki, cert_variant=cert,
                                        protocols=protocol, tls=tls, listen=listen, domain=LAB_DOMAIN,
                                        proxy_to=proxy_to)
         pidfile = apache.pid_file(run_dir)
-        if proxy_to is None and self.origin is not None:
-            self.origin_pidfile = pidfile  # stop_apache finds it even if the start fails
+        if role == "cdn":
+            self.cdn_pidfile = pidfile  # stop_apache finds it even if the start fails
+        elif proxy_to is None and self.origin is not None:
+            self.origin_pidfile = pidfile
         else:
             self.apache_pidfile = pidfile
         pidfile.unlink(missing_ok=True)  # one left by an earlier boot names no server of this one
@@ -112,10 +121,16 @@ class WebLab:
                 apache.stop_by_pidfile(self.apache_pidfile, timeout=PROCESS_STOP_S,
                                        started=self.started.pop(self.apache_pidfile, None))
         finally:
-            if self.origin_pidfile is not None:
-                apache.stop_by_pidfile(self.origin_pidfile, timeout=PROCESS_STOP_S,
-                                       started=self.started.pop(self.origin_pidfile, None))
-        self.apache_key, self.apache_pidfile, self.origin_pidfile = None, None, None
+            try:
+                self._stop_other(self.origin_pidfile)
+            finally:
+                self._stop_other(self.cdn_pidfile)
+        self.apache_key, self.apache_pidfile, self.origin_pidfile, self.cdn_pidfile = None, None, None, None
+
+    def _stop_other(self, pidfile: Path | None) -> None:
+        """The origin's or the CDN host's Apache stopped, if it was started."""
+        if pidfile is not None:
+            apache.stop_by_pidfile(pidfile, timeout=PROCESS_STOP_S, started=self.started.pop(pidfile, None))
 
     def dns(self, names: dict[str, str]) -> None:
         key = tuple(sorted(names.items()))

@@ -115,3 +115,17 @@ def floor_fields(run: RunSpec, site: Path, pki: Path, summary: dict) -> dict:
         f = {"floor_ms": None, "why": f"floor not computed: {exc}"[:300]}
     return {"floor_ms": f["floor_ms"], "plt_over_floor": napkin.ratio(summary.get("plt_ms"), f["floor_ms"])
             if f["floor_ms"] else None, "floor_model": f.get("model") or {"why": f.get("why")}}
+
+
+def cdn_part(ld: dict) -> tuple[dict | None, list[str]]:
+    """A load's CDN host (the CDN set-up, spec/cdn.py) as the run's record
+    keeps it (its pcap moved into the run folder as cdn.pcap by the
+    runner), and what makes the run not whole: its capture's problems and
+    any object answered by a host its name does not resolve to. (None, [])
+    for a load without a CDN."""
+    cdn = ld.get("cdn")
+    if not cdn:
+        return None, []
+    problems = [f"the CDN set-up served {len(cdn['misplaced'])} objects from the wrong host, e.g. "
+                f"{cdn['misplaced'][0]}"] if cdn.get("misplaced") else []
+    return {k: v for k, v in cdn.items() if k != "pcap"}, problems

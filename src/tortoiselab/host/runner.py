@@ -266,7 +266,9 @@ def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, si
     """The record's figures from the load's result; the load's files moved into the run folder."""
     client_seed = ld["client"]["seed"]
     problems = measurement_problems(run, ld["summary"])
-    problems += whole.capture_problems({"server": ld["capture"], "client": ld["client_capture"]})
+    cdn, cdn_problems = pageload.cdn_part(ld)  # the CDN set-up's second server (spec/cdn.py)
+    problems += cdn_problems + whole.capture_problems({"server": ld["capture"], "client": ld["client_capture"],
+                                                       **({"cdn": cdn["capture"]} if cdn else {})})
     if ld.get("cross") and ld["cross"]["errors"]:  # the bottleneck was not shared as configured
         problems.append(f"cross traffic: {'; '.join(ld['cross']['errors'])}"[:500])
     summary = {k: v for k, v in ld["summary"].items() if k not in ("raw",)}
@@ -292,7 +294,8 @@ def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, si
                                    "config": run.config, "cross": ld.get("cross")})
     problems += [off] if off else []
     for name, src in (("page.har", ld.get("har")), ("server.pcap", ld.get("pcap")),
-                      ("client.pcap", ld.get("client_pcap")), ("cwnd.json", ld.get("cwnd"))):
+                      ("client.pcap", ld.get("client_pcap")), ("cwnd.json", ld.get("cwnd")),
+                      ("cdn.pcap", (ld.get("cdn") or {}).get("pcap"))):
         if src and Path(src).exists():
             os.replace(src, tmp / name)
     if run.config["client"]["loader"] == "h2load":
@@ -301,7 +304,7 @@ def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, si
         summary["dns_capture_ms_per_host"] = dnstime.lookups_ms(tmp / "client.pcap")
         summary["dns_capture_ms"] = round(sum(summary["dns_capture_ms_per_host"].values()), 3)
     return {"ok": not problems, "error": "; ".join(problems)[:2000] if problems else None, "summary": summary,
-            "cross": ld.get("cross"), "connections": ld["connections"], "capture": {"server": ld["capture"], "client": ld["client_capture"]},
+            "cross": ld.get("cross"), "cdn": cdn, "connections": ld["connections"], "capture": {"server": ld["capture"], "client": ld["client_capture"]},
             "meta": meta, "fidelity": [fid.as_dict()]}
 
 

@@ -130,6 +130,9 @@ class RunRecord(BaseModel):
     fidelity: list[dict[str, Any]] = Field(default_factory=list)  # configured vs measured (analysis.fidelity)
     # a shared bottleneck's cross traffic during the load: every flow and the bytes it moved (guest/cross.py)
     cross: dict[str, Any] | None = None
+    # the CDN set-up's CDN host (spec/cdn.py): its address, TCP settings as read back, capture counters,
+    # connections, and which host served which objects (analysis/servedby.py); None: one server
+    cdn: dict[str, Any] | None = None
     meta: RunMeta = Field(default_factory=RunMeta)
 
 

@@ -61,6 +61,16 @@ class TopologyCfg(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
     name: str = Field(DEFAULT, description="a file in topologies/: wan, dumbbell, cellular")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_the_default(cls, data: object) -> object:
+        """A parameter given as null takes its default and is left out of
+        the run's configuration (a sweep's one-server value of cdn_rtt_ms:
+        the same run, and run id, as one that names none)."""
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if v is not None or k == "name"}
+        return data
+
     @model_validator(mode="after")
     def _params_valid(self) -> "TopologyCfg":
         self.params()
@@ -96,7 +106,9 @@ class TopologyCfg(BaseModel):
     def apply(self, path: PathSpec) -> PathSpec:
         """The path as this topology runs it (a cellular last mile sets its
         traces and buffer); unchanged for a topology that sets nothing."""
-        update = self.params().path_update()
+        params = self.params()
+        params.legs(path)  # a path the topology cannot split over its links: refused now, naming the field
+        update = params.path_update()
         if not update:
             return path
         given = [k for k in update if getattr(path, k) is not None]

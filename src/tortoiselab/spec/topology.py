@@ -102,6 +102,12 @@ class TopoParams(BaseModel):
         """The second emulated link's PathSpec (pop), None for one link."""
         return None
 
+    def legs(self, path):
+        """(the WAN link's PathSpec, the second emulated link's or None) for
+        a run's path: the path and backhaul_path() unless the topology
+        splits the path over both links (the dumbbell's CDN: spec/cdn.py)."""
+        return path, self.backhaul_path()
+
     def wan_link_opts(self) -> dict:
         """Mininet TCLink options of the bottleneck for `mn --custom` (the
         lab sets its own netem instead: guest/net.py)."""

@@ -24,6 +24,7 @@ from tortoiselab.analysis.flights import analyze_pcap, handshake_summary
 from tortoiselab.analysis.parsers import parse_h2load, parse_nghttp_stats
 from tortoiselab.guest import commands as C
 from tortoiselab.guest import trace
+from tortoiselab.guest.cdn import cdn_capture, cdn_node, cdn_result
 from tortoiselab.guest.clock import align_to_grid, next_grid_point, sleep_until_monotonic, uptime_s
 from tortoiselab.guest.cross import CrossRun, cross_traffic
 from tortoiselab.guest.executor import Executor
@@ -69,12 +70,13 @@ def run(ctx: LabContext, req: PageLoadRequest) -> dict:
     graph = topology.graph(web=True)
     with mininet_path(ctx, graph) as lab:
         lab.backhaul_path = topology.params().backhaul_path()  # pop: the PoP-origin leg
+        lab.legs = topology.params().legs  # the CDN set-up: the last mile and the PoP leg (spec/cdn.py)
         lab.configure(req.path, server_cc="cubic", loss_on=True)
-        origin = _origin(ctx.ex, lab, topology, graph)
+        origin, cdn = _origin(ctx.ex, lab, topology, graph), cdn_node(ctx.ex, lab, topology, graph)
         out["seeds"] = dict(lab.seeds)  # netem's, per direction, for the request's seed
         _second_server_address(ctx.ex, lab)
         out["wall_topology_ready"] = _wall(ctx)
-        with WebLab(ctx, lab, site, pki, origin) as web, _loader_process(ctx, lab, req) as loader_proc:
+        with WebLab(ctx, lab, site, pki, origin, cdn) as web, _loader_process(ctx, lab, req) as loader_proc:
             first: dict | None = None  # the first load's set-up and start instants
             digest: str | None = None  # the lab code that ran: hashed once, after the first load
             for i, load in enumerate(req.loads):
@@ -194,7 +196,8 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, loader_proc: LoaderPro
     names = _set_up_server(ctx.ex, lab, web, load, name_files)
     seeds = lab.set_netem(load.path or req.path, loss_on=True, seed=req.seed if load.seed is None else load.seed)
     pcap, cpcap = d / "server.pcap", d / "client.pcap"
-    with capture(ctx.ex, lab.server, pcap) as cap, capture(ctx.ex, lab.client, cpcap) as ccap:
+    with capture(ctx.ex, lab.server, pcap) as cap, capture(ctx.ex, lab.client, cpcap) as ccap, \
+            cdn_capture(ctx.ex, web.cdn, d / "cdn.pcap") as dcap:
         # tcpdump and the tracepoint attached before the first packet (0.25-0.75 s);
         # the load starts on a grid point, at the same instant in every run, and
         # nothing whose cost differs between a boot's first load and a later one
@@ -219,10 +222,12 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, loader_proc: LoaderPro
         time.sleep(CAPTURE_DRAIN_S)
         capstats, ccapstats = cap.stop(), ccap.stop()
     marks["captured"] = _wall(ctx)
+    collected = _collect(ctx.ex, lab, pcap)
+    cdn = cdn_result(ctx.ex, lab, web.cdn, dcap, d / "cdn.pcap", har, names, collected["connections"])
     return {"index": i, "server": load.server.model_dump(mode="json"), "client": load.client.model_dump(mode="json"),
             "names": names, "summary": summary, "har": har, "seeds": seeds, "set_up_s": set_up, "start_s": start,
             "pcap": str(pcap), "client_pcap": str(cpcap), "capture": capstats, "client_capture": ccapstats,
-            **_collect(ctx.ex, lab, pcap), "load_seconds": round(wall_of_load, 6), "cwnd": cwnd,
+            **collected, **cdn, "load_seconds": round(wall_of_load, 6), "cwnd": cwnd,
             **({"cross": _cross_result(crossed, start, wall_of_load)} if crossed is not None else {})}
 
 
@@ -326,7 +331,7 @@ def _set_up_server(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec,
     ex.run(C.route_window(LAB_PREFIX, lab.server.defaultIntf().name, s.initcwnd_pkts, s.initrwnd_pkts),
            host=lab.server)
     web.apache(s.protocol, s.tls, s.cert)
-    names = resolution(c.resolution, lab.server.IP())
+    names = resolution(c.resolution, lab.server.IP(), web.cdn.IP() if web.cdn is not None else None)
     web.dns(names)
     if name_files is not None:
         write_names(name_files.hosts, names)

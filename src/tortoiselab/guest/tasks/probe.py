@@ -32,6 +32,7 @@ def run(ctx: LabContext, req: ProbeRequest) -> dict:
     params = topology.params()
     with mininet_path(ctx, graph) as lab:
         lab.backhaul_path = params.backhaul_path()
+        lab.legs = params.legs  # the CDN set-up: the last mile and the PoP leg (spec/cdn.py)
         lab.configure(req.path, server_cc=req.cc, loss_on=False)
         out: dict = {"devices": {"uplink": lab.up_dev, "downlink": lab.down_dev}}
         # RTT: loss off so every ping answers; the delay line is the same

@@ -35,6 +35,25 @@ SET_LABEL = {CLEAN: "clean profiles",
              RICH: "rich: desktop with cross traffic, mobile with bursty loss (India: LTE trace)"}
 
 
+# the set-ups (experiments/tortoise.yaml, docs/topologies.md): the primary rows read the CDN set-up (static
+# objects on a CDN host under its fixed algorithm, as LinkedIn served them); the one-server set-up (every object
+# on the arm's algorithm) is a variant row beside the page-load claims
+CDN_SETUP, ONE_SERVER = "cdn", "one server"
+SETUP_VARIANT = "single server: static objects on the arm's algorithm"
+
+
+def setup_of(df: pd.DataFrame) -> pd.Series:
+    """Each run's set-up: CDN_SETUP when its topology has a CDN host
+    (cdn_rtt_ms), else ONE_SERVER."""
+    topo = df["topology"].fillna("").astype(str) if "topology" in df else pd.Series("", index=df.index)
+    return pd.Series(np.where(topo.str.contains("cdn_rtt_ms="), CDN_SETUP, ONE_SERVER), index=df.index)
+
+
+def on_setup(setup: str, measure):
+    """A measure over the runs of one set-up only."""
+    return lambda df: measure(df[setup_of(df).eq(setup)])
+
+
 def rich_mask(df: pd.DataFrame) -> pd.Series:
     """Runs of the rich set: a bursty-loss profile, a capacity trace, or
     cross traffic on the bottleneck (a topology with bulk flows or
@@ -172,26 +191,43 @@ def _variant(cid: str, pset: str) -> dict:
     return {"sentence": cid, "variant": "rich paths (cross traffic, bursty loss)"} if pset == RICH else {}
 
 
+def _one_server(cid: str, pset: str) -> str:
+    """A claim id's one-server variant: "<cid>[-rich]-single"."""
+    return cid + ("-rich" if pset == RICH else "") + "-single"
+
+
 def _desktop(cid, text, region, page, metric, judge_rule, statistic="p90"):
-    """A desktop claim on both profile sets."""
+    """A desktop claim on both profile sets, on the CDN set-up, and beside
+    each its one-server variant."""
     what = f"{metric} {'p90' if statistic == 'p90' else 'median per-pair change'}, {page}"
-    return tuple(claim("tortoise", cid + ("-rich" if s == RICH else ""), S000, text, "tortoise",
-                       f"{what}, {region} ({SET_LABEL[s]})", _vs_htcp(region, page, metric, s, statistic),
-                       judge_rule, **_variant(cid, s)) for s in (CLEAN, RICH))
+    return tuple(row for s in (CLEAN, RICH) for row in (
+        claim("tortoise", cid + ("-rich" if s == RICH else ""), S000, text, "tortoise",
+              f"{what}, {region} ({SET_LABEL[s]})", on_setup(CDN_SETUP, _vs_htcp(region, page, metric, s, statistic)),
+              judge_rule, **_variant(cid, s)),
+        claim("tortoise", _one_server(cid, s), S000, text, "tortoise", f"{what}, {region} ({SET_LABEL[s]}; one server)",
+              on_setup(ONE_SERVER, _vs_htcp(region, page, metric, s, statistic)), judge_rule, sentence=cid,
+              variant=SETUP_VARIANT + (f"; {_variant(cid, s)['variant']}" if s == RICH else ""))))
 
 
 def _mobile(cid, text, market, judge_rule):
-    """A mobile-app claim (app.html) on both profile sets."""
-    return tuple(claim("tortoise", cid + ("-rich" if s == RICH else ""), S000, text, "tortoise",
-                       f"plt_ms p90, app.html (the mobile app), {MOBILE[s][market]} ({SET_LABEL[s]})",
-                       _vs_htcp(MOBILE[s][market], "app.html", "plt_ms", s), judge_rule, **_variant(cid, s))
-                 for s in (CLEAN, RICH))
+    """A mobile-app claim (app.html) on both profile sets, on the CDN
+    set-up, and beside each its one-server variant."""
+    return tuple(row for s in (CLEAN, RICH) for row in (
+        claim("tortoise", cid + ("-rich" if s == RICH else ""), S000, text, "tortoise",
+              f"plt_ms p90, app.html (the mobile app), {MOBILE[s][market]} ({SET_LABEL[s]})",
+              on_setup(CDN_SETUP, _vs_htcp(MOBILE[s][market], "app.html", "plt_ms", s)), judge_rule, **_variant(cid, s)),
+        claim("tortoise", _one_server(cid, s), S000, text, "tortoise",
+              f"plt_ms p90, app.html (the mobile app), {MOBILE[s][market]} ({SET_LABEL[s]}; one server)",
+              on_setup(ONE_SERVER, _vs_htcp(MOBILE[s][market], "app.html", "plt_ms", s)), judge_rule, sentence=cid,
+              variant=SETUP_VARIANT + (f"; {_variant(cid, s)['variant']}" if s == RICH else ""))))
 
 
 def _per_set(cid, text, metric, measure_of, judge_rule, experiment="tortoise"):
+    """A claim on both profile sets (the tortoise experiment's on the CDN set-up)."""
     return tuple(claim("tortoise", cid + ("-rich" if s == RICH else ""), S000, text, experiment,
                        f"{metric} ({SET_LABEL[s] if experiment == 'tortoise' else s + ' profile'})",
-                       measure_of(s), judge_rule, **_variant(cid, s)) for s in (CLEAN, RICH))
+                       on_setup(CDN_SETUP, measure_of(s)) if experiment == "tortoise" else measure_of(s), judge_rule,
+                       **_variant(cid, s)) for s in (CLEAN, RICH))
 
 
 # the seed's rest of world, as it names it (Singapore, South America; mobile: the app) and the emerging
@@ -323,7 +359,7 @@ CLAIMS = (
     *(claim("tortoise", "rest-of-world-other-markets" + ("-rich" if s == RICH else ""), S000, REST_TEXT, "tortoise",
             "plt_ms: Hybla's change on US desktop's feed and Germany mobile's app against India desktop's feed and "
             f"India and China mobile's app, median per-pair changes as two groups ({SET_LABEL[s]})",
-            _other_markets(s), SMALLER_GAIN, sentence="rest-of-world",
+            on_setup(CDN_SETUP, _other_markets(s)), SMALLER_GAIN, sentence="rest-of-world",
             variant="the lab's other markets (US desktop, Germany mobile)" + (", rich paths" if s == RICH else ""))
       for s in (CLEAN, RICH)),
     *_per_set("screen-top3",
