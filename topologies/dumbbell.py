@@ -24,7 +24,7 @@ from pydantic import Field, field_validator
 
 from tortoiselab.spec import cdn
 from tortoiselab.spec.crosstraffic import CrossParams
-from tortoiselab.spec.pathspec import STOCK_ALGORITHMS, PathSpec
+from tortoiselab.spec.pathspec import PathSpec, stock_algorithm
 from tortoiselab.spec.topology import (MN_ONLY_RATE, MN_ONLY_RTT, WEB_PATH, Graph, Host, add_graph,
                                        mn_wan_link)
 
@@ -44,9 +44,7 @@ class Params(CrossParams):
     @field_validator("cdn_cc")
     @classmethod
     def _stock_cdn(cls, v: str) -> str:
-        if v not in STOCK_ALGORITHMS:
-            raise ValueError(f"unknown algorithm {v!r}; give one of {', '.join(STOCK_ALGORITHMS)}")
-        return v
+        return stock_algorithm(v)
 
     def legs(self, path: PathSpec) -> tuple[PathSpec, PathSpec | None]:
         """With a CDN: the last mile and the PoP leg (spec/cdn.legs)."""

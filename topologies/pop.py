@@ -17,7 +17,7 @@ from mininet.link import TCLink
 from mininet.topo import Topo
 from pydantic import Field, field_validator
 
-from tortoiselab.spec.pathspec import STOCK_ALGORITHMS, PathSpec
+from tortoiselab.spec.pathspec import PathSpec, stock_algorithm
 from tortoiselab.spec.topology import (MN_ONLY_RATE, MN_ONLY_RTT, WEB_PATH, Graph, Host, TopoParams, add_graph,
                                        mn_wan_link)
 
@@ -35,9 +35,7 @@ class Params(TopoParams):
     @field_validator("origin_cc")
     @classmethod
     def _stock(cls, v: str) -> str:
-        if v not in STOCK_ALGORITHMS:
-            raise ValueError(f"unknown algorithm {v!r}; give one of {', '.join(STOCK_ALGORITHMS)}")
-        return v
+        return stock_algorithm(v)
 
     def backhaul_path(self) -> PathSpec:
         return PathSpec(rtt_ms=self.backhaul_rtt_ms, rate_mbit=self.backhaul_rate_mbit,

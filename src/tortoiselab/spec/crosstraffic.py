@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from tortoiselab.spec.pathspec import STOCK_ALGORITHMS
+from tortoiselab.spec.pathspec import stock_algorithm
 from tortoiselab.spec.topology import TopoParams
 
 CROSS_PORT = 5201  # xs's server for every cross flow
@@ -45,9 +45,7 @@ class CrossParams(TopoParams):
     @field_validator("bulk_cc")
     @classmethod
     def _stock(cls, v: str) -> str:
-        if v not in STOCK_ALGORITHMS:
-            raise ValueError(f"unknown algorithm {v!r}; give one of {', '.join(STOCK_ALGORITHMS)}")
-        return v
+        return stock_algorithm(v)
 
     @field_validator("web_loads_per_s")
     @classmethod

@@ -31,6 +31,14 @@ STOCK_ALGORITHMS = (
     "cdg", "bbr",
 )
 
+
+def stock_algorithm(name: str) -> str:
+    """name if it is a stock algorithm, else ValueError listing them (for a
+    validator of a host's algorithm that must not be one of our modules)."""
+    if name not in STOCK_ALGORITHMS:
+        raise ValueError(f"unknown algorithm {name!r}; give one of {', '.join(STOCK_ALGORITHMS)}")
+    return name
+
 # Fields added after runs were first stored: left out of a path's dump while
 # they hold their default, so that a path which does not use them dumps as
 # it did before, and the run ids and seeds hashed from it (spec/experiment.py)
