@@ -42,9 +42,8 @@ for e in tortoise-population coalescing-population; do
     echo "== $e --grid sensitivity ${reuse[*]} =="
     run "experiments/$e.yaml" --grid sensitivity "${reuse[@]}"
 done
-for e in tortoise-population coalescing-population; do
-    "$venv/bin/tortoise" population-sensitivity "$e"
-done > results/population-sensitivity.md || echo "reproduce: tortoise population-sensitivity failed" >&2
+"$venv/bin/tortoise" population-sensitivity tortoise-population coalescing-population --write \
+    || echo "reproduce: tortoise population-sensitivity failed" >&2
 for e in "$@"; do  # each study's sensitivity maps (docs/maps.md): a few minutes each
     grep -q "^maps:" "experiments/$e.yaml" || continue
     echo "== tortoise map $e =="

@@ -348,12 +348,25 @@ def cmd_plan(a: argparse.Namespace) -> int:
     return 0
 
 
+SENSITIVITY_FILE = "population-sensitivity.md"
+
+
 def cmd_population_sensitivity(a: argparse.Namespace) -> int:
     """How far each population assumption moves a claim's verdict, on an
     experiment's sensitivity grid (studies/population_sensitivity.py)."""
+    from tortoiselab.host import safefs
     from tortoiselab.studies import population_sensitivity as PS
 
-    print(PS.report(a.experiment, a.results, a.grid))
+    text = "\n".join(PS.report(e, a.results, a.grid) for e in a.experiment)
+    if not a.write:
+        print(text)
+        return 0
+    root = Path(a.results)
+    out, tmp, doing = root / SENSITIVITY_FILE, root / f".{SENSITIVITY_FILE}.tmp", "writing the population sensitivity"
+    safefs.rmtree(tmp, root, doing)  # no link followed: a results folder is untrusted (docs/faults.md)
+    safefs.write_text(tmp, text + "\n", root, doing, exclusive=True)
+    safefs.replace(tmp, out, root, doing)
+    print(f"wrote {out}")
     return 0
 
 
@@ -537,9 +550,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("population-sensitivity", help="one-at-a-time: how far each population assumption "
                                                       "moves the verdicts over users (its grid sensitivity)")
-    p.add_argument("experiment", help="a population experiment (tortoise-population, coalescing-population)")
+    p.add_argument("experiment", nargs="+", help="population experiments (tortoise-population, "
+                                                   "coalescing-population)")
     p.add_argument("--results", default="results")
     p.add_argument("--grid", default="sensitivity")
+    p.add_argument("--write", action="store_true", help=f"write the tables to RESULTS/{SENSITIVITY_FILE} (no link "
+                                                        "followed) instead of printing them")
     p.set_defaults(func=cmd_population_sensitivity)
 
     p = sub.add_parser("grade", help="is a course lab's results folder complete? what is missing, how to fix it")
