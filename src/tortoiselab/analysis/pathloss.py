@@ -16,6 +16,18 @@ without reordering, docs/paths.md), so what the receiver captured is a
 subsequence of what the sender did: walking both in order, each sent packet
 is either the next one received or lost. Only the lab's captures are read:
 pcap, Ethernet.
+
+The link also carries the load's DNS packets (to and from the DNS server
+beside the server, which the server's capture does not see), and each takes
+a draw: on the real clock a lookup made during the load may cross before or
+after a given segment, so positions counted in TCP segments alone would
+shift by one from load to load. A position is therefore counted in the
+direction's whole stream: the client's queries where the client's capture
+saw them sent, its answers where it saw them arrive (after the segments
+lost just before them: a lost segment and an answer adjacent in time may
+be counted in either order). Positions are netem's draws when the two
+captures see every packet the link carries (one client, no cross traffic,
+no CDN host).
 """
 
 from __future__ import annotations
@@ -35,9 +47,13 @@ def _tsval(opts: bytes) -> int | None:
     return None
 
 
-def tcp_packets(pcap: str | Path, server_port: int = 443) -> dict[str, list[tuple]]:
+DNS = "dns"  # a DNS packet's entry in a stream: it takes a draw, and neither capture pairs it
+
+
+def tcp_packets(pcap: str | Path, server_port: int = 443) -> dict[str, list[tuple | str]]:
     """Each direction's TCP packets of the server's port in capture order:
-    (src, sport, dst, dport, seq, ack, flags, IP length, IP id, TSval)."""
+    (src, sport, dst, dport, seq, ack, flags, IP length, IP id, TSval), and
+    DNS where a DNS packet was captured (queries up, answers down)."""
     out: dict[str, list[tuple]] = {d: [] for d in DIRECTIONS}
     with open(pcap, "rb") as fh:
         reader = dpkt.pcap.Reader(fh)
@@ -45,6 +61,10 @@ def tcp_packets(pcap: str | Path, server_port: int = 443) -> dict[str, list[tupl
             raise ValueError(f"{pcap}: link type {reader.datalink()}; the lab's captures are Ethernet")
         for _ts, buf in reader:
             ip = dpkt.ethernet.Ethernet(buf).data
+            if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, dpkt.udp.UDP) and 53 in (ip.data.sport,
+                                                                                           ip.data.dport):
+                out["up" if ip.data.dport == 53 else "down"].append(DNS)
+                continue
             if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.tcp.TCP):
                 continue
             t = ip.data
@@ -55,28 +75,50 @@ def tcp_packets(pcap: str | Path, server_port: int = 443) -> dict[str, list[tupl
     return out
 
 
-def lost_positions(sent: list[tuple], received: list[tuple]) -> list[int]:
-    """Positions (0-based) in `sent` of the packets missing from `received`,
-    a subsequence of it. ValueError if `received` holds a packet that was
-    not sent, or sent in another order (a capture cut short, reordering)."""
-    lost, j = [], 0
-    for i, p in enumerate(sent):
-        if j < len(received) and received[j] == p:
+def lost_positions(sent: list, received: list) -> list[int]:
+    """The positions in `sent` of the packets missing from `received`,
+    which must be a subsequence of it. ValueError if `received` holds a
+    packet that was not sent, or sent in another order (a capture cut short,
+    reordering). DNS entries are neither: they hold a position and are
+    never lost (stream())."""
+    return [i for i, (_, lost) in enumerate(stream(sent, received)) if lost]
+
+
+def stream(sent: list, received: list) -> list[tuple]:
+    """The direction's packets in the order they crossed the link, each
+    (packet, lost): sent's segments, each the next one received or lost,
+    with the DNS entries of either side where that side captured them (a
+    receiver's DNS entry before the sender's segments that were still to be
+    matched)."""
+    out, j = [], 0
+    for p in sent:
+        while j < len(received) and received[j] == DNS:
+            out.append((DNS, False))
+            j += 1
+        if p == DNS:
+            out.append((DNS, False))
+        elif j < len(received) and received[j] == p:
+            out.append((p, False))
             j += 1
         else:
-            lost.append(i)
+            out.append((p, True))
+    while j < len(received) and received[j] == DNS:
+        out.append((DNS, False))
+        j += 1
     if j != len(received):
         raise ValueError(f"received packet #{j} was never sent in that order (not a subsequence)")
-    return lost
+    return out
 
 
-def _describe(sent: list[tuple], i: int) -> dict:
+def _describe(sent: list, i: int) -> dict:
     """A lost packet by what repeats from load to load: its connection
     (numbered in order of appearance in the direction), sequence number
     relative to that connection's first, payload-carrying or not, flags."""
     conns: dict[tuple, int] = {}
     first_seq: dict[tuple, int] = {}
     for p in sent[: i + 1]:
+        if p == DNS:
+            continue
         c = p[:4]
         conns.setdefault(c, len(conns))
         first_seq.setdefault(c, p[4])
@@ -88,11 +130,15 @@ def _describe(sent: list[tuple], i: int) -> dict:
 def path_losses(server_pcap: str | Path, client_pcap: str | Path, server_port: int = 443) -> dict:
     """Per direction: packets sent into the path, and the lost ones (their
     positions, and each described by _describe)."""
-    srv, cli = tcp_packets(server_pcap, server_port), tcp_packets(client_pcap, server_port)
+    # DNS from the client's capture alone (the client sends every query and gets every answer; the server's
+    # port may see one flooded by the switch before it learns the DNS server's address)
+    srv = {d: [p for p in ps if p != DNS] for d, ps in tcp_packets(server_pcap, server_port).items()}
+    cli = tcp_packets(client_pcap, server_port)
     out = {}
     for d, sent, received in (("down", srv["down"], cli["down"]), ("up", cli["up"], srv["up"])):
-        lost = lost_positions(sent, received)
-        out[d] = {"sent": len(sent), "lost": [_describe(sent, i) for i in lost]}
+        packets = stream(sent, received)
+        order = [p for p, _ in packets]
+        out[d] = {"sent": len(packets), "lost": [_describe(order, i) for i, (_, lost) in enumerate(packets) if lost]}
     return out
 
 
