@@ -43,7 +43,9 @@ def test_sigkill_then_resume(tmp_path, lab_kernel):
     deadline = time.monotonic() + 600
     # wait for one completed run and the next one under way
     while time.monotonic() < deadline:
-        done = list(exp_dir.glob("*/run.json")) if exp_dir.exists() else []
+        # pathlib's * matches dot names too: a run's work folder holds a run.json before it is stored
+        done = [r for r in exp_dir.glob("*/run.json") if not r.parent.name.startswith(".")] \
+            if exp_dir.exists() else []
         busy = [d for d in exp_dir.glob(".*.tmp-*") if (d / "lab" / "uml.pgid").exists()] if exp_dir.exists() else []
         if done and busy:
             break
@@ -63,7 +65,9 @@ def test_sigkill_then_resume(tmp_path, lab_kernel):
         assert after[run_id] == files
     assert len(after) == 4  # the sweep's size
     assert not list(exp_dir.glob(".*.tmp-*"))  # the interrupted run was cleaned and redone
-    assert not group_alive(pgid)  # its orphaned lab was killed by its recorded id
+    # its orphaned lab was killed by its recorded id
+    assert not group_alive(pgid), (p.stdout + p.stderr + subprocess.run(
+        ["ps", "-o", "pid,ppid,pgid,stat,lstart,args", "-g", str(pgid)], capture_output=True, text=True).stdout)
 
     import duckdb
     import pandas as pd

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests.conftest import group_alive
 from tortoiselab.project import PKG_DIR
 
 GUARD = PKG_DIR / "tools" / "lab_guard.py"
@@ -27,11 +28,7 @@ time.sleep(600)
 
 
 def _alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
+    return group_alive(pgid)  # a zombie waiting for pid 1 to reap it has ended
 
 
 def _wait_gone(pgid: int, within_s: float) -> float | None:
@@ -121,8 +118,10 @@ def _pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    # a zombie is gone for our purpose
-    return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    try:  # a zombie is gone for our purpose
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False  # reaped while we looked
 
 
 def _start_detaching_lab():
