@@ -173,7 +173,7 @@ def cmd_run(a: argparse.Namespace) -> int:
 
     df = pd.read_parquet(res["table"])
     swept = [f for axis in load(Path(a.file), grid=a.grid).sweep for f in axis.split("+")]
-    keys = [k for k in dict.fromkeys(swept) if k in df and df[k].nunique(dropna=False) > 1] or ["server.cc"]
+    keys = runsummary.summary_keys(df, swept)
     t = Table(title=f"{res['experiment']}: {len(df)} of {res['total']} runs complete "
                     f"({res['backend']}, {res['clock']} clock)")
     for col in (" ".join(keys), *runsummary.HEADERS):

@@ -90,3 +90,21 @@ def test_failed_runs_exit_3_before_4_and_unjudged_is_not_off(folder: Path):
     recs = [_edit(a, "real", None), _edit(b, "virtual", False)]
     assert runsummary.exit_code(recs) == 0
     assert [r[3] for r in runsummary.summary_rows(_table(folder), KEYS)] == ["0", "0"]
+
+
+def test_sweep_points_are_labelled_by_the_names_the_experiment_file_uses():
+    """A traced path by its trace's name, not its stored {file, name,
+    sha256}; a swept topology field by the table's topology column, labelled
+    by the fields that differ (a CDN set-up and its one-server twin are two
+    rows, not one); none as "-" (issue 40, console output)."""
+    trace = json.dumps({"file": "topologies/traces/lte.down", "name": "lte.down", "sha256": "af9b"})
+    df = pd.DataFrame({
+        "server.cc": ["htcp"] * 4, "path.trace_down": [trace, trace, None, None],
+        "topology": ["dumbbell,cdn_rtt_ms=27,clients=1", "dumbbell,clients=1"] * 2,
+        "ok": [True] * 4, "error": [None] * 4, "plt_ms": [100.0, 200.0, 300.0, 400.0],
+        "throughput_mbit": [None] * 4})
+    swept = ["server.cc", "path.trace_down", "topology.cdn_rtt_ms", "topology.clients"]
+    keys = runsummary.summary_keys(df, swept)
+    assert keys == ["path.trace_down", "topology"]
+    labels = [r[0] for r in runsummary.summary_rows(df, keys)]
+    assert labels == ["lte.down cdn_rtt_ms=27", "lte.down cdn_rtt_ms=-", "- cdn_rtt_ms=27", "- cdn_rtt_ms=-"]
