@@ -23,9 +23,9 @@ kernel: setup
 
 # the UML lab kernel only where the lab will boot it: a host that runs the
 # native backend (root, netem, every algorithm: the course VM) needs none
-# (tortoiselab.host.backends.native_ready); TORTOISE_LAB_KERNEL=always builds it anyway
+# (tortoiselab.host.hostcheck.native_ready); TORTOISE_LAB_KERNEL=always builds it anyway
 lab-kernel: setup
-	@if [ "$${TORTOISE_LAB_KERNEL:-auto}" != always ] && $(PY) -m tortoiselab.host.backends native-ready; then \
+	@if [ "$${TORTOISE_LAB_KERNEL:-auto}" != always ] && $(PY) -m tortoiselab.host.hostcheck native-ready; then \
 	  echo "lab-kernel: not building the UML lab kernel (the native backend runs here)"; \
 	else $(MAKE) --no-print-directory kernel; fi
 

@@ -147,7 +147,7 @@ def test_an_unprivileged_user_runs_the_lab(lab_kernel):
     through hostfs and wrote 24 bytes; the run is now whole."""
     import tempfile
 
-    from tortoiselab.host import backends
+    from tortoiselab.host import labkernel
 
     top = Path(tempfile.mkdtemp(prefix="tortoise-unpriv-", dir="/tmp"))
     try:
@@ -155,7 +155,7 @@ def test_an_unprivileged_user_runs_the_lab(lab_kernel):
         kernel = top / "linux"
         shutil.copy2(lab_kernel, kernel)
         shutil.copy2(lab_kernel.parent / "config", top / "config")
-        mods = backends.modules_path(lab_kernel)
+        mods = labkernel.modules_path(lab_kernel)
         shutil.copytree(mods, top / mods.name)
         results = top / "results"
         results.mkdir()
