@@ -10,24 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import TORTOISE, write_yaml
+from tests.conftest import TORTOISE, experiment_yaml, write_yaml
 from tortoiselab import report
 from tortoiselab.report.context import comparisons, runs_summary
 
 pytestmark = pytest.mark.lab
 
-EXP = """\
-# two arms x two repetitions of the tiny page on a long, lossy path
-name: report-smoke
-description: tiny page over 100 ms RTT, 1 % loss; cubic vs hybla
-repetitions: 2
-seed: 3
-path: {rtt_ms: 100, loss_pct: 1, rate_mbit: 20}
-server: {cc: cubic, initcwnd_pkts: 10}
-client: {page: tiny.html}
-sweep:
-  server.cc: [cubic, hybla]
-"""
+EXP = experiment_yaml("two-arms", {"name": "report-smoke",
+                                   "description": "tiny page over 100 ms RTT, 1 % loss; cubic vs hybla"},
+                      comment="two arms x two repetitions of the tiny page on a long, lossy path")
 
 CHROMIUM = "/usr/bin/chromium"
 BLUE = np.array([1, 115, 178])  # seaborn "colorblind" first colour: the cubic arm in the figures
