@@ -16,21 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TORTOISE, group_alive, host_state, write_yaml
+from tests.conftest import TORTOISE, experiment_yaml, group_alive, host_state, write_yaml
 from tortoiselab.host import store
 from tortoiselab.host.runner import FAULT_PAUSE_ENV
 
 pytestmark = pytest.mark.lab
 
-EXP = """
-name: faults
-repetitions: 1
-seed: 3
-path: {rtt_ms: 40, loss_pct: 1, rate_mbit: 20}
-client: {page: tiny.html}
-sweep:
-  server.cc: [cubic, reno, bbr]
-"""
+EXP = experiment_yaml("tiny", {"name": "faults", "path.loss_pct": 1, "sweep.server.cc": ["cubic", "reno", "bbr"]})
 GUEST_GONE_S = 5.0
 
 

@@ -9,21 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TORTOISE, write_yaml
+from tests.conftest import TORTOISE, experiment_yaml, write_yaml
 from tortoiselab.host.runsummary import disturbed
 
 pytestmark = pytest.mark.lab
 
-EXP = """
-name: inproc
-repetitions: 4
-seed: 3
-path: {rtt_ms: 100, loss_pct: 0, rate_mbit: 20}
-server: {cc: cubic, initcwnd_pkts: 10}
-client: {page: small.html}
-sweep:
-  server.cc: [cubic, hybla]
-"""
+EXP = experiment_yaml("two-arms", {"name": "inproc", "repetitions": 4, "path.loss_pct": 0,
+                                   "client.page": "small.html"})
 
 
 def _run(tmp_path: Path, clock: str) -> list[dict]:

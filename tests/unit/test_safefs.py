@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import TORTOISE, write_yaml
+from tests.conftest import TORTOISE, experiment_yaml, write_yaml
 from tortoiselab.host import safefs, store
 from tortoiselab.host.assets import lab_assets
 from tortoiselab.host.errors import RunnerError
@@ -26,13 +26,7 @@ from tortoiselab.host.locks import claim, clean_results, experiment_lock, probe_
 from tortoiselab.spec.experiment import expand, load
 
 CANNED = Path(__file__).resolve().parents[1] / "data" / "runs" / "coalescing@ci"
-TINY = """
-name: tiny
-repetitions: 1
-seed: 3
-path: {rtt_ms: 40, loss_pct: 0, rate_mbit: 20}
-client: {page: tiny.html}
-"""
+TINY = experiment_yaml("tiny")
 
 
 def _state(root: Path) -> dict[str, str]:
