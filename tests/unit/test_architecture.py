@@ -6,6 +6,7 @@ size, imports at module top unless a comment says why not."""
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 from pathlib import Path
 
