@@ -13,6 +13,7 @@ from pathlib import Path
 from tortoiselab.host.backends import LabError
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.stopping import interrupted
+from tortoiselab.spec import cols
 from tortoiselab.spec.ccparams import ParamError, parse_assignments
 from tortoiselab.spec.experiment import ExperimentError, expand, load
 from tortoiselab.spec.pathspec import PathError, parse_path
@@ -101,8 +102,8 @@ def cmd_pageload(a: argparse.Namespace) -> int:
         print(json.dumps({"backend": res["backend"], "clock": res["clock"], **ld}, indent=1))
     else:
         print(f"backend {res['backend']}, clock {res['clock']}; {a.loader} loading {load.client.target()}")
-        for k in ("error", "plt_ms", "plt_from_request_ms", "content_download_ms", "ttfb_ms", "dns_ms",
-                  "requests", "bytes", "connections_opened", "reuse_ratio", "throughput_mbit"):
+        for k in ("error", cols.PLT, "plt_from_request_ms", cols.CDT, "ttfb_ms", "dns_ms",
+                  "requests", "bytes", "connections_opened", "reuse_ratio", cols.THROUGHPUT):
             if k in s:
                 print(f"  {k:<22} {s[k]}")
         for c in ld["connections"]:

@@ -44,6 +44,7 @@ from pydantic import (
     model_validator,
 )
 
+from tortoiselab.spec import cols
 from tortoiselab.spec.hostspec import HostError, named_host
 from tortoiselab.spec.yamlfile import MAX_BYTES, YamlFileError, excerpt, read_yaml
 from tortoiselab.spec.pathspec import FRAME_BYTES, PathError, PathSpec, describe_errors, parse_path
@@ -263,7 +264,7 @@ class Regions(BaseModel):
     def origin(self, name: str, kind: str = "profile") -> Path | None:
         return self._origin.get((kind, name))
 
-    def profile(self, name: str, field: str = "path.region") -> Profile:
+    def profile(self, name: str, field: str = cols.REGION) -> Profile:
         if name not in self.profiles:
             raise _unknown(field, "region profile", name, list(self.profiles))
         return self.profiles[name]
@@ -274,7 +275,7 @@ class Regions(BaseModel):
         return self.addons[name]
 
     def path(self, name: str, addon: str | None = None, *,
-             field: str = "path.region", addon_field: str = "path.addon") -> PathSpec:
+             field: str = cols.REGION, addon_field: str = "path.addon") -> PathSpec:
         """The PathSpec of profile ``name``, with ``addon``'s RTT added.
 
         A profile without a buffer keeps the lab default (one BDP), which is
