@@ -24,7 +24,7 @@ def _run(tmp_path: Path, clock: str) -> list[dict]:
                         "--clock", clock, "--jobs", "1", "--batch", "4"], capture_output=True, text=True,
                        timeout=900)
     # on the real clock 4 is whole too: every run stored ok but those whose path measured off on a busy
-    # host, stored failed as disturbed (README, "Exit codes"); this test is about the loader's processes
+    # host, stored failed as disturbed (docs/running.md, "Exit codes"); this test is about the loader's processes
     assert p.returncode in ((0, 4) if clock == "real" else (0,)), p.stdout + p.stderr
     runs = sorted((tmp_path / clock / "inproc").glob("*/run.json"))
     assert len(runs) == 8  # two batches of 4 (--batch 4; host/batches.py)

@@ -77,7 +77,7 @@ def test_tortoise_clean_leaves_a_linked_lock_alone_and_says_so(tmp_path, victim)
     (res / "tiny" / ".lock").symlink_to(victim / "precious")
     before = _state(victim)
     p = subprocess.run([*TORTOISE, "clean", "--results", str(res)], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 1, p.stderr  # left in place for you (README, exit codes of clean)
+    assert p.returncode == 1, p.stderr  # left in place for you (docs/running.md, exit codes of clean)
     assert _state(victim) == before
     assert p.stdout.startswith("tiny: left alone: ") and f"{res}/tiny/.lock (a link to {victim}" in p.stdout
 

@@ -2,7 +2,7 @@
 runs table, and the exit code from this invocation's records. Pure (no
 lab, no files), tested with stored records (tests/unit/test_runsummary.py).
 
-Exit codes of `tortoise run` (README, docs/faults.md):
+Exit codes of `tortoise run` (docs/running.md, docs/faults.md):
   0    every run this invocation stored is ok
   3    a run this invocation stored failed (ok false: its error says why)
   4    the only failed runs are disturbed ones: on the real clock the lab

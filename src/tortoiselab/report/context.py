@@ -1,7 +1,7 @@
 """What the report is made of: a results folder read through
 tortoiselab.host.store, the one owner of results folders (docs/architecture.md:
 experiment.yaml, every completed run's record, the runs table), and the
-tables recomputed from it. README.md ("Analysis, report, the VM") describes
+tables recomputed from it. docs/analysis.md ("The report") describes
 the report; this module decides what it compares:
 
 - arms: the values of the most important swept axis: ``server.cc`` if the

@@ -1,5 +1,5 @@
-"""The report page: one self-contained HTML file per experiment (README.md,
-"Analysis, report, the VM"; docs/architecture.md), rendered by Jinja2 from
+"""The report page: one self-contained HTML file per experiment (docs/analysis.md,
+"The report"; docs/architecture.md), rendered by Jinja2 from
 templates/report.html.j2 with its stylesheet templates/report.css inlined
 and every figure embedded (base64 PNG, with the SVG as a data: link); the
 page loads nothing from anywhere and runs no script. Autoescape is on:

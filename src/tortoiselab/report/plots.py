@@ -1,5 +1,5 @@
 """The report's figures, drawn with tortoiselab.analysis.figures for what the
-runs carry (README.md, "Analysis, report, the VM"; a new figure goes here,
+runs carry (docs/analysis.md, "The report"; a new figure goes here,
 docs/architecture.md):
 
 - PLT CDF and p90 bars when runs have a PLT, and measured vs floor when they

@@ -1,7 +1,7 @@
 """The studies' runs: which folder holds an experiment's results on a grid,
 which run ids the experiment file's grid has now, and the runs table with
 the studies' own columns beside the results store's (tortoiselab.host.store
-owns the folders; README.md, "Experiments and the runner")."""
+owns the folders; docs/running.md, "What a run stores")."""
 
 from __future__ import annotations
 

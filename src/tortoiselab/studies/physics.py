@@ -1,8 +1,8 @@
 """The physicist's checks on an experiment's server captures: slow start
 doubles from the initial window, the handshakes take the round trips their
 TLS version and window allow, and hybla's first window is rho. Printed in
-REPRODUCTION.md (`tortoise report --reproduction`, README.md "Analysis,
-report, the VM") and by the study notebooks (notebooks/README.md)."""
+REPRODUCTION.md (`tortoise report --reproduction`, docs/analysis.md "Verdicts:
+the seed studies") and by the study notebooks (notebooks/README.md)."""
 
 from __future__ import annotations
 
