@@ -70,8 +70,28 @@ until [ -n "$token" ]; do
 done
 say "JupyterLab started in the VM in $(( $(date +%s) - t0 )) s"
 
+# what a failure through the port found, on both sides: the VM's listening sockets,
+# the host's listener on the port, and on libvirt the tunnel (its process, its
+# arguments, the end of its log), so the next failure explains itself
+diagnose() {
+  echo "--- in the VM: listening TCP sockets (ss -ltnp)"
+  vssh "sudo ss -ltnp" 2>&1 | tr -d '\r' || true
+  echo "--- on the host: what listens on 127.0.0.1:$port"
+  ss -ltnp "sport = :$port" 2>&1 || true
+  local pidf log
+  for pidf in .vagrant/machines/*/libvirt/pids/ssh_"$port".pid; do
+    [ -f "$pidf" ] || continue
+    echo "--- the forward's tunnel ($pidf: pid $(cat "$pidf"))"
+    ps -o pid,lstart,args -p "$(cat "$pidf")" 2>&1 || echo "(no such process)"
+    for log in "${pidf%/pids/*}"/logs/ssh-forwarding-*_"$port"-*.log; do
+      [ -f "$log" ] && { echo "--- $log (last 20 lines)"; tail -20 "$log"; }
+    done
+  done
+}
+
 base="http://127.0.0.1:$port"
-page="$(curl -fsS --max-time 60 "$base/lab?token=$token")" || die "no page at $base/lab through the forwarded port"
+page="$(curl -fsS --max-time 60 "$base/lab?token=$token")" \
+  || { diagnose >&2; die "no page at $base/lab through the forwarded port (what was found is above)"; }
 grep -q "JupyterLab" <<<"$page" || die "$base/lab is not JupyterLab's page"
 say "$base/lab: JupyterLab's page, from the host"
 # a cell in a new kernel, over the kernel's websocket as a browser runs it (src/tortoiselab/jupyter_api.py)

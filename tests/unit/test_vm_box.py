@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
+from pathlib import Path
 
 from tests.conftest import REPO
 from tortoiselab.host import hostcheck, labkernel
@@ -142,3 +144,69 @@ def test_vm_jupyter_check_names_its_paths():
     # make vm-test runs it on the path it took, after the results are out
     test = (REPO / "scripts" / "vm-test.sh").read_text()
     assert test.index('step jupyter bash scripts/vm-jupyter.sh "$path_taken"') > test.index("step results-out")
+
+
+def _fake_tunnel(tmp_path, port: int = 8888):
+    """A process whose command line is vagrant-libvirt's tunnel (argv[0]
+    ssh, a -L forward of port): python3 under the name ssh, as `ssh` on the
+    PATH given to the script (a link to python3), so a restart with the same
+    command line runs it again."""
+    import signal
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "ssh").symlink_to(sys.executable)  # not a shim (pyenv's rewrites argv[0])
+    argv = ["ssh", "-c", "import time; time.sleep(120)", "-n", "-L", f"*:{port}:192.168.121.7:8888", "-N",
+            "192.168.121.7"]
+    p = subprocess.Popen(argv, executable=sys.executable, start_new_session=True)
+    machine = tmp_path / ".vagrant" / "machines" / "default" / "libvirt"
+    (machine / "pids").mkdir(parents=True)
+    (machine / "logs").mkdir()
+    (machine / "pids" / f"ssh_{port}.pid").write_text(str(p.pid))
+    (machine / "logs" / f"ssh-forwarding-*_{port}-192.168.121.7_8888.log").write_text("")
+    return p, argv, machine, signal
+
+
+def test_vm_forward_restarts_a_recorded_tunnel_with_its_own_command_line(tmp_path):
+    """scripts/vm-forward.sh (the Vagrantfile's trigger after up and
+    provision, issue 41): the tunnel vagrant-libvirt recorded is ended and
+    started again with the same command line, its new pid recorded where
+    halt and destroy look; a pid file naming anything but that ssh tunnel is
+    left alone."""
+    p, argv, machine, signal = _fake_tunnel(tmp_path)
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    new = None
+    try:
+        r = subprocess.run(["bash", str(REPO / "scripts" / "vm-forward.sh"), str(tmp_path)], env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert p.wait(timeout=10) is not None  # the old tunnel ended
+        new = int((machine / "pids" / "ssh_8888.pid").read_text())
+        assert new != p.pid and "started again" in r.stdout
+        assert Path(f"/proc/{new}/cmdline").read_bytes().split(b"\0")[:-1] == [a.encode() for a in argv]
+    finally:
+        for pid in (p.pid, new):
+            if pid and Path(f"/proc/{pid}").exists() and pid != os.getpid():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+    p.wait(timeout=10)
+
+
+def test_vm_forward_leaves_a_process_that_is_not_the_tunnel_alone(tmp_path):
+    other = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        machine = tmp_path / ".vagrant" / "machines" / "default" / "libvirt"
+        (machine / "pids").mkdir(parents=True)
+        (machine / "pids" / "ssh_8888.pid").write_text(str(other.pid))
+        r = subprocess.run(["bash", str(REPO / "scripts" / "vm-forward.sh"), str(tmp_path)], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0 and "is not the recorded ssh tunnel" in r.stdout, r.stdout + r.stderr
+        assert other.poll() is None  # not signalled
+        assert (machine / "pids" / "ssh_8888.pid").read_text() == str(other.pid)
+    finally:
+        other.kill()
+        other.wait()
+    # no libvirt VM at all: nothing to do
+    assert subprocess.run(["bash", str(REPO / "scripts" / "vm-forward.sh"), str(tmp_path / "none")],
+                          capture_output=True, text=True, timeout=60).returncode == 0
