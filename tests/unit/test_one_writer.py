@@ -27,6 +27,11 @@ The rule, as the code can be checked:
    folder's primitives. The one exception, LENT, is named with its reason:
    a module that writes only the lab's work folder, a folder the store
    lends a boot, under the name `work`.
+4. Not checked: the lab-side layers (LAB_SIDE: guest, web, client,
+   browser, tools), which run in the lab or write only into a folder lent
+   to them and never name a results folder (the guest cannot import the
+   host: test_architecture); a `run_dir` there is Apache's. Calls of the
+   store's API (`files.x(...)`, `store.x(...)`) are the store's writes.
 
 Writes elsewhere (a work folder under /dev/shm or tmp, the kernel cache,
 the user's cache, the site generator's output folder, a file the user
@@ -46,6 +51,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tortoiselab.host.locks import clean_stale
 from tortoiselab.project import PKG_DIR
 
 STORE = ("host/store/", "host/safefs.py")
@@ -222,3 +228,22 @@ def test_the_rule_passes_writes_elsewhere():
     lent = "def prepare(work):\n    safefs.rmtree(work / 'boot.json', work)\n"
     assert violations(lent, "host/workfolder.py") == []
     assert violations(lent, "host/other.py")  # safefs's writers are the store's
+
+
+def test_clean_removes_an_old_studies_cache_and_leaves_a_linked_one(tmp_path):
+    """The cache an older version kept in the experiment's folder is read by
+    nobody (the studies' cache is the user's since issue 35): `tortoise
+    clean` (and a runner's own clean) removes it; a link there is named, not
+    followed."""
+    exp = tmp_path / "results" / "e"
+    (exp / ".studies-cache").mkdir(parents=True)
+    (exp / ".studies-cache" / "0123456789ab.flights.json").write_text("[]")
+    assert "removed .studies-cache (left by an older version; nothing reads it)" in clean_stale(exp)
+    assert not (exp / ".studies-cache").exists()
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("x")
+    (exp / ".studies-cache").symlink_to(victim)
+    lines = clean_stale(exp)
+    assert any(ln.startswith("left .studies-cache in place: it is a link") for ln in lines)
+    assert (victim / "keep").read_text() == "x"

@@ -12,8 +12,8 @@ results/<experiment>/
 
 All locks are flocks: the kernel (or NFS's lock manager) releases them when
 their holder dies, so a SIGKILL leaves no stale lock. None of these files
-is opened through a link (host/safefs.py): a planted .lock -> ~/.bashrc is
-refused, not truncated.
+is opened through a link: the store opens them (host/store/files.py, on
+host/safefs.py), so a planted .lock -> ~/.bashrc is refused, not truncated.
 """
 
 from __future__ import annotations
@@ -136,6 +136,21 @@ def _clean_scratch(exp_dir: Path, d: Path) -> str:
         os.close(fd)
 
 
+def _clean_obsolete(exp_dir: Path) -> list[str]:
+    """Remove what older versions left and nothing reads (files.OBSOLETE:
+    .studies-cache, whose analysed captures live in the user's cache since
+    issue 35); a link in its place is left and named."""
+    out = []
+    for name in files.OBSOLETE:
+        d = exp_dir / name
+        if safefs.is_link(d):
+            out.append(f"left {name} in place: it is a link to {safefs.target(d)}, which clean never follows or "
+                       f"removes; remove it yourself (rm {d})")
+        elif files.remove(exp_dir, d, doing=f"cleaning {d}"):
+            out.append(f"removed {name} (left by an older version; nothing reads it)")
+    return out
+
+
 IN_USE_NOTES = ("its run is under way", "a verify is using it")  # left in place rightly: nothing to do
 
 
@@ -235,6 +250,7 @@ def clean_stale(exp_dir: Path, run_ids: set[str] | None = None) -> list[str]:
         if run_ids is None:  # a shard leaves the scratch of verifies alone
             done += [_clean_scratch(exp_dir, exp_dir / n) for n in sorted(os.listdir(exp_dir))
                      if VERIFY_SCRATCH.match(n)]
+            done += _clean_obsolete(exp_dir)
         for tmp in stale_work(exp_dir):
             m = RUN_TMP.match(tmp.name)
             if m is not None and run_ids is not None and m.group(1) not in run_ids:

@@ -3,7 +3,7 @@ that share a lab boot (one load per run, host/batches.py), each
 run stored as soon as its load is done, so that nothing completed is ever
 lost or overwritten.
 
-results/<experiment>/     (locks and claims: host/locks.py; records: host/store.py)
+results/<experiment>/     (locks and claims: host/locks.py; records: host/store/; every write: host/store/files.py)
   .lab/site, .lab/pki     pages and the lab PKI, made once per experiment
   <run_id>/               a completed run (renamed into place as a whole)
     run.json              config, metadata, summary, fidelity: the record

@@ -11,7 +11,7 @@ to the folder. `verify_folder` checks, for each run folder of an experiment:
 
 - the manifest: a file missing, a file the manifest does not list, a file
   whose size or sha256 changed, a link. A record of format 3 or older
-  (host/store.py) was written before manifests: noted, not failed;
+  (host/store/) was written before manifests: noted, not failed;
 - the record: readable and valid (host/store.read_record), and its run id
   the folder's name;
 - runs.parquet against the records (host/tablediff.py): a row that differs
