@@ -5,12 +5,18 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup setup-system kernel lab-kernel vm-setup vm-box vm-test experiment probe notebook traces test test-unit test-lab bench stats-check labs-check reproduce clean distclean
+.PHONY: setup setup-system setup-test kernel lab-kernel vm-setup vm-box vm-test experiment probe notebook traces test test-unit test-lab bench stats-check labs-check reproduce clean distclean
 
 setup: setup-system $(STAMP)
 
 setup-system:
 	@bash scripts/setup-system.sh
+
+# what only the test suite needs beyond setup (the VM checks of
+# tests/integration/test_vagrant.py: Vagrant, DKMS, the VM kernel's headers);
+# tests install nothing, a missing package fails its test naming this target
+setup-test:
+	@bash scripts/setup-test.sh
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || /usr/bin/python3 -m venv --system-site-packages $(VENV)
@@ -23,9 +29,9 @@ kernel: setup
 
 # the UML lab kernel only where the lab will boot it: a host that runs the
 # native backend (root, netem, every algorithm: the course VM) needs none
-# (tortoiselab.host.backends.native_ready); TORTOISE_LAB_KERNEL=always builds it anyway
+# (tortoiselab.host.hostcheck.native_ready); TORTOISE_LAB_KERNEL=always builds it anyway
 lab-kernel: setup
-	@if [ "$${TORTOISE_LAB_KERNEL:-auto}" != always ] && $(PY) -m tortoiselab.host.backends native-ready; then \
+	@if [ "$${TORTOISE_LAB_KERNEL:-auto}" != always ] && $(PY) -m tortoiselab.host.hostcheck native-ready; then \
 	  echo "lab-kernel: not building the UML lab kernel (the native backend runs here)"; \
 	else $(MAKE) --no-print-directory kernel; fi
 
@@ -49,13 +55,13 @@ notebook: setup
 traces: setup
 	$(PY) -m tortoiselab.spec.tracegen
 
-test: setup kernel
+test: setup setup-test kernel
 	$(PY) -m pytest -q -ra tests
 
 test-unit: setup
 	$(PY) -m pytest -q -ra tests/unit
 
-test-lab: setup kernel
+test-lab: setup setup-test kernel
 	$(PY) -m pytest -q -ra tests/integration
 
 # figures, not assertions: the size and power of the verdicts' tests at n = 6, 20, 60 and alpha 0.05,

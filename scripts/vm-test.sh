@@ -15,7 +15,7 @@
 #   4. the VM's kernel: every algorithm (ours included) and netem
 #   5. `sudo make -C /vagrant experiment` in the VM: the native backend, no
 #      UML lab kernel built
-#   6. the results copied out as README.md says (rsync over `vagrant ssh-config`)
+#   6. the results copied out as docs/course-labs.md says (rsync over `vagrant ssh-config`)
 #   7. Jupyter in the VM reached from the host on the forwarded port, as
 #      docs/course-labs.md says: its page, and a cell run in a kernel of the
 #      venv (scripts/vm-jupyter.sh)
@@ -216,7 +216,7 @@ for a in "${algos[@]}"; do [[ "$avail" == *" $a "* ]] || missing+=("$a"); done
 grep -q '^sch_netem ' "$out/$(printf %02d ${#steps[@]})-kernel-algorithms.log" || fail "sch_netem is not loaded in the VM"
 say "the VM's kernel has all ${#algos[@]} algorithms (ours: ${algos[*]: -2}) and sch_netem"
 
-# README.md, "Results out" (on plain qemu: scripts/vm-qemu.sh ssh-config in place of vagrant's)
+# docs/course-labs.md, "Getting results out" (on plain qemu: scripts/vm-qemu.sh ssh-config in place of vagrant's)
 copy_results() {
   vm ssh-config > .vagrant/ssh-config &&
   rm -rf "$out/results" &&

@@ -5,9 +5,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 TORTOISE = [sys.executable, "-m", "tortoiselab.cli"]
+EXPERIMENTS = REPO / "tests" / "data" / "experiments"  # the shared experiments tests derive theirs from
 
 
 def host_state() -> dict:
@@ -49,6 +51,27 @@ def write_yaml(folder: Path, text: str, name: str = "e.yaml") -> Path:
     f = folder / name
     f.write_text(textwrap.dedent(text))
     return f
+
+
+def experiment_yaml(base: str, changes: dict | None = None, comment: str = "") -> str:
+    """The text of tests/data/experiments/<base>.yaml with `changes` made:
+    a key "section.field" sets that field of a section (path.loss_pct,
+    client.page, sweep.server.cc: only the first dot splits), any other key
+    a top-level entry (name, sweep: the whole entry); None removes what the
+    key names. `comment` becomes the file's first line ("# comment")."""
+    f = EXPERIMENTS / f"{base}.yaml"
+    if not f.is_file():
+        raise FileNotFoundError(f"no shared experiment {base!r}: {sorted(p.stem for p in EXPERIMENTS.glob('*.yaml'))}")
+    doc = yaml.safe_load(f.read_text())
+    for key, value in (changes or {}).items():
+        section, _, field = key.partition(".")
+        where, name = (doc.setdefault(section, {}), field) if field else (doc, key)
+        if value is None:
+            where.pop(name, None)
+        else:
+            where[name] = value
+    text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=1000, allow_unicode=True)
+    return f"# {comment}\n{text}" if comment else text
 
 
 @pytest.fixture(scope="module")

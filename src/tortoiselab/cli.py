@@ -13,13 +13,14 @@ from pathlib import Path
 from tortoiselab.host.backends import LabError
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.stopping import interrupted
+from tortoiselab.spec import cols
 from tortoiselab.spec.ccparams import ParamError, parse_assignments
 from tortoiselab.spec.experiment import ExperimentError, expand, load
 from tortoiselab.spec.pathspec import PathError, parse_path
 from tortoiselab.spec.topologies import parse_topology
 from tortoiselab.spec.regions import format_regions_table, load_regions
 
-NO_DATA_EXIT = 5  # tortoise report --reproduction: a seed sentence's primary reading has no runs (README, exit codes)
+NO_DATA_EXIT = 5  # tortoise report --reproduction: a seed sentence's primary reading has no runs (docs/running.md, "Exit codes")
 LAZY_IMPORTS = ("each subcommand imports the layers it needs inside its function: the host's modules pull in "
                 "pandas and the report matplotlib (1-1.5 s), while `tortoise --help` and `validate` start in 0.2 s")
 
@@ -101,8 +102,8 @@ def cmd_pageload(a: argparse.Namespace) -> int:
         print(json.dumps({"backend": res["backend"], "clock": res["clock"], **ld}, indent=1))
     else:
         print(f"backend {res['backend']}, clock {res['clock']}; {a.loader} loading {load.client.target()}")
-        for k in ("error", "plt_ms", "plt_from_request_ms", "content_download_ms", "ttfb_ms", "dns_ms",
-                  "requests", "bytes", "connections_opened", "reuse_ratio", "throughput_mbit"):
+        for k in ("error", cols.PLT, "plt_from_request_ms", cols.CDT, "ttfb_ms", "dns_ms",
+                  "requests", "bytes", "connections_opened", "reuse_ratio", cols.THROUGHPUT):
             if k in s:
                 print(f"  {k:<22} {s[k]}")
         for c in ld["connections"]:
@@ -253,7 +254,7 @@ def cmd_clean(a: argparse.Namespace) -> int:
     from tortoiselab.host.locks import clean_results, left_for_you
 
     lines, n = clean_results(Path(a.results))
-    yours = left_for_you(lines)  # exit 1: something left in place needs you (README, exit codes)
+    yours = left_for_you(lines)  # exit 1: something left in place needs you (docs/running.md, "Exit codes")
     print("\n".join([*lines, f"clean: {n} actions; completed runs untouched"
                       + f"; {len(yours)} left in place for you to remove (see the lines above)" * bool(yours)]))
     return 1 if yours else 0
@@ -484,7 +485,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only the runs whose ids FILE lists, one per line (--shard then slices this list); "
                         "the Slurm executor's array tasks use it")
     p.add_argument("--executor", default="local", choices=["local", "slurm"],
-                   help="slurm: submit the pending runs as a job array (see README 'On a cluster')")
+                   help="slurm: submit the pending runs as a job array (see docs/cluster.md)")
     p.add_argument("--partition", default=None, help="slurm: the partition (sbatch --partition)")
     p.add_argument("--array-parallelism", type=int, default=None, metavar="N",
                    help="slurm: at most N array tasks at once (sbatch --array=...%%N); default: no limit")

@@ -23,22 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TORTOISE
+from tests.conftest import TORTOISE, experiment_yaml
 from tortoiselab.host import determinism as D
 
 pytestmark = pytest.mark.lab
 
-EXP = """
-name: determinism
-repetitions: 2
-seed: 7
-path: {rtt_ms: 100, loss_pct: 2, rate_mbit: 10}
-server: {cc: cubic, initcwnd_pkts: 10}
-client: {page: feed.html}
-sweep:
-  server.cc: [cubic, hybla]
-  path.loss_pct: [2, 5]
-"""
+EXP = experiment_yaml("feed", {"name": "determinism", "repetitions": 2,
+                               "sweep": {"server.cc": ["cubic", "hybla"], "path.loss_pct": [2, 5]}})
 
 
 @pytest.fixture(scope="module")

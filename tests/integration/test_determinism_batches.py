@@ -20,21 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TORTOISE
+from tests.conftest import TORTOISE, experiment_yaml
 from tortoiselab.host import determinism as D
 
 pytestmark = pytest.mark.lab
 
-EXP = """
-name: batchdet
-repetitions: 5
-seed: 3
-path: {rtt_ms: 60, loss_pct: 2, rate_mbit: 10}
-server: {cc: cubic, initcwnd_pkts: 10}
-client: {page: tiny.html}
-sweep:
-  server.cc: [cubic, hybla]
-"""
+EXP = experiment_yaml("two-arms", {"name": "batchdet", "repetitions": 5,
+                                   "path": {"rtt_ms": 60, "loss_pct": 2, "rate_mbit": 10}})
 
 
 def _tortoise(args: list[str], f: Path, results: Path) -> tuple[float, subprocess.CompletedProcess]:

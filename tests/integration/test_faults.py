@@ -16,21 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TORTOISE, group_alive, host_state, write_yaml
+from tests.conftest import TORTOISE, experiment_yaml, group_alive, host_state, write_yaml
 from tortoiselab.host import store
 from tortoiselab.host.runner import FAULT_PAUSE_ENV
 
 pytestmark = pytest.mark.lab
 
-EXP = """
-name: faults
-repetitions: 1
-seed: 3
-path: {rtt_ms: 40, loss_pct: 1, rate_mbit: 20}
-client: {page: tiny.html}
-sweep:
-  server.cc: [cubic, reno, bbr]
-"""
+EXP = experiment_yaml("tiny", {"name": "faults", "path.loss_pct": 1, "sweep.server.cc": ["cubic", "reno", "bbr"]})
 GUEST_GONE_S = 5.0
 
 
@@ -147,7 +139,7 @@ def test_an_unprivileged_user_runs_the_lab(lab_kernel):
     through hostfs and wrote 24 bytes; the run is now whole."""
     import tempfile
 
-    from tortoiselab.host import backends
+    from tortoiselab.host import labkernel
 
     top = Path(tempfile.mkdtemp(prefix="tortoise-unpriv-", dir="/tmp"))
     try:
@@ -155,7 +147,7 @@ def test_an_unprivileged_user_runs_the_lab(lab_kernel):
         kernel = top / "linux"
         shutil.copy2(lab_kernel, kernel)
         shutil.copy2(lab_kernel.parent / "config", top / "config")
-        mods = backends.modules_path(lab_kernel)
+        mods = labkernel.modules_path(lab_kernel)
         shutil.copytree(mods, top / mods.name)
         results = top / "results"
         results.mkdir()

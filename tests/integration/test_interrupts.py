@@ -20,18 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TORTOISE, group_alive, write_yaml
+from tests.conftest import TORTOISE, experiment_yaml, group_alive, write_yaml
 from tortoiselab.host import store
 
 pytestmark = pytest.mark.lab
 
-EXP = """
-name: stopper
-repetitions: 4
-seed: 3
-path: {rtt_ms: 40, loss_pct: 1, rate_mbit: 20}
-client: {page: tiny.html}
-"""
+EXP = experiment_yaml("tiny", {"name": "stopper", "repetitions": 4, "path.loss_pct": 1})
 RUN_ID = "[0-9a-f]" * 12
 STOP_S = 6.0  # from the signal to the runner's exit (0.7 s measured on an idle 2-core machine)
 

@@ -9,21 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TORTOISE, write_yaml
+from tests.conftest import TORTOISE, experiment_yaml, write_yaml
 from tortoiselab.host.runsummary import disturbed
 
 pytestmark = pytest.mark.lab
 
-EXP = """
-name: inproc
-repetitions: 4
-seed: 3
-path: {rtt_ms: 100, loss_pct: 0, rate_mbit: 20}
-server: {cc: cubic, initcwnd_pkts: 10}
-client: {page: small.html}
-sweep:
-  server.cc: [cubic, hybla]
-"""
+EXP = experiment_yaml("two-arms", {"name": "inproc", "repetitions": 4, "path.loss_pct": 0,
+                                   "client.page": "small.html"})
 
 
 def _run(tmp_path: Path, clock: str) -> list[dict]:
@@ -32,7 +24,7 @@ def _run(tmp_path: Path, clock: str) -> list[dict]:
                         "--clock", clock, "--jobs", "1", "--batch", "4"], capture_output=True, text=True,
                        timeout=900)
     # on the real clock 4 is whole too: every run stored ok but those whose path measured off on a busy
-    # host, stored failed as disturbed (README, "Exit codes"); this test is about the loader's processes
+    # host, stored failed as disturbed (docs/running.md, "Exit codes"); this test is about the loader's processes
     assert p.returncode in ((0, 4) if clock == "real" else (0,)), p.stdout + p.stderr
     runs = sorted((tmp_path / clock / "inproc").glob("*/run.json"))
     assert len(runs) == 8  # two batches of 4 (--batch 4; host/batches.py)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, TORTOISE, write_yaml
+from tests.conftest import REPO, TORTOISE, experiment_yaml, write_yaml
 from tortoiselab.host import determinism as D
 
 pytestmark = pytest.mark.lab
@@ -53,16 +53,7 @@ def test_bursty_loss_and_jitter_are_emulated_as_configured(tmp_path, lab_kernel)
         assert again[d]["lost_seqs"] == task[d]["lost_seqs"]
 
 
-AS_BEFORE = """
-name: asbefore
-repetitions: 1
-seed: 7
-path: {rtt_ms: 100, loss_pct: 2, rate_mbit: 10}
-server: {cc: cubic, initcwnd_pkts: 10}
-client: {page: feed.html}
-sweep:
-  path.jitter_ms: [0, 5]
-"""
+AS_BEFORE = experiment_yaml("feed", {"name": "asbefore", "sweep": {"path.jitter_ms": [0, 5]}})
 
 
 def summary(run_dir: Path) -> dict:

@@ -103,7 +103,7 @@ def _uml_pass(d: Path, exp: Path, name: str, exp_name: str = NAME, clock: str = 
     p = subprocess.run([*TORTOISE, "run", str(exp), "--backend", "uml", "--clock", clock, "--results",
                         str(d / name)], capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     # 4: every run stored ok but those on the real clock that measured their path off, stored failed as
-    # disturbed (README, "Exit codes"): on a busy host that is the real clock's honest answer; the
+    # disturbed (docs/running.md, "Exit codes"): on a busy host that is the real clock's honest answer; the
     # comparison below takes their figures too (the lab did what it was told; the host was slow)
     assert p.returncode in WHOLE, p.stdout[-3000:] + p.stderr[-3000:]
     return _side(d / name / exp_name)

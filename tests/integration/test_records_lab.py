@@ -11,20 +11,12 @@ import subprocess
 import pandas as pd
 import pytest
 
-from tests.conftest import TORTOISE, write_yaml
+from tests.conftest import TORTOISE, experiment_yaml, write_yaml
 from tortoiselab.host import store, verify
 
 pytestmark = pytest.mark.lab
 
-EXP = """
-name: records
-repetitions: 1
-seed: 5
-path: {rtt_ms: 40, loss_pct: 0, rate_mbit: 20}
-client: {page: tiny.html}
-sweep:
-  server.cc: [cubic, reno]
-"""
+EXP = experiment_yaml("tiny", {"name": "records", "seed": 5, "sweep.server.cc": ["cubic", "reno"]})
 
 
 def _run(f, results):

@@ -1,7 +1,6 @@
 """The report of a real experiment: run a small sweep in the lab, write the
 HTML report, render it in headless Chromium and look at the screenshot."""
 
-import os
 import re
 import shutil
 import subprocess
@@ -11,43 +10,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import TORTOISE, write_yaml
+from tests.conftest import TORTOISE, experiment_yaml, write_yaml
 from tortoiselab import report
 from tortoiselab.report.context import comparisons, runs_summary
 
 pytestmark = pytest.mark.lab
 
-EXP = """\
-# two arms x two repetitions of the tiny page on a long, lossy path
-name: report-smoke
-description: tiny page over 100 ms RTT, 1 % loss; cubic vs hybla
-repetitions: 2
-seed: 3
-path: {rtt_ms: 100, loss_pct: 1, rate_mbit: 20}
-server: {cc: cubic, initcwnd_pkts: 10}
-client: {page: tiny.html}
-sweep:
-  server.cc: [cubic, hybla]
-"""
+EXP = experiment_yaml("two-arms", {"name": "report-smoke",
+                                   "description": "tiny page over 100 ms RTT, 1 % loss; cubic vs hybla"},
+                      comment="two arms x two repetitions of the tiny page on a long, lossy path")
 
 CHROMIUM = "/usr/bin/chromium"
 BLUE = np.array([1, 115, 178])  # seaborn "colorblind" first colour: the cubic arm in the figures
 
 
 def _chromium() -> str:
-    """Debian's Chromium, installed if missing (the test needs root for that)."""
-    if Path(CHROMIUM).exists():
-        return CHROMIUM
-    if os.geteuid() != 0:
-        pytest.fail(f"{CHROMIUM} is missing: install it with `sudo apt-get install -y chromium`")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    p = subprocess.run(["apt-get", "install", "-y", "chromium"], capture_output=True, text=True, env=env,
-                       timeout=1800)
-    if p.returncode != 0:  # stale package lists: refresh once
-        subprocess.run(["apt-get", "update"], capture_output=True, text=True, env=env, timeout=600)
-        p = subprocess.run(["apt-get", "install", "-y", "chromium"], capture_output=True, text=True, env=env,
-                           timeout=1800)
-    assert p.returncode == 0 and Path(CHROMIUM).exists(), p.stdout[-2000:] + p.stderr[-2000:]
+    """Debian's Chromium, which `make setup` installs (scripts/setup-system.sh); the test installs nothing."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: `make setup` installs it (scripts/setup-system.sh; make test runs it)")
     return CHROMIUM
 
 

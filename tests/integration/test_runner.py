@@ -9,20 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TORTOISE, group_alive, host_state, write_yaml
+from tests.conftest import TORTOISE, experiment_yaml, group_alive, host_state, write_yaml
 
 pytestmark = pytest.mark.lab
 
-EXP = """
-name: resume
-repetitions: 2
-seed: 5
-path: {rtt_ms: 100, loss_pct: 0.5, rate_mbit: 20}
-server: {cc: cubic, initcwnd_pkts: 10}
-client: {page: tiny.html}
-sweep:
-  server.cc: [cubic, reno]
-"""
+EXP = experiment_yaml("two-arms", {"name": "resume", "seed": 5, "path.loss_pct": 0.5,
+                                   "sweep.server.cc": ["cubic", "reno"]})
 
 
 def _snapshot(exp_dir: Path) -> dict:

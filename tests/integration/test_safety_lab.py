@@ -13,20 +13,14 @@ import time
 
 import pytest
 
-from tests.conftest import TORTOISE, group_alive, write_yaml
+from tests.conftest import TORTOISE, experiment_yaml, group_alive, write_yaml
 from tortoiselab.host import store
 from tortoiselab.host.locks import claim
 from tortoiselab.spec.experiment import expand, load
 
 pytestmark = pytest.mark.lab
 
-EXP = """
-name: tiny
-repetitions: 1
-seed: 3
-path: {rtt_ms: 40, loss_pct: 0, rate_mbit: 20}
-client: {page: tiny.html}
-"""
+EXP = experiment_yaml("tiny")
 
 
 def test_run_spares_a_foreign_group_a_stale_work_folder_names(tmp_path, lab_kernel):

@@ -15,21 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TORTOISE, group_alive
+from tests.conftest import TORTOISE, experiment_yaml, group_alive
 from tests.slurm_cluster import ClusterError, missing_binaries, private_cluster
 
 pytestmark = pytest.mark.lab
 
-EXP = """
-name: cluster
-repetitions: 4
-seed: 3
-path: {rtt_ms: 20, loss_pct: 0, rate_mbit: 50}
-server: {cc: cubic, initcwnd_pkts: 10}
-client: {page: tiny.html}
-sweep:
-  server.cc: [cubic, reno]
-"""
+EXP = experiment_yaml("two-arms", {"name": "cluster", "repetitions": 4,
+                                   "path": {"rtt_ms": 20, "loss_pct": 0, "rate_mbit": 50},
+                                   "sweep.server.cc": ["cubic", "reno"]})
 # the same on both executors, to the bit: the configuration and what was counted
 EXACT = ["run_id", "experiment", "repetition", "seed", "ok", "error", "path.rtt_ms", "path.loss_pct",
          "path.rate_mbit", "server.cc", "server.initcwnd_pkts", "client.page", "bytes", "connections_opened",

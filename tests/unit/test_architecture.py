@@ -6,6 +6,8 @@ size, imports at module top unless a comment says why not."""
 from __future__ import annotations
 
 import ast
+import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -31,9 +33,12 @@ LAYERS = {
     "jupyter_api": set(),
     "cli": {"project", "spec", "analysis", "host", "report", "studies", "course"},
 }
-MAX_MODULE_LINES = 500
-MAX_FUNCTION_LINES = 80
-# the stated reasons for exceptions
+# Sizes are smoke detectors, not targets (issue 40): above the soft limit a
+# warning asks whether the module or function still does one job; only the
+# generous hard limit fails. Nothing is split or reflowed to fit a number.
+SOFT_MODULE_LINES, MAX_MODULE_LINES = 500, 800
+SOFT_FUNCTION_LINES, MAX_FUNCTION_LINES = 80, 120
+# the stated reasons for exceptions (exempt from the warning and the limit)
 LONG_MODULES: dict[str, str] = {
     "cli.py": "one short function per subcommand, each importing its layers inside (the CLI starts fast); "
               "the logic lives in the layers (issue 35 added verify and --skip-damaged)",
@@ -149,22 +154,56 @@ def test_guest_never_imports_host():
             assert not [t for t, _, _ in _imports(mod, path) if _layer(t) == "host"], mod
 
 
-def test_modules_are_readable_size():
-    long = {str(p.relative_to(PKG_DIR)): n for p in MODULES.values()
-            if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
-    assert set(long) <= set(LONG_MODULES), f"modules over {MAX_MODULE_LINES} lines without a stated reason: {long}"
+def _module_sizes() -> dict[str, int]:
+    """Module (path under the package) -> its lines, for modules without a stated reason."""
+    sizes = {str(p.relative_to(PKG_DIR)): len(p.read_text().splitlines()) for p in MODULES.values()}
+    return {k: n for k, n in sizes.items() if k not in LONG_MODULES}
 
 
-def test_functions_are_readable_size():
-    long = []
+def _function_sizes() -> dict[str, int]:
+    """'module:function' -> its lines, for functions without a stated reason."""
+    out = {}
     for p in MODULES.values():
         for node in ast.walk(ast.parse(p.read_text())):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                n = node.end_lineno - node.lineno + 1
                 key = f"{p.relative_to(PKG_DIR)}:{node.name}"
-                if n > MAX_FUNCTION_LINES and key not in LONG_FUNCTIONS:
-                    long.append(f"{key} ({n} lines)")
+                if key not in LONG_FUNCTIONS:
+                    out[key] = max(out.get(key, 0), node.end_lineno - node.lineno + 1)
+    return out
+
+
+def _check_sizes(sizes: dict[str, int], soft: int, hard: int, what: str) -> list[str]:
+    """Those over the hard limit (the test fails on them); a warning names
+    those between the soft and the hard limit."""
+    over = {k: n for k, n in sizes.items() if n > soft}
+    if warned := {k: n for k, n in over.items() if n <= hard}:
+        warnings.warn(f"{what} over {soft} lines (a smoke detector, not a target: does each still do one "
+                      f"job?): {warned}", stacklevel=2)
+    return [f"{k} ({n} lines)" for k, n in over.items() if n > hard]
+
+
+def test_modules_are_readable_size():
+    long = _check_sizes(_module_sizes(), SOFT_MODULE_LINES, MAX_MODULE_LINES, "modules")
+    assert not long, f"modules over {MAX_MODULE_LINES} lines without a stated reason: {long}"
+
+
+def test_functions_are_readable_size():
+    long = _check_sizes(_function_sizes(), SOFT_FUNCTION_LINES, MAX_FUNCTION_LINES, "functions")
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines without a stated reason: {long}"
+
+
+def test_size_check_warns_above_the_soft_limit_and_fails_above_the_hard_one():
+    sizes = {"small.py": 500, "large.py": 501, "huge.py": 801}
+    with pytest.warns(UserWarning, match=r"modules over 500 lines .*'large.py': 501") as seen:
+        assert _check_sizes(sizes, SOFT_MODULE_LINES, MAX_MODULE_LINES, "modules") == ["huge.py (801 lines)"]
+    assert "small.py" not in str(seen[0].message) and "huge.py" not in str(seen[0].message)
+
+
+def test_stated_reasons_name_what_exists():
+    assert set(LONG_MODULES) <= {str(p.relative_to(PKG_DIR)) for p in MODULES.values()}
+    names = {f"{p.relative_to(PKG_DIR)}:{n.name}" for p in MODULES.values() for n in ast.walk(ast.parse(p.read_text()))
+             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    assert set(LONG_FUNCTIONS) <= names
 
 
 def test_imports_inside_functions_say_why():
@@ -195,8 +234,11 @@ def test_imports_inside_functions_say_why():
 
 
 def test_repository_root_is_computed_once():
-    hits = [str(p.relative_to(PKG_DIR)) for p in MODULES.values()
-            if p.name != "project.py" and ("parents[2]" in p.read_text() or "parent.parent.parent" in p.read_text())]
+    """Any climb of two folders or more (parents[2], parents[3], ...,
+    parent.parent.parent) outside project.py: a module in a subpackage
+    needs parents[3] to reach the same root."""
+    up = re.compile(r"parents\[[2-9]\]|parent\.parent\.parent")
+    hits = [str(p.relative_to(PKG_DIR)) for p in MODULES.values() if p.name != "project.py" and up.search(p.read_text())]
     assert not hits, f"compute the repository root through tortoiselab.project, not in {hits}"
 
 

@@ -4,18 +4,21 @@ import sys
 import pytest
 
 from tortoiselab.host import backends as B
+from tortoiselab.host import hostcheck as H
+from tortoiselab.host import labkernel as K
+from tortoiselab.host import umlcmd as U
 from tortoiselab.host import guestpaths as G
 from tortoiselab.spec.pathspec import PathSpec
 from tortoiselab.spec.requests import CcCheckRequest, read_request
 
 
 def test_uml_argv_virtual():
-    argv = B.uml_argv("/k/linux", "virtual", "tl-1")
+    argv = U.uml_argv("/k/linux", "virtual", "tl-1")
     # the kernel runs with the host's getrandom failing for it (docs/determinism.md)
-    assert argv[:4] == [sys.executable, "-S", str(B.NO_HOST_ENTROPY), "/k/linux"]
+    assert argv[:4] == [sys.executable, "-S", str(U.NO_HOST_ENTROPY), "/k/linux"]
     assert "root=/dev/root" in argv and "rootfstype=hostfs" in argv and "rootflags=/" in argv
     assert "ro" in argv  # the host tree is read-only in the guest
-    assert f"init={B.GUEST_INIT}" in argv
+    assert f"init={U.GUEST_INIT}" in argv
     # nothing that differs between two boots of a run is on the kernel's command
     # line (it seeds the random pool): the work folder is the process's cwd (not
     # an argument), and UML's control dir its default $HOME/.uml with HOME = the
@@ -23,8 +26,8 @@ def test_uml_argv_virtual():
     assert not [x for x in argv if x.startswith(("uml_dir=", "TL_WORK="))]
     assert argv[-1] == "time-travel=inf-cpu"
     # the guest's wall clock starts at a fixed instant (docs/determinism.md), in ns
-    assert f"time-travel-start={B.VIRTUAL_EPOCH_S * 10**9}" in argv and B.VIRTUAL_EPOCH_S == 1893456000
-    real = B.uml_argv("/k/linux", "real", "tl-1")
+    assert f"time-travel-start={U.VIRTUAL_EPOCH_S * 10**9}" in argv and U.VIRTUAL_EPOCH_S == 1893456000
+    real = U.uml_argv("/k/linux", "real", "tl-1")
     assert not [x for x in real if x.startswith("time-travel")]
 
 
@@ -39,7 +42,7 @@ def test_guest_work_paths_map_back_to_the_host(tmp_path):
     ld = out["task"]["loads"][0]
     assert ld["pcap"] == f"{tmp_path}/load-000/server.pcap" and ld["har"] is None and ld["n"] == 3
     assert ld["names"] == ["/run/tortoise-web/x", f"{g}x/y", str(tmp_path)]
-    assert f"W={g}\n" in B.GUEST_INIT.read_text()  # the path init.sh mounts it at
+    assert f"W={g}\n" in U.GUEST_INIT.read_text()  # the path init.sh mounts it at
 
 
 def test_a_native_result_keeps_its_paths_even_under_the_guest_work_folder(tmp_path):
@@ -50,8 +53,8 @@ def test_a_native_result_keeps_its_paths_even_under_the_guest_work_folder(tmp_pa
 
 
 def test_uml_argv_seccomp_only_when_asked():
-    assert "seccomp=on" not in B.uml_argv("/k/linux", "virtual", "tl-1")
-    argv = B.uml_argv("/k/linux", "virtual", "tl-1", userspace="seccomp")
+    assert "seccomp=on" not in U.uml_argv("/k/linux", "virtual", "tl-1")
+    argv = U.uml_argv("/k/linux", "virtual", "tl-1", userspace="seccomp")
     # `on`, not `auto`: the kernel either runs seccomp or stops, so the mode is known
     assert argv[-1] == "seccomp=on" and "time-travel=inf-cpu" in argv
 
@@ -61,39 +64,39 @@ def test_uml_userspace_follows_the_kernel_and_the_host(tmp_path, monkeypatch):
     k612, k73 = tmp_path / "linux-612", tmp_path / "linux-73"
     k612.write_bytes(b"\0" * 100 + b"time-travel=inf-cpu\0")
     k73.write_bytes(b"\0" * 100 + b"seccomp=<on/auto/off>\n    Configure whether\0")
-    assert B.uml_userspace(str(k612))[0] == "ptrace"
-    assert B.uml_userspace(str(k73)) == ("seccomp", "the kernel offers it")
+    assert U.uml_userspace(str(k612))[0] == "ptrace"
+    assert U.uml_userspace(str(k73)) == ("seccomp", "the kernel offers it")
     monkeypatch.setenv("TORTOISE_UML_USERSPACE", "ptrace")
-    assert B.uml_userspace(str(k73))[0] == "ptrace"
+    assert U.uml_userspace(str(k73))[0] == "ptrace"
     monkeypatch.setenv("TORTOISE_UML_USERSPACE", "seccomp")
     with pytest.raises(B.LabError, match="no seccomp mode"):
-        B.uml_userspace(str(k612))
+        U.uml_userspace(str(k612))
     # a refusal seen once: ptrace from then on, and it says why
     monkeypatch.delenv("TORTOISE_UML_USERSPACE")
     log = tmp_path / "console.log"
     log.write_text("Checking that seccomp filters can be installed...missing\n"
                    "SECCOMP userspace requested but not functional!\n")
-    why = B._seccomp_refusal(log)
+    why = U.seccomp_refusal(log)
     assert why is not None and "missing" in why
-    B._record_seccomp_refusal(str(k73), why)  # recorded beside the kernel: later boots and processes see it
-    assert B.seccomp_refused(str(k73)) == why
-    mode, reason = B.uml_userspace(str(k73))
+    U.record_seccomp_refusal(str(k73), why)  # recorded beside the kernel: later boots and processes see it
+    assert U.seccomp_refused(str(k73)) == why
+    mode, reason = U.uml_userspace(str(k73))
     assert mode == "ptrace" and "refused" in reason and "missing" in reason
     log.write_text("Linux version 7.3.4\n")
-    assert B._seccomp_refusal(log) is None
+    assert U.seccomp_refusal(log) is None
 
 
 def test_kernel_algorithms_from_config_and_our_modules(tmp_path, monkeypatch):
     monkeypatch.delenv("TORTOISE_MODULES", raising=False)
     (tmp_path / "config").write_text("CONFIG_TCP_CONG_CUBIC=y\nCONFIG_TCP_CONG_HSTCP=y\n"
                                      "# CONFIG_TCP_CONG_BBR is not set\nCONFIG_TCP_CONG_ADVANCED=y\n")
-    assert B.kernel_algorithms(tmp_path / "linux") == ["reno", "cubic", "highspeed"]
+    assert K.kernel_algorithms(tmp_path / "linux") == ["reno", "cubic", "highspeed"]
     mods = tmp_path / "modules-abc"
     mods.mkdir()
     (mods / "tcp_reno_beta.ko").write_text("")
     (mods / "BUILD_OK").write_text("")
-    assert B.modules_path(tmp_path / "linux") == mods
-    assert B.kernel_algorithms(tmp_path / "linux") == ["reno", "cubic", "highspeed", "reno_beta"]
+    assert K.modules_path(tmp_path / "linux") == mods
+    assert K.kernel_algorithms(tmp_path / "linux") == ["reno", "cubic", "highspeed", "reno_beta"]
 
 
 def test_choose_refuses_bad_combinations(monkeypatch):
@@ -128,26 +131,26 @@ def test_missing_kernel_says_make_kernel(monkeypatch, tmp_path):
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="checks the unprivileged case")
 def test_native_needs_root():
-    assert B.host_can_emulate(["cubic"]) == (False, "not root")
+    assert H.host_can_emulate(["cubic"]) == (False, "not root")
 
 
 def _fake_host(monkeypatch, cfg: str, installed: set[str]) -> None:
-    monkeypatch.setattr(B.os, "geteuid", lambda: 0)
-    monkeypatch.setattr(B, "host_kernel_config", lambda: cfg)
-    monkeypatch.setattr(B, "installed_module", lambda name: name in installed)
+    monkeypatch.setattr(H.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(H, "host_kernel_config", lambda: cfg)
+    monkeypatch.setattr(H, "installed_module", lambda name: name in installed)
 
 
 def test_native_accepts_our_modules_that_dkms_installed(monkeypatch):
     # the VM's kernel: Debian's config names no cubic_plus; DKMS put the module in updates/
     _fake_host(monkeypatch, "CONFIG_NET_SCH_NETEM=y\n", {"tcp_cubic_plus"})
-    assert B.host_can_emulate(["cubic", "cubic_plus"])[0]
-    ok, why = B.host_can_emulate(["cubic", "reno_beta"])
+    assert H.host_can_emulate(["cubic", "cubic_plus"])[0]
+    ok, why = H.host_can_emulate(["cubic", "reno_beta"])
     assert not ok and why == "host kernel lacks reno_beta"
 
 
 def test_native_refuses_a_host_without_netem(monkeypatch):
     _fake_host(monkeypatch, "CONFIG_TCP_CONG_CUBIC=y\n", set())
-    assert B.host_can_emulate(["cubic"]) == (False, "host kernel has no netem (CONFIG_NET_SCH_NETEM)")
+    assert H.host_can_emulate(["cubic"]) == (False, "host kernel has no netem (CONFIG_NET_SCH_NETEM)")
 
 
 def test_run_task_writes_the_typed_request_with_where_it_runs(tmp_path, monkeypatch):

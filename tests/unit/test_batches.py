@@ -15,16 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import experiment_yaml
 from tortoiselab.host import backends, batches, runner
 from tortoiselab.host import cpus as cpus_mod
 from tortoiselab.spec.experiment import expand, load
 
-EXP = """
-name: batches
-repetitions: 5
-path: {rtt_ms: 50, loss_pct: 0, rate_mbit: 10}
-client: {page: tiny.html}
-"""
+EXP = experiment_yaml("unit", {"name": "batches", "repetitions": 5})
 
 
 class FakeLab:
@@ -242,7 +238,8 @@ def test_the_pki_is_made_for_the_certificates_of_every_run_not_only_the_pending(
     PKI of the whole sweep: a later invocation of the other runs finds its
     variants there (host/assets.py)."""
     f = tmp_path / "e.yaml"
-    f.write_text(EXP.replace("repetitions: 5", "repetitions: 1\nsweep:\n  server.cert: [shared, large, separate-rsa]"))
+    f.write_text(experiment_yaml("unit", {"name": "batches", "repetitions": 1,
+                                          "sweep.server.cert": ["shared", "large", "separate-rsa"]}))
     first = expand(load(f))[0]
     assert first.config["server"]["cert"] == "shared"
     (tmp_path / "runs.txt").write_text(first.run_id + "\n")

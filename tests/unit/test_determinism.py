@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tortoiselab.host import backends, store
+from tortoiselab.host import backends, store, umlcmd
 from tortoiselab.host import determinism as D
 from tortoiselab.host.provenance import run_seeds
 
@@ -87,7 +87,7 @@ def test_run_seeds(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({"seed": 4}))
     s = run_seeds(11, 11, tmp_path, "exp", {"netem_up": 1, "netem_down": 2}, "virtual")
     assert s == {"run": 11, "client": 11, "site": 4, "pki": "exp", "netem_down": 2, "netem_up": 1,
-                 "virtual_epoch_s": backends.VIRTUAL_EPOCH_S}
+                 "virtual_epoch_s": umlcmd.VIRTUAL_EPOCH_S}
     assert "virtual_epoch_s" not in run_seeds(11, 11, tmp_path / "none", "exp", {}, "real")
 
 

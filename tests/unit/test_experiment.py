@@ -75,3 +75,14 @@ def test_shipped_experiments_validate():
 
     for f in sorted((Path(__file__).parents[2] / "experiments").glob("*.yaml")):
         assert expand(load(f)), f
+
+
+def test_a_file_without_a_name_is_refused_with_the_fix(tmp_path):
+    """A missing or bad name said "name: Field required" and no fix (issue 40: the fuzz test never generated a
+    file without a name)."""
+    f = write_yaml(tmp_path, "\n".join(line for line in GOOD.splitlines() if not line.startswith("name:")))
+    fix = "give the experiment a name of lower-case letters, digits, - and _, at most 44 characters"
+    with pytest.raises(ExperimentError, match=rf"^name: Field required \(got .*\); {fix} .*e\.g\. name: quick$"):
+        load(f)
+    with pytest.raises(ExperimentError, match=rf"^name: String should match pattern .*\(got 'Bad Name'\); {fix}"):
+        load(write_yaml(tmp_path, GOOD.replace("name: t", "name: Bad Name")))

@@ -53,7 +53,7 @@ axis_key = st.one_of(st.sampled_from(list(GOOD)), st.text(max_size=12),
 @st.composite
 def experiment(draw) -> dict:
     doc: dict = {}
-    if draw(st.booleans()) or True:
+    if draw(st.booleans()):
         doc["name"] = draw(st.one_of(st.sampled_from(["fuzz", "a-b_c", "Bad Name", ""]), st.text(max_size=10)))
     for k, strat in (("repetitions", st.one_of(st.integers(-2, 4), scalar)),
                      ("seed", st.one_of(st.integers(-1, 2**64), scalar)), ("paired", scalar),
@@ -101,7 +101,11 @@ def test_any_file_is_accepted_or_refused_by_field(tmp_path, doc):
         assert msg and len(msg) < 20000, len(msg)
         for line in msg.splitlines():
             assert NAMED.match(line), f"an error line that names no field: {line!r}"
+        if "name" not in doc:  # required (results/<name>): refused naming the field and the fix
+            assert any(line.startswith("name: Field required") and "e.g. name: " in line
+                       for line in msg.splitlines()), msg
         return
+    assert "name" in doc, "a file without a name was accepted"
     runs = expand(exp)  # accepted: it must expand as validate does
     assert runs and all(r.run_id and r.config["path"]["resolved"] for r in runs)
     for r in runs:

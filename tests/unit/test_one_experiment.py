@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import experiment_yaml
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.runner import run_experiment
 from tortoiselab.spec.experiment import expand, load
 
-EXP = ("name: same\npath: {rtt_ms: 50, loss_pct: 0, rate_mbit: 10}\nclient: {page: tiny.html}\n"
-       "sweep: {server.cc: [cubic, reno]}\ngrids: {ci: {repetitions: 2}}\n")
+SAME = {"name": "same", "sweep.server.cc": ["cubic", "reno"], "grids": {"ci": {"repetitions": 2}}}
+EXP = experiment_yaml("unit", SAME)
 
 
 @pytest.fixture
@@ -30,7 +31,7 @@ def files(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     f50, f300 = tmp_path / "e50.yaml", tmp_path / "e300.yaml"
     f50.write_text(EXP)
-    f300.write_text(EXP.replace("rtt_ms: 50", "rtt_ms: 300"))
+    f300.write_text(experiment_yaml("unit", {**SAME, "path.rtt_ms": 300}))
     return f50, f300
 
 
@@ -80,7 +81,8 @@ def test_a_grid_folder_holds_its_grid_version(files, tmp_path):
     assert str(e.value) == _refusal(results, "@ci")
     assert _tree(results) == before
     _run(f300, results)  # the file's own sweep goes to results/same: a folder of its own
-    f50.write_text(EXP.replace("repetitions: 2", "repetitions: 3"))  # the grid's runs change, its settings' dump too
+    # the grid's runs change, its settings' dump too
+    f50.write_text(experiment_yaml("unit", {**SAME, "grids": {"ci": {"repetitions": 3}}}))
     with pytest.raises(RunnerError, match=r"holds another version of experiment same \(repetitions: 2 in its "
                                           r"experiment\.yaml, 3 in this file\)"):
         _run(f50, results, grid="ci")

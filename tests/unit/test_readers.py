@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TORTOISE
+from tests.conftest import TORTOISE, experiment_yaml
 from tortoiselab.host import audit, backends, readfiles, reuse, runner, safefs, store, verify
 from tortoiselab.host import determinism as D
 from tortoiselab.host.locks import IN_USE, clean_results
@@ -278,8 +278,7 @@ class DyingLab:
 @pytest.mark.parametrize("backend", ["uml", "native"])
 def test_a_failed_runs_error_cites_a_log_its_folder_holds(tmp_path, monkeypatch, backend):
     f = tmp_path / "e.yaml"
-    f.write_text("name: oom\nrepetitions: 1\npath: {rtt_ms: 50, loss_pct: 0, rate_mbit: 10}\n"
-                 "client: {page: tiny.html}\n")
+    f.write_text(experiment_yaml("unit", {"name": "oom"}))
     runs = expand(load(f))
     exp_dir = tmp_path / "results" / "oom"
     exp_dir.mkdir(parents=True)

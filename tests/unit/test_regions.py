@@ -365,3 +365,20 @@ def test_region_files_cite_only_what_the_repository_or_the_public_has():
     for f in (SHIPPED, SHIPPED.parent / "README.md", Path(R.__file__)):
         text = f.read_text()
         assert "REGIONS.md" not in text and "../shared" not in text, f
+
+
+def test_a_region_file_is_parsed_once_per_content(tmp_path, shipped):
+    """read_regions_file caches by the file's bytes: the same file gives an
+    equal, separate copy; an edit of the same size written at once (the
+    same second, so no modification time could tell) is read anew."""
+    first, second = R.read_regions_file(SHIPPED), R.read_regions_file(SHIPPED)
+    assert first == second and first is not second and first.profiles == shipped.profiles
+    assert first._files == [SHIPPED] and first._origin == second._origin
+    f = tmp_path / "r.yaml"
+    f.write_text(SHIPPED.read_text())
+    rtt = R.read_regions_file(f).path("india-desktop-2017").rtt_ms
+    text = SHIPPED.read_text()
+    edited = re.sub(r"(india-desktop-2017:.*?rtt_ms: )54,", r"\g<1>55,", text, count=1, flags=re.S)
+    assert edited != text and len(edited) == len(text)
+    f.write_text(edited)
+    assert R.read_regions_file(f).path("india-desktop-2017").rtt_ms != rtt

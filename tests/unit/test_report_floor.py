@@ -6,18 +6,12 @@ import json
 
 import pytest
 
+from tests.conftest import experiment_yaml
 from tests.unit.test_napkin import MANIFEST, PKI, _config
 from tortoiselab.analysis import gates, napkin
 from tortoiselab import report
 
-EXP = """\
-name: floor-unit
-repetitions: 2
-path: {rtt_ms: 100, loss_pct: 0, rate_mbit: 20}
-client: {page: tiny.html}
-sweep:
-  server.cc: [cubic, hybla]
-"""
+EXP = experiment_yaml("two-arms", {"name": "floor-unit", "seed": None, "server": None, "path.loss_pct": 0})
 
 
 def _results(tmp_path, with_floor: bool):

@@ -402,7 +402,7 @@ def _cli(*argv: str) -> tuple[int, str, str]:
 
 
 def _clean_refusal(rc: int, err: str, what: str) -> None:
-    # clean: 1 when it left something in place for the user (README, "Exit codes")
+    # clean: 1 when it left something in place for the user (docs/running.md, "Exit codes")
     assert rc in ((0, 1, 2) if what == "clean" else (0, 2)), (what, rc, err)
     if rc == 2:  # a refusal: one message (it may run over lines), no traceback
         assert err.startswith("tortoise: ") and "Traceback" not in err, (what, err)
@@ -578,6 +578,6 @@ def test_a_lock_with_a_second_name_is_refused_not_waited_on_or_truncated(hostile
     rc, out, err = _cli("clean", "--results", str(exp.parent))
     assert target.read_bytes() == before, "the file outside the folder was truncated through the lock"
     named = exp / (".lock" if to == ".lock" else lock)  # of two names in the folder, the one opened first
-    # exit 1: clean left something in place for the user (README, "Exit codes")
+    # exit 1: clean left something in place for the user (docs/running.md, "Exit codes")
     assert rc == 1 and f"{named} has 2 names (a hard link to another file)" in out, (out, err)
     assert f"remove it (rm {named})" in out

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import TORTOISE, write_yaml
+from tests.conftest import TORTOISE, experiment_yaml, write_yaml
 from tortoiselab.host import safefs, store
 from tortoiselab.host.assets import lab_assets
 from tortoiselab.host.errors import RunnerError
@@ -26,13 +26,7 @@ from tortoiselab.host.locks import claim, clean_results, experiment_lock, probe_
 from tortoiselab.spec.experiment import expand, load
 
 CANNED = Path(__file__).resolve().parents[1] / "data" / "runs" / "coalescing@ci"
-TINY = """
-name: tiny
-repetitions: 1
-seed: 3
-path: {rtt_ms: 40, loss_pct: 0, rate_mbit: 20}
-client: {page: tiny.html}
-"""
+TINY = experiment_yaml("tiny")
 
 
 def _state(root: Path) -> dict[str, str]:
@@ -83,7 +77,7 @@ def test_tortoise_clean_leaves_a_linked_lock_alone_and_says_so(tmp_path, victim)
     (res / "tiny" / ".lock").symlink_to(victim / "precious")
     before = _state(victim)
     p = subprocess.run([*TORTOISE, "clean", "--results", str(res)], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 1, p.stderr  # left in place for you (README, exit codes of clean)
+    assert p.returncode == 1, p.stderr  # left in place for you (docs/running.md, exit codes of clean)
     assert _state(victim) == before
     assert p.stdout.startswith("tiny: left alone: ") and f"{res}/tiny/.lock (a link to {victim}" in p.stdout
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import group_alive
+from tests.conftest import experiment_yaml, group_alive
 from tortoiselab.host import backends, runner, stopping
 from tortoiselab.spec.experiment import expand, load
 
@@ -72,12 +72,7 @@ def test_a_lab_is_not_started_once_the_runner_is_stopping(tmp_path):
     assert not (tmp_path / "w").exists()
 
 
-EXP = """
-name: stopping
-repetitions: 4
-path: {rtt_ms: 50, loss_pct: 0, rate_mbit: 10}
-client: {page: tiny.html}
-"""
+EXP = experiment_yaml("unit", {"name": "stopping", "repetitions": 4})
 
 
 def test_a_stopped_batch_stores_what_its_lab_finished_and_names_the_rest(tmp_path, monkeypatch):

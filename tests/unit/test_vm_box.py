@@ -10,7 +10,7 @@ import re
 import subprocess
 
 from tests.conftest import REPO
-from tortoiselab.host import backends
+from tortoiselab.host import hostcheck, labkernel
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS
 
 BOX = REPO / "scripts" / "vm-box.sh"
@@ -53,7 +53,7 @@ def test_box_lives_in_the_cache_outside_the_clone(tmp_path):
 
 
 def test_native_ready_asks_for_every_algorithm_the_lab_offers():
-    algos = backends.lab_algorithms()
+    algos = labkernel.lab_algorithms()
     ours = sorted(p.stem[len("tcp_"):] for p in (REPO / "kernel" / "modules").glob("tcp_*.c"))
     assert ours and set(ours) <= set(algos)
     assert set(STOCK_ALGORITHMS) <= set(algos)
@@ -66,16 +66,16 @@ def test_experiment_builds_the_lab_kernel_only_where_native_cannot_run():
     assert "kernel" not in deps["experiment"] and "lab-kernel" in deps["experiment"]
     assert "kernel" not in deps["probe"] and "lab-kernel" in deps["probe"]
     rule = mk[mk.index("\nlab-kernel:"):].split("\n\n", 1)[0]
-    assert "tortoiselab.host.backends native-ready" in rule and "$(MAKE) --no-print-directory kernel" in rule
+    assert "tortoiselab.host.hostcheck native-ready" in rule and "$(MAKE) --no-print-directory kernel" in rule
     # the test suite boots the uml backend: it always has its kernel
     assert "kernel" in deps["test"]
 
 
 def test_native_ready_command_line(capsys):
-    assert backends.main(["bogus"]) == 2
-    rc = backends.main(["native-ready"])
+    assert hostcheck.main(["bogus"]) == 2
+    rc = hostcheck.main(["native-ready"])
     out = capsys.readouterr().out
-    ok, why = backends.native_ready()
+    ok, why = hostcheck.native_ready()
     assert rc == (0 if ok else 1) and why in out
 
 

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 import pandas as pd
 
 from tortoiselab.analysis.stats import Estimate, pair_rows, percent_diff
+from tortoiselab.spec import cols
 
-ARM = "server.cc"
-METRICS = (("plt_ms", "p90"), ("cross_bulk_mbit", "mean"), ("cross_web_mbit", "mean"))
+ARM = cols.CC
+METRICS = ((cols.PLT, "p90"), ("cross_bulk_mbit", "mean"), ("cross_web_mbit", "mean"))
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ def fairness_table(df: pd.DataFrame, control: str = "cubic", key: str = "seed") 
             for metric, stat in METRICS:
                 p = pair_rows(ok, metric, ARM, control, cc, key)
                 changes[metric] = percent_diff(p.control, p.arm, statistic=stat, paired=True)
-        rows.append(FairnessRow(cc, len(sub), float(sub["plt_ms"].quantile(0.9)),
+        rows.append(FairnessRow(cc, len(sub), float(sub[cols.PLT].quantile(0.9)),
                                 float(sub["cross_bulk_mbit"].mean()), changes))
     return rows
 

@@ -24,6 +24,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from tortoiselab.analysis import stats
+from tortoiselab.spec import cols
 
 DPI = 110
 PALETTE = "colorblind"
@@ -62,9 +63,9 @@ def _save(fig: Figure, stem: Path) -> list[Path]:
 
 
 def _label(col: str | None) -> str:
-    return {"server.cc": "congestion control", "path.region": "region", "path.rtt_ms": "RTT (ms)",
-            "path.loss_pct": "loss (%)", "path.rate_mbit": "rate (Mbit/s)", "plt_ms": PLT_LABEL,
-            "throughput_mbit": "throughput (Mbit/s)", "server.initcwnd_pkts": "initial window (segments)",
+    return {cols.CC: "congestion control", cols.REGION: "region", cols.RTT: "RTT (ms)",
+            cols.LOSS: "loss (%)", cols.RATE: "rate (Mbit/s)", cols.PLT: PLT_LABEL,
+            cols.THROUGHPUT: "throughput (Mbit/s)", cols.INITCWND: "initial window (segments)",
             }.get(col or "", col or "")
 
 
@@ -84,7 +85,7 @@ def _facets(n: int, max_cols: int = 3) -> tuple[int, int]:
 # --- page-load times ---------------------------------------------------------
 
 
-def plt_cdf(df: pd.DataFrame, out_stem: Path | str, metric: str = "plt_ms", arm_col: str = "server.cc",
+def plt_cdf(df: pd.DataFrame, out_stem: Path | str, metric: str = cols.PLT, arm_col: str = cols.CC,
             facet_col: str | None = None, title: str | None = None) -> list[Path]:
     """Empirical CDF of `metric` per arm (hue), one panel per value of
     facet_col (e.g. path.region) if given. Rows without the metric are left
@@ -121,7 +122,7 @@ def plt_cdf(df: pd.DataFrame, out_stem: Path | str, metric: str = "plt_ms", arm_
         return _save(fig, stem)
 
 
-def p90_bars(df: pd.DataFrame, out_stem: Path | str, metric: str = "plt_ms", arm_col: str = "server.cc",
+def p90_bars(df: pd.DataFrame, out_stem: Path | str, metric: str = cols.PLT, arm_col: str = cols.CC,
              hue_col: str | None = None, quantile: str = "p90", n_resamples: int = stats.DEFAULT_RESAMPLES,
              seed: int = 0, title: str | None = None) -> list[Path]:
     """Bars of the p90 (or `quantile`: p50, mean, ...) of `metric` per arm,
@@ -165,8 +166,8 @@ def p90_bars(df: pd.DataFrame, out_stem: Path | str, metric: str = "plt_ms", arm
         return _save(fig, stem)
 
 
-def plt_vs_floor(df: pd.DataFrame, out_stem: Path | str, measured: str = "plt_ms", floor: str = "floor_ms",
-                 hue_col: str | None = "server.cc", title: str | None = None) -> list[Path]:
+def plt_vs_floor(df: pd.DataFrame, out_stem: Path | str, measured: str = cols.PLT, floor: str = cols.FLOOR,
+                 hue_col: str | None = cols.CC, title: str | None = None) -> list[Path]:
     """Measured page-load time against its napkin-model floor, one point per
     run, with the line y = x: every point should lie on or above it."""
     stem = _stem(out_stem)
@@ -206,8 +207,8 @@ def size_class(nbytes: float | None) -> str | None:
     return "> 10 MB"
 
 
-def throughput_vs(df: pd.DataFrame, out_stem: Path | str, x: str, y: str = "throughput_mbit",
-                  hue_col: str = "server.cc", size_col: str | None = "size_class",
+def throughput_vs(df: pd.DataFrame, out_stem: Path | str, x: str, y: str = cols.THROUGHPUT,
+                  hue_col: str = cols.CC, size_col: str | None = "size_class",
                   title: str | None = None) -> list[Path]:
     """Median `y` against `x` (lines with markers and a 95 % bootstrap band,
     hue = algorithm), one panel per object-size class (size_col; one panel if
@@ -246,12 +247,12 @@ def throughput_vs(df: pd.DataFrame, out_stem: Path | str, x: str, y: str = "thro
 
 def throughput_vs_loss(df: pd.DataFrame, out_stem: Path | str, **kw) -> list[Path]:
     """Throughput vs configured loss (path.loss_pct), per object-size class."""
-    return throughput_vs(df, out_stem, x="path.loss_pct", **kw)
+    return throughput_vs(df, out_stem, x=cols.LOSS, **kw)
 
 
 def throughput_vs_delay(df: pd.DataFrame, out_stem: Path | str, **kw) -> list[Path]:
     """Throughput vs configured RTT (path.rtt_ms), per object-size class."""
-    return throughput_vs(df, out_stem, x="path.rtt_ms", **kw)
+    return throughput_vs(df, out_stem, x=cols.RTT, **kw)
 
 
 # --- one connection ------------------------------------------------------------

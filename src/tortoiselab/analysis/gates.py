@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 
 from tortoiselab.analysis import napkin
+from tortoiselab.spec import cols
 
 FLOOR_SLACK = 0.01  # measured >= floor x (1 - slack): the model's parts are rounded to 1 us
 RATE_SLACK = 0.01  # throughput <= rate x (1 + slack): h2load's own rounding of seconds
@@ -98,13 +99,13 @@ def bytes_reasons(rec: dict, manifest: dict | None) -> list[str]:
 def floor_reasons(rec: dict, manifest: dict | None, pki: dict | None) -> list[str]:
     """PLT below the napkin floor on a path where the floor is a bound."""
     path, s = _path(rec), rec.get("summary") or {}
-    plt = _num(s.get("plt_ms"))
+    plt = _num(s.get(cols.PLT))
     lossy = any(_num(path.get(k)) for k in ("loss_pct", "loss_up_pct", "jitter_ms"))
     if plt is None or lossy or path.get("trace_down") or path.get("trace_up"):
         return []
     if manifest is None:  # the record's own floor may be an older model's (higher), and is the record's word
         return []
-    floor = napkin.run_floor(rec.get("config") or {}, manifest, pki, s.get("cached_urls") or ())["floor_ms"]
+    floor = napkin.run_floor(rec.get("config") or {}, manifest, pki, s.get("cached_urls") or ())[cols.FLOOR]
     if floor is None or plt >= floor * (1 - FLOOR_SLACK):
         return []
     return [f"PLT {plt:g} ms below its napkin floor {floor:.3f} ms on a loss-free path (analysis/napkin.py)"]
@@ -117,8 +118,8 @@ def rtt_reasons(rec: dict) -> list[str]:
         return []
     least = rtt - JITTER_SIGMAS * (_num(path.get("jitter_ms")) or 0.0) * 2 ** 0.5
     out = []
-    for name, v in (("PLT", s.get("plt_ms")), ("TTFB", s.get("ttfb_ms")),
-                    ("second load's PLT", (s.get("repeat") or {}).get("plt_ms"))):
+    for name, v in (("PLT", s.get(cols.PLT)), ("TTFB", s.get("ttfb_ms")),
+                    ("second load's PLT", (s.get("repeat") or {}).get(cols.PLT))):
         v = _num(v)
         if v is not None and v < least:
             out.append(f"{name} {v:g} ms below the path's RTT {rtt:g} ms")
@@ -131,7 +132,7 @@ def rate_reasons(rec: dict) -> list[str]:
     if not rate or path.get("trace_down"):
         return []
     out = []
-    for k in ("throughput_mbit", "steady_throughput_mbit"):
+    for k in (cols.THROUGHPUT, "steady_throughput_mbit"):
         v = _num(s.get(k))
         if v is not None and v > rate * (1 + RATE_SLACK):
             out.append(f"{k} {v:g} above the path's rate {rate:g} Mbit/s")

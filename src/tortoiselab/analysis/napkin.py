@@ -98,6 +98,7 @@ from __future__ import annotations
 import math
 
 from tortoiselab.analysis.tracefloor import HEADER_BYTES, TraceLink, traced_data_time_ms, traced_downlink
+from tortoiselab.spec import cols
 
 TLS_RTTS = {"1.3": 1, "1.2": 2, None: 0, "none": 0}
 
@@ -382,19 +383,19 @@ def run_floor(config: dict, manifest: dict, pki: dict | None = None,
     path = (config.get("path") or {}).get("resolved") or config.get("path") or {}
     loader = c.get("loader", "loader")
     if loader != "loader":
-        return {"floor_ms": None, "why": f"loader {loader}: the floor models our page loader only"}
+        return {cols.FLOOR: None, "why": f"loader {loader}: the floor models our page loader only"}
     protocol = c.get("protocol") or s.get("protocol", "h2")
     if protocol != "h2" or s.get("protocol", "h2") != "h2":
-        return {"floor_ms": None, "why": "HTTP/1.1: the floor models one HTTP/2 connection per origin"}
+        return {cols.FLOOR: None, "why": "HTTP/1.1: the floor models one HTTP/2 connection per origin"}
     link, why = traced_downlink(path.get("trace_down"), trace_start_ms)
     if why:
-        return {"floor_ms": None, "why": why}
+        return {cols.FLOOR: None, "why": why}
     rtt, rate = path.get("rtt_ms"), None if link else path.get("rate_mbit")
     if not rtt or not (rate or link):
-        return {"floor_ms": None, "why": "the path has no RTT or no rate"}
+        return {cols.FLOOR: None, "why": "the path has no RTT or no rate"}
     doc, objects = _page_parts(manifest, c)
     if doc is None:
-        return {"floor_ms": None, "why": f"{c.get('url') or c.get('page')}: not in the site's manifest"}
+        return {cols.FLOOR: None, "why": f"{c.get('url') or c.get('page')}: not in the site's manifest"}
     cached = set(cached_urls)
     objects = [o for o in objects if o["url"] not in cached]
     same = sum(o["bytes"] for o in objects if o["origin"] == doc["origin"])
@@ -409,7 +410,7 @@ def run_floor(config: dict, manifest: dict, pki: dict | None = None,
     f = page_floor_ms(float(rtt), None if link else float(rate), doc["bytes"], same, iw, tls=s.get("tls", "1.3"),
                       cert_flight_bytes=flight, dns_lookups=1, second_origin=second, second_origin_bytes=other,
                       growth=growth, link=link)
-    return {"floor_ms": f["total_ms"], "model": f}
+    return {cols.FLOOR: f["total_ms"], "model": f}
 
 
 def _page_parts(manifest: dict, client: dict) -> tuple[dict | None, list[dict]]:

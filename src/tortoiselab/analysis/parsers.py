@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tortoiselab.spec import cols
+
 _PING_RTT = re.compile(r"icmp_seq=(\d+) ttl=\d+ time=([0-9.]+) ms")
 _PING_SUMMARY = re.compile(r"(\d+) packets transmitted, (\d+) received")
 # the summary has microsecond resolution; per-reply lines drop decimals >= 100 ms
@@ -98,9 +100,9 @@ def parse_nghttp_stats(text: str) -> dict:
                          "request_start_ms": float(m.group(3)) * _UNIT_MS[m.group(4)],
                          "status": int(m.group(5)), "path": m.group(7)})
     if not rows:
-        return {"requests": 0, "plt_ms": None, "rows": []}
+        return {"requests": 0, cols.PLT: None, "rows": []}
     plt = max(r["response_end_ms"] for r in rows) - min(r["request_start_ms"] for r in rows)
-    return {"requests": len(rows), "plt_ms": round(plt, 3), "rows": rows}
+    return {"requests": len(rows), cols.PLT: round(plt, 3), "rows": rows}
 
 
 _H2LOAD_FINISHED = re.compile(r"finished in ([0-9.]+)(ms|s), ([0-9.]+) req/s, ([0-9.]+)([KMG]?B)/s")
@@ -122,7 +124,7 @@ def parse_h2load(text: str) -> dict:
     data = int(t.group(2))
     return {"seconds": secs, "req_per_s": float(f.group(3)), "requests": int(r.group(1)),
             "succeeded": int(r.group(4)), "failed": int(r.group(5)), "total_bytes": int(t.group(1)),
-            "data_bytes": data, "throughput_mbit": round(data * 8 / secs / 1e6, 4) if secs > 0 else None,
+            "data_bytes": data, cols.THROUGHPUT: round(data * 8 / secs / 1e6, 4) if secs > 0 else None,
             "errored": int(r.group(6) or 0), "timeout": int(r.group(7) or 0), **_h2load_statuses(text)}
 
 

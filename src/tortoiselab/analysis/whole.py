@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from tortoiselab.spec import cols
+
 _OBJECT = re.compile(r"objects/(\d+)\.bin$")
 
 
@@ -37,7 +39,7 @@ def _loader_problems(s: dict, object_bytes: int | None = None, url: str | None =
         out.append(f"{s['requests_failed']} of {s.get('requests')} requests not completed")
     if not s.get("requests"):
         out.append("no request was made")
-    if s.get("plt_ms") is None and not out:
+    if s.get(cols.PLT) is None and not out:
         out.append("no page-load time was measured")
     if object_bytes is not None and not out and s.get("bytes") != object_bytes:
         out.append(f"{s.get('bytes')} body bytes for {url or 'the object'}, {object_bytes} expected")
@@ -55,7 +57,7 @@ def _nghttp_problems(s: dict) -> list[str]:
         out.append(f"... {len(bad) - 3} more requests without a 2xx status")
     if not s.get("requests"):
         out.append("nghttp made no request")
-    elif s.get("plt_ms") is None:
+    elif s.get(cols.PLT) is None:
         out.append("no page-load time was measured")
     return out
 
@@ -82,7 +84,7 @@ def _h2load_problems(s: dict, requests: int | None, object_bytes: int | None, ur
             out.append(f"{s[k]} requests {k}")
     if object_bytes is not None and n and s.get("data_bytes") != n * object_bytes:
         out.append(f"{s.get('data_bytes')} body bytes for {n} x {object_bytes} expected")
-    if not out and not s.get("throughput_mbit"):
+    if not out and not s.get(cols.THROUGHPUT):
         out.append("no throughput was measured")
     return out
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from tortoiselab.analysis.gates import physics_gate
 from tortoiselab.host import backends, determinism, readfiles, store
+from tortoiselab.spec import cols
 from tortoiselab.spec.experiment import Experiment, expand
 
 # the numbers of a record the audit compares (dotted paths into run.json)
@@ -145,7 +146,7 @@ def audit(exp_dir: Path, exp: Experiment, run_ids: list[str], k: int, seed: int,
             for c in comps:
                 rerun = next(work.rglob(f"{c.run_id}/run.json"), None)
                 diffs = number_diffs(_record(Path(exp_dir) / c.run_id), _record(rerun.parent) if rerun else {})
-                diffs += [d for d in c.differences if not d.startswith(("plt_ms", "bytes"))]
+                diffs += [d for d in c.differences if not d.startswith((cols.PLT, "bytes"))]
                 if diffs and c.a.code and c.b.code and c.a.code != c.b.code:
                     diffs.append(f"note: the lab's code differs from the code the run was made with (digest "
                                  f"{c.a.code[:12]} vs {c.b.code[:12]}); a run repeats only with the same code")

@@ -26,6 +26,7 @@ from tortoiselab.host import store
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.pageload import boot_key
 from tortoiselab.host.shards import parse_shard, read_run_list
+from tortoiselab.spec import cols
 from tortoiselab.spec.experiment import RunSpec, expand, load, run_order
 
 
@@ -204,7 +205,7 @@ def replay_reproduced(stored_run: Path, ld: dict) -> bool | None:
         rec = store.read_record(stored_run)
     except (OSError, store.StoreError):
         return None
-    keys = ("plt_ms", "bytes")
+    keys = (cols.PLT, "bytes")
     got, had = (ld.get("summary") or {}), rec.summary
     if ld.get("error") or any(got.get(k) is None or had.get(k) is None for k in keys):
         return None

@@ -10,7 +10,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from tortoiselab.host import backends, safefs
+from tortoiselab.host import backends, safefs, umlcmd
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.spec.experiment import RunSpec
 from tortoiselab.web import pages
@@ -73,7 +73,7 @@ def check_guest_paths(exp_dir: Path) -> None:
     path the guest cannot carry or a folder others cannot enter (each run
     would fail the same way: 403 for every page)."""
     try:
-        backends.guest_ro_paths([str(exp_dir)])
+        umlcmd.guest_ro_paths([str(exp_dir)])
     except backends.LabError as exc:
         raise RunnerError(f"results: {exc}") from None
 
@@ -91,6 +91,6 @@ def check_kernel_paths(info: backends.BackendInfo) -> None:
     $TORTOISE_MODULES) travels to the guest's init like the results folder."""
     mods = backends.lab_modules(info) if info.kernel else None
     try:
-        backends.plain_paths([str(mods)] if mods is not None else [])
+        umlcmd.plain_paths([str(mods)] if mods is not None else [])
     except backends.LabError as exc:
         raise RunnerError(f"kernel cache: {exc}") from None

@@ -12,6 +12,8 @@ from typing import Any, Callable
 from pydantic import BaseModel
 
 from tortoiselab.analysis.fidelity import cross_rates_mbit
+from tortoiselab.spec import cols
+from tortoiselab.spec.cols import METRICS
 from tortoiselab.spec.experiment import ClientCfg, PathCfg, ServerCfg
 
 # a run record (host/store.RunRecord; not imported: the store imports this module)
@@ -44,24 +46,8 @@ def _capture_drops(r: RunRecord) -> int | None:
 
 
 # figures a loader's summary may carry (tortoiselab.client.summary, the
-# nghttp and h2load parsers), with their meaning
-SUMMARY_METRICS = {
-    "plt_ms": "page start (incl. DNS, TCP, TLS) to last byte",
-    "floor_ms": "napkin-model floor of the PLT (tortoiselab.analysis.napkin.run_floor)",
-    "plt_over_floor": "measured PLT / floor (>= 1)",
-    "plt_from_request_ms": "first request sent to last byte",
-    "content_download_ms": "first byte of the base HTML to last byte",
-    "ttfb_ms": "time to first byte",
-    "dns_capture_ms": "DNS lookups in the client capture, per name first query to its address answer, summed "
-                      "(analysis/dnstime.py: the same ruler for every loader)",
-    "connections_opened": "connections that carried the page's requests, as the loader counts them (the "
-                          "capture's: tcp_connections, tcp_connections_used)",
-    "reuse_ratio": "coalesced share of 2nd-origin requests",
-    "bytes": "response body bytes",
-    "throughput_mbit": "h2load throughput: body bytes over the whole transfer (slow start included)",
-    "steady_throughput_mbit": "h2load runs: throughput of the second half of the bytes, from the server "
-                              "capture's ACKs (analysis/flights.steady_throughput_mbit)",
-}
+# nghttp and h2load parsers), with their meaning: spec/cols.py's METRICS
+SUMMARY_METRICS = {name: m.meaning for name, m in METRICS.items()}
 
 
 def _path_columns() -> dict[str, str]:
@@ -144,9 +130,9 @@ RUN_META_DOC = {"backend": "native | uml", "clock": "real | virtual", "kernel_re
 SCHEMA = _columns()
 COLUMNS = {c.name: c.description for c in SCHEMA}
 # path columns that are not numbers: the region's name, a trace (its file, name and sha256 as JSON)
-TEXT_PATH = ("path.region", "path.trace_down", "path.trace_up")
+TEXT_PATH = (cols.REGION, cols.TRACE_DOWN, cols.TRACE_UP)
 NUMERIC = [c for c in COLUMNS if c.startswith("path.") and c not in TEXT_PATH] + list(SUMMARY_METRICS) + [
-    "server.initcwnd_pkts", "server.initrwnd_pkts", "client.cache_hit_ratio", "sim_seconds", "wall_seconds",
+    cols.INITCWND, "server.initrwnd_pkts", cols.CACHE_HIT_RATIO, "sim_seconds", "wall_seconds",
     "cross_bulk_mbit", "cross_web_mbit", "tcp_connections", "tcp_connections_used"]
 
 

@@ -45,6 +45,7 @@ from tortoiselab.host.locks import held_scratch
 from tortoiselab.host.provenance import tool_versions
 from tortoiselab.host.batches import Batch, batch_id, boot_prefix, jobs_for
 from tortoiselab.host.runner import run_batch
+from tortoiselab.spec import cols
 from tortoiselab.spec.experiment import expand, load, run_order
 
 @dataclass
@@ -137,7 +138,7 @@ def fingerprint(run_dir: Path) -> Fingerprint:
     s = rec.summary
     pcap = Path(run_dir) / "server.pcap"
     return Fingerprint(
-        run_id=rec.run_id, ok=rec.ok, plt_ms=s.get("plt_ms"), bytes=s.get("bytes"),
+        run_id=rec.run_id, ok=rec.ok, plt_ms=s.get(cols.PLT), bytes=s.get("bytes"),
         retransmissions=retransmissions(pcap) if pcap.exists() else {},
         packets=pcap_packets(pcap) if pcap.exists() else [],
         seeds=rec.meta.seeds, code=rec.meta.code, clock=rec.meta.clock)
@@ -165,7 +166,7 @@ def compare_fingerprints(a: Fingerprint, b: Fingerprint, label: str = "") -> Com
     diffs: list[str] = []
     if not (a.ok and b.ok):
         diffs.append(f"load failed: stored ok={a.ok}, rerun ok={b.ok}")
-    for name in ("plt_ms", "bytes", "retransmissions"):
+    for name in (cols.PLT, "bytes", "retransmissions"):
         va, vb = getattr(a, name), getattr(b, name)
         if va != vb:
             diffs.append(f"{name}: {va} vs {vb}")

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from tortoiselab.analysis import napkin
 from tortoiselab.host import backends, safefs
 from tortoiselab.host.probe import trace_folders
+from tortoiselab.spec import cols
 from tortoiselab.spec.experiment import ClientCfg, RunSpec, ServerCfg
 from tortoiselab.spec.pathspec import PathSpec, describe_errors
 from tortoiselab.spec.requests import LoadClient, LoadSpec, PageLoadRequest, www_url
@@ -112,9 +113,9 @@ def floor_fields(run: RunSpec, site: Path, pki: Path, summary: dict) -> dict:
                              json.loads(safefs.read_bytes_regular(pki / "pki.json")),  # no FIFO (host/safefs.py)
                              summary.get("cached_urls") or (), summary.get("trace_start_ms"))
     except (OSError, ValueError, KeyError) as exc:  # a record without a floor beats a lost run
-        f = {"floor_ms": None, "why": f"floor not computed: {exc}"[:300]}
-    return {"floor_ms": f["floor_ms"], "plt_over_floor": napkin.ratio(summary.get("plt_ms"), f["floor_ms"])
-            if f["floor_ms"] else None, "floor_model": f.get("model") or {"why": f.get("why")}}
+        f = {cols.FLOOR: None, "why": f"floor not computed: {exc}"[:300]}
+    return {cols.FLOOR: f[cols.FLOOR], "plt_over_floor": napkin.ratio(summary.get(cols.PLT), f[cols.FLOOR])
+            if f[cols.FLOOR] else None, "floor_model": f.get("model") or {"why": f.get("why")}}
 
 
 def cdn_part(ld: dict) -> tuple[dict | None, list[str]]:

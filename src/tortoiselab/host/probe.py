@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tortoiselab.host import backends
+from tortoiselab.host import backends, labkernel
 from tortoiselab.analysis.fidelity import (Check, cross_checks, format_table, ge_loss_checks, jitter_checks, loss_check,
                                            order_check, rate_check, rtt_check, trace_check)
 from tortoiselab.spec.ccparams import OUR_MODULES
@@ -43,7 +43,7 @@ class ProbeReport:
     wall_s: float = 0.0
     sim_s: float = 0.0
     work: str = ""
-    uml_userspace: str | None = None  # uml: seccomp | ptrace (backends.uml_userspace)
+    uml_userspace: str | None = None  # uml: seccomp | ptrace (host/umlcmd.uml_userspace)
     topology: dict = field(default_factory=lambda: {"name": "wan"})  # TopologyCfg dump
     cross: dict | None = None  # what shared the bottleneck and the bytes each flow moved
     links: dict = field(default_factory=dict)  # each traced direction's trace and buffer (traced_links)
@@ -278,7 +278,7 @@ def run_probe(path: PathSpec, cc: str = "cubic", backend: str = "auto", clock: s
     measure = probe_measure(path, measure)
     window = measure.trace_window(path)
     info = backends.choose(backend, clock, [cc])
-    algos = backends.kernel_algorithms(Path(info.kernel)) if info.kernel else \
+    algos = labkernel.kernel_algorithms(Path(info.kernel)) if info.kernel else \
         Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
     check_algorithm(cc, algos, field="cc")
     if work is None:

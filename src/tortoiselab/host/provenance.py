@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from tortoiselab.host import safefs
-from tortoiselab.host.backends import VIRTUAL_EPOCH_S
+from tortoiselab.host.umlcmd import VIRTUAL_EPOCH_S
 from tortoiselab.project import REPO_DIR
 
 

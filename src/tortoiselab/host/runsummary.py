@@ -2,7 +2,7 @@
 runs table, and the exit code from this invocation's records. Pure (no
 lab, no files), tested with stored records (tests/unit/test_runsummary.py).
 
-Exit codes of `tortoise run` (README, docs/faults.md):
+Exit codes of `tortoise run` (docs/running.md, docs/faults.md):
   0    every run this invocation stored is ok
   3    a run this invocation stored failed (ok false: its error says why)
   4    the only failed runs are disturbed ones: on the real clock the lab
@@ -20,6 +20,7 @@ import json
 import pandas as pd
 
 from tortoiselab.analysis.fidelity import DISTURBED
+from tortoiselab.spec import cols
 
 EXIT_OK, EXIT_FAILED, EXIT_DISTURBED = 0, 3, 4
 HEADERS = ("runs", "ok", "disturbed", "PLT p50 ms", "PLT p90 ms", "throughput Mbit/s")
@@ -57,7 +58,7 @@ def summary_keys(df: pd.DataFrame, swept: list[str]) -> list[str]:
     fields that vary, a topology field by the table's one `topology`
     column (its --topo text); server.cc when nothing varies."""
     cols = ["topology" if f.startswith("topology.") else f for f in swept]
-    return [k for k in dict.fromkeys(cols) if k in df and df[k].nunique(dropna=False) > 1] or ["server.cc"]
+    return [k for k in dict.fromkeys(cols) if k in df and df[k].nunique(dropna=False) > 1] or [cols.CC]
 
 
 def _topo_fields(text: str) -> dict[str, str]:
@@ -100,8 +101,8 @@ def summary_rows(df: pd.DataFrame, keys: list[str]) -> list[tuple[str, ...]]:
         label = " ".join(topo.get(v, "-") if k == "topology" else cell_label(v) for k, v in zip(keys, values))
         ok = g[g["ok"].astype(bool)]
         off = int(g["error"].fillna("").astype(str).str.startswith(f"{DISTURBED}:").sum()) if "error" in g else 0
-        plt = pd.to_numeric(ok["plt_ms"], errors="coerce").dropna()
-        thr = pd.to_numeric(ok["throughput_mbit"], errors="coerce").dropna()
+        plt = pd.to_numeric(ok[cols.PLT], errors="coerce").dropna()
+        thr = pd.to_numeric(ok[cols.THROUGHPUT], errors="coerce").dropna()
         rows.append((label, str(len(g)), str(len(ok)),
                      str(off), f"{plt.quantile(0.5):.1f}" if len(plt) else "-",
                      f"{plt.quantile(0.9):.1f}" if len(plt) else "-", f"{thr.median():.2f}" if len(thr) else "-"))

@@ -33,13 +33,14 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tortoiselab.host import backends, safefs
+from tortoiselab.host import backends, labkernel, safefs
 from tortoiselab.spec.experiment import expand, load, run_order
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import probe_claim, setup_lock
 from tortoiselab.host.batches import DEFAULT_BATCH, fixed_batches, selected
 from tortoiselab.host.store import completed, files, rebuild_table
 from tortoiselab.host.versions import one_experiment
+from tortoiselab.project import REPO_DIR
 
 MAX_TASKS = 1000  # Slurm's default MaxArraySize is 1001 (indices 0..1000)
 NOT_SHARED_FS = {"tmpfs", "ramfs", "devtmpfs"}
@@ -111,7 +112,7 @@ def shared_fs_warnings(paths: dict[str, Path]) -> list[str]:
 def check_lab() -> tuple[Path, Path]:
     """The lab kernel and the venv must already be built (make setup kernel):
     array tasks reuse them, never build them."""
-    kernel = backends.kernel_path()
+    kernel = labkernel.kernel_path()
     if not kernel.exists():
         raise RunnerError(f"executor: the UML lab kernel is not built ({kernel}); run 'make setup kernel' once, "
                           "with TORTOISE_CACHE on storage every node mounts")
@@ -137,9 +138,9 @@ task="${{SLURM_ARRAY_TASK_ID:?not an array task}}"
 shard="$((task + 1))/{tasks}"
 rc_file={q(str(sub))}/task-$task.rc
 fail() {{ echo "tortoise: array task $task on $(hostname): $*" >&2; echo 3 > "$rc_file"; exit 3; }}
-[ -d {q(str(backends.REPO_DIR))} ] || fail "no project at {backends.REPO_DIR}: it must be on storage every node mounts"
+[ -d {q(str(REPO_DIR))} ] || fail "no project at {REPO_DIR}: it must be on storage every node mounts"
 [ -x {q(sys.executable)} ] || fail "no venv python at {sys.executable}: run 'make setup' where every node sees it"
-kernel="${{TORTOISE_KERNEL:-$(bash {q(str(backends.REPO_DIR / 'kernel' / 'build-uml.sh'))} --path)}}"
+kernel="${{TORTOISE_KERNEL:-$(bash {q(str(REPO_DIR / 'kernel' / 'build-uml.sh'))} --path)}}"
 [ -x "$kernel" ] || fail "no lab kernel at $kernel (built for {kernel} on the submit host): run 'make setup kernel' once with TORTOISE_CACHE on shared storage"
 echo "tortoise: array task $task, shard $shard, on $(hostname), kernel $kernel"
 {run}
@@ -275,7 +276,7 @@ def submit(exp_file: Path, results: Path, partition: str | None = None, parallel
                           "(Debian: slurm-client)")
     one_experiment(exp_dir, exp, runs)  # another version of it in the folder: refused before a job (host/versions.py)
     files.ensure_folder(exp_dir)
-    warnings = shared_fs_warnings({"results folder": results, "project": backends.REPO_DIR,
+    warnings = shared_fs_warnings({"results folder": results, "project": REPO_DIR,
                                    "venv": Path(sys.prefix), "lab kernel": kernel})
     busy = active_jobs(exp_dir)
     if busy:

@@ -1,5 +1,5 @@
-"""The HTML report of an experiment (`tortoise report EXPERIMENT`; README.md,
-"Analysis, report, the VM"; its layer in docs/architecture.md):
+"""The HTML report of an experiment (`tortoise report EXPERIMENT`; docs/analysis.md,
+"The report"; its layer in docs/architecture.md):
 
 - context: the results folder read through tortoiselab.host.store, and the
   tables the page shows (runs per sweep point, comparisons, fidelity,

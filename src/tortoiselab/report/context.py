@@ -1,7 +1,7 @@
 """What the report is made of: a results folder read through
 tortoiselab.host.store, the one owner of results folders (docs/architecture.md:
 experiment.yaml, every completed run's record, the runs table), and the
-tables recomputed from it. README.md ("Analysis, report, the VM") describes
+tables recomputed from it. docs/analysis.md ("The report") describes
 the report; this module decides what it compares:
 
 - arms: the values of the most important swept axis: ``server.cc`` if the
@@ -37,11 +37,11 @@ import pandas as pd
 from tortoiselab.analysis import figures, stats
 from tortoiselab.host import readfiles, safefs, store
 from tortoiselab.host.audit import gate_runs
-from tortoiselab.spec import experiment
+from tortoiselab.spec import cols, experiment
 from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
 
-PRIORITY_AXIS = "server.cc"
-METRICS = (("plt_ms", "PLT (ms)"), ("throughput_mbit", "throughput (Mbit/s)"))
+PRIORITY_AXIS = cols.CC
+METRICS = cols.reported_metrics()  # (column, label): those spec/cols.py gives a label
 
 
 class ReportError(RuntimeError):
@@ -192,16 +192,16 @@ def floor_table(ctx: Context) -> pd.DataFrame:
     the ok runs that have both. On the virtual clock and without loss the
     ratio is what the network and the protocols cost beyond the napkin
     model (>= 1 by construction of a floor)."""
-    df = ctx.df[ctx.df["ok"].astype(bool) & ctx.df["floor_ms"].notna() & ctx.df["plt_ms"].notna()]
-    keys = ["object_class", "path.loss_pct"] + ([ctx.main_axis] if ctx.main_axis and ctx.main_axis not in
-                                                ("client.page", "client.url") else [])
+    df = ctx.df[ctx.df["ok"].astype(bool) & ctx.df[cols.FLOOR].notna() & ctx.df[cols.PLT].notna()]
+    keys = ["object_class", cols.LOSS] + ([ctx.main_axis] if ctx.main_axis and ctx.main_axis not in
+                                                (cols.PAGE, cols.URL) else [])
     rows = []
     for key, g in df.groupby(keys, sort=False, dropna=False):
-        r = g["plt_ms"] / g["floor_ms"]
+        r = g[cols.PLT] / g[cols.FLOOR]
         rows.append({**dict(zip(keys, key)), "runs": len(g), "clock": ", ".join(sorted(set(map(str, g["clock"])))),
-                     "floor_ms": float(g["floor_ms"].median()), "plt_ms": float(g["plt_ms"].median()),
+                     cols.FLOOR: float(g[cols.FLOOR].median()), cols.PLT: float(g[cols.PLT].median()),
                      "ratio_min": float(r.min()), "ratio_median": float(r.median()), "ratio_max": float(r.max())})
-    return pd.DataFrame(rows, columns=[*keys, "runs", "clock", "floor_ms", "plt_ms", "ratio_min", "ratio_median",
+    return pd.DataFrame(rows, columns=[*keys, "runs", "clock", cols.FLOOR, cols.PLT, "ratio_min", "ratio_median",
                                        "ratio_max"])
 
 
@@ -209,7 +209,7 @@ def format_floor_table(t: pd.DataFrame) -> str:
     """The floor table as plain text (for `tortoise report` and `make bench`)."""
     if not len(t):
         return "measured PLT / floor: no ok run has both a PLT and a floor"
-    head = [c for c in t.columns if c not in ("floor_ms", "plt_ms", "ratio_min", "ratio_median", "ratio_max")]
+    head = [c for c in t.columns if c not in (cols.FLOOR, cols.PLT, "ratio_min", "ratio_median", "ratio_max")]
     lines = ["measured PLT / napkin floor per object-size class",
              "  ".join(f"{h:<28}" if h == "object_class" else f"{h:>10}" for h in head)
              + f"{'floor ms':>11}{'PLT ms':>11}{'ratio min':>11}{'median':>9}{'max':>8}"]
@@ -232,10 +232,10 @@ def runs_summary(ctx: Context, n_resamples: int = stats.DEFAULT_RESAMPLES, seed:
         ok = g[g["ok"].astype(bool)]
         row = dict(zip(keys, key))
         row.update({"runs": len(g), "ok": len(ok)})
-        s = stats.summarize(ok, "plt_ms", n_resamples=n_resamples, seed=seed + i).iloc[0]
+        s = stats.summarize(ok, cols.PLT, n_resamples=n_resamples, seed=seed + i).iloc[0]
         row.update({k: s[k] for k in s.index if k.startswith(("p50", "p90", "mean"))})
         row["n_plt"] = int(s["n"])
-        thr = pd.to_numeric(ok["throughput_mbit"], errors="coerce").dropna()
+        thr = pd.to_numeric(ok[cols.THROUGHPUT], errors="coerce").dropna()
         row["throughput_median"] = float(thr.median()) if len(thr) else math.nan
         row["fidelity_failed"] = int((g["fidelity_ok"] == False).sum())  # noqa: E712 - None is "unknown"
         rows.append(row)

@@ -1,5 +1,5 @@
-"""The report page: one self-contained HTML file per experiment (README.md,
-"Analysis, report, the VM"; docs/architecture.md), rendered by Jinja2 from
+"""The report page: one self-contained HTML file per experiment (docs/analysis.md,
+"The report"; docs/architecture.md), rendered by Jinja2 from
 templates/report.html.j2 with its stylesheet templates/report.css inlined
 and every figure embedded (base64 PNG, with the SVG as a data: link); the
 page loads nothing from anywhere and runs no script. Autoescape is on:
@@ -36,11 +36,11 @@ from tortoiselab.report.context import (
 )
 from tortoiselab.report.maps import map_sections
 from tortoiselab.report.plots import Figure, make_figures
-from tortoiselab.spec import experiment
+from tortoiselab.spec import cols, experiment
 
 TEMPLATES = Path(__file__).parent / "templates"
 TEMPLATE = "report.html.j2"
-FLOOR_VALUES = ("runs", "clock", "floor_ms", "plt_ms", "ratio_min", "ratio_median", "ratio_max")
+FLOOR_VALUES = ("runs", "clock", cols.FLOOR, cols.PLT, "ratio_min", "ratio_median", "ratio_max")
 
 
 # --- filters: how a value is written on the page --------------------------------
@@ -127,7 +127,7 @@ def _comparison_sections(comp: pd.DataFrame) -> tuple[list[dict], dict[str, int]
         for r in rows:
             footnotes.setdefault(r["note"], len(footnotes) + 1)
         sections.append({"label": label, "unit": label.split("(")[-1].rstrip(")"),
-                         "digits": 2 if metric == "throughput_mbit" else 0, "rows": rows})
+                         "digits": 2 if metric == cols.THROUGHPUT else 0, "rows": rows})
     return sections, footnotes
 
 

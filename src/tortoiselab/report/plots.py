@@ -1,5 +1,5 @@
 """The report's figures, drawn with tortoiselab.analysis.figures for what the
-runs carry (README.md, "Analysis, report, the VM"; a new figure goes here,
+runs carry (docs/analysis.md, "The report"; a new figure goes here,
 docs/architecture.md):
 
 - PLT CDF and p90 bars when runs have a PLT, and measured vs floor when they
@@ -26,6 +26,7 @@ from tortoiselab.analysis import figures
 from tortoiselab.analysis import flights as flightmod
 from tortoiselab.host import safefs
 from tortoiselab.report.context import Context
+from tortoiselab.spec import cols
 
 MAX_FACETS = 9
 MAX_ROUNDS = 12  # flights shown per run
@@ -59,7 +60,7 @@ def make_figures(ctx: Context, work: Path, n_resamples: int) -> list[Figure]:
     def fig(name: str, caption: str, paths: list[Path]) -> None:
         out.append(Figure(name, caption, paths[0], paths[1]))
 
-    plt = ok[pd.to_numeric(ok["plt_ms"], errors="coerce").notna()].copy()
+    plt = ok[pd.to_numeric(ok[cols.PLT], errors="coerce").notna()].copy()
     if facet:  # a text column for panels and bar groups (the swept columns keep their types)
         plt[facet] = labels
     if len(plt):
@@ -70,16 +71,16 @@ def make_figures(ctx: Context, work: Path, n_resamples: int) -> list[Figure]:
         fig("p90_bars", f"p90 page-load time per {arm} with its 95 % percentile-bootstrap CI "
                         f"({n_resamples} resamples); n = runs per bar.",
             figures.p90_bars(plt, work / "p90_bars", arm_col=arm, hue_col=hue, n_resamples=n_resamples))
-        if "floor_ms" in plt and plt["floor_ms"].notna().any():
+        if cols.FLOOR in plt and plt[cols.FLOOR].notna().any():
             fig("plt_vs_floor", "Measured PLT against the napkin-model floor; the dashed line is measured = floor.",
                 figures.plt_vs_floor(plt, work / "plt_vs_floor", hue_col=arm))
-    thr = ok[pd.to_numeric(ok["throughput_mbit"], errors="coerce").notna()]
-    for x, fn, what in (("path.loss_pct", figures.throughput_vs_loss, "loss"),
-                        ("path.rtt_ms", figures.throughput_vs_delay, "delay")):
+    thr = ok[pd.to_numeric(ok[cols.THROUGHPUT], errors="coerce").notna()]
+    for x, fn, what in ((cols.LOSS, figures.throughput_vs_loss, "loss"),
+                        (cols.RTT, figures.throughput_vs_delay, "delay")):
         if len(thr) and thr[x].nunique() > 1:
             fig(f"throughput_vs_{what}", f"Median throughput vs {what} per object-size class; "
                                          f"bands are 95 % bootstrap CIs of the median.",
-                fn(thr, work / f"throughput_vs_{what}", hue_col="server.cc"))
+                fn(thr, work / f"throughput_vs_{what}", hue_col=cols.CC))
     return out + _median_run_figures(ctx, plt, arm, work)
 
 
@@ -89,7 +90,7 @@ def _median_run_figures(ctx: Context, plt: pd.DataFrame, arm: str, work: Path) -
     every arm's run in one figure."""
     out, flights, n_cwnd = [], [], 0
     for a, g in plt.groupby(arm, sort=False):
-        rid = g.iloc[(g["plt_ms"] - g["plt_ms"].median()).abs().argsort().iloc[0]]["run_id"]
+        rid = g.iloc[(g[cols.PLT] - g[cols.PLT].median()).abs().argsort().iloc[0]]["run_id"]
         rec = ctx.records.get(rid, {})
         samples = run_cwnd(rec)
         if samples:

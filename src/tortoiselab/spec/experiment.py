@@ -55,7 +55,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
-from tortoiselab.spec.bounds import name_problems, points as sweep_points, size_problem
+from tortoiselab.spec.bounds import MAX_FOLDER_NAME, name_problems, points as sweep_points, size_problem
 from tortoiselab.spec.browsercfg import browser_problems
 from tortoiselab.spec.hostspec import REGION_HOST
 from tortoiselab.spec.maps import MapCfg, as_grid, draws_nothing, grid_name, map_name
@@ -289,7 +289,7 @@ def load(path: Path, grid: str | None = None) -> Experiment:
     try:
         exp = Experiment(**raw)
     except ValidationError as exc:
-        raise ExperimentError(describe_errors(exc)) from None
+        raise ExperimentError(describe_errors(exc, hints=_HINTS)) from None
     # spec/bounds.py: names, and sizes before any grid is expanded
     grids = [None, *exp.grids, *map(grid_name, exp.maps)]
     too_large = [p for g in grids if (p := size_problem(apply_grid(exp, g), f"{_where(g)}: " * bool(g)))]
@@ -303,6 +303,10 @@ def load(path: Path, grid: str | None = None) -> Experiment:
     if errors:
         raise ExperimentError("\n".join(errors))
     return apply_grid(exp, grid)
+
+
+_HINTS = {("name",): f"give the experiment a name of lower-case letters, digits, - and _, at most {MAX_FOLDER_NAME} "
+                     "characters (its results go to results/<name>), e.g. name: quick"}
 
 
 def _where(grid: str) -> str:

@@ -34,14 +34,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from tortoiselab.spec import cols
 from tortoiselab.spec.population import market
 from tortoiselab.spec.regions import load_regions
 
 MAP_PREFIX = "map-"  # a map's grid: map-<name>, its results folder <experiment>@map-<name>
-RTT_AXIS = "path.rtt_ms"
+RTT_AXIS = cols.RTT
 LOSS_AXIS = "path.loss_pct+path.loss_up_pct"  # loss both ways: a region's own loss_up_pct does not linger
 MIN_LOSSY_REPETITIONS = 6  # below 6 pairs the paired test cannot reach p < 0.05 (sign-flip: 2/2^5 = 0.0625)
-OWN_FIELDS = ("path.rtt_ms", "path.loss_pct", "path.loss_up_pct")
+OWN_FIELDS = (cols.RTT, cols.LOSS, cols.LOSS_UP)
 
 
 class MapCfg(BaseModel):
@@ -53,7 +54,7 @@ class MapCfg(BaseModel):
                                      "such as server.cc+server.module_params")
     control: Any = Field(description="the control's value of `compare` (a list for a linked axis)")
     arms: list[Any] = Field(min_length=1, description="the arms' values of `compare`, each drawn against the control")
-    metric: str = Field("plt_ms", description="a column of runs.parquet, e.g. plt_ms, content_download_ms")
+    metric: str = Field(cols.PLT, description="a column of runs.parquet, e.g. plt_ms, content_download_ms")
     better: Literal["lower", "higher"] = Field("lower", description="the side of the metric the claim says the "
                                                                      "arm reaches")
     claimed_pct: tuple[float, float] | None = Field(None, description="the claimed change in %, (low, high); "

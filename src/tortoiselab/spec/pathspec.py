@@ -273,13 +273,16 @@ def parse_path(fields: dict) -> PathSpec:
         raise PathError(describe_errors(exc, prefix="path")) from None
 
 
-def describe_errors(exc: ValidationError, prefix: str = "") -> str:
+def describe_errors(exc: ValidationError, prefix: str = "", hints: dict[tuple, str] | None = None) -> str:
+    """One line per error: where (prefix.field), what, what was given and
+    the fix. `hints` (a field's whole location -> its fix) come before the
+    hints by field name."""
     lines = []
     for err in exc.errors():
         loc = ".".join(_loc_part(p) for p in err["loc"])
         where = f"{prefix}.{loc}" if prefix and loc else (prefix or loc or "(top level)")
         got = err.get("input")
-        hint = _HINTS.get(str(err["loc"][-1]) if err["loc"] else "", "")
+        hint = (hints or {}).get(tuple(err["loc"])) or _HINTS.get(str(err["loc"][-1]) if err["loc"] else "", "")
         msg = err["msg"] + ("; remove the key or check its spelling" if err["type"] == "extra_forbidden" else "")
         lines.append(f"{where}: {msg} (got {excerpt(got)}){'; ' + hint if hint else ''}")
     return "\n".join(lines)

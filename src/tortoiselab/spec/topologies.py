@@ -59,7 +59,7 @@ class TopologyCfg(BaseModel):
     naming the field)."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
-    name: str = Field(DEFAULT, description="a file in topologies/: wan, dumbbell, cellular")
+    name: str = Field(DEFAULT, description=f"a file in topologies/: {', '.join(names())}")
 
     @model_validator(mode="before")
     @classmethod

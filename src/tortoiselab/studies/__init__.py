@@ -4,8 +4,8 @@ number into a verdict (agree / larger or smaller than claimed / disagree /
 inconclusive / not testable here), read off the interval of each claim's
 own test at its study's level (docs/statistics.md). The labs, the study
 notebooks, `tortoise grade`'s lab checks and `tortoise report
---reproduction` build on it (labs/README.md, notebooks/README.md, README.md
-"Analysis, report, the VM"); notebooks use it as
+--reproduction` build on it (labs/README.md, notebooks/README.md, docs/analysis.md
+"Verdicts: the seed studies"); notebooks use it as
 `from tortoiselab import studies`. Its public face, kept stable:
 
     STUDIES: dict[str, Study]

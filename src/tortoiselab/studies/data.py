@@ -1,7 +1,7 @@
 """The studies' runs: which folder holds an experiment's results on a grid,
 which run ids the experiment file's grid has now, and the runs table with
 the studies' own columns beside the results store's (tortoiselab.host.store
-owns the folders; README.md, "Experiments and the runner")."""
+owns the folders; docs/running.md, "What a run stores")."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from tortoiselab.analysis.gates import physics_gate
 from tortoiselab.host import audit, store
 from tortoiselab.host.store import RunRecord
 from tortoiselab.project import REPO_DIR as REPO
+from tortoiselab.spec import cols
 from tortoiselab.studies.connections import second_origin_connections
 from tortoiselab.spec.experiment import ClientCfg, expand, load
 
@@ -163,9 +164,9 @@ STUDY_COLUMNS = {
     "cond": lambda r: json.dumps(r.point or {}, sort_keys=True),
     "connect_ms": _connect_ms,
     "dns_ms": lambda r: r.summary.get("dns_ms"),
-    "plt2_ms": lambda r: _repeat(r, "plt_ms"),
+    "plt2_ms": lambda r: _repeat(r, cols.PLT),
     "ttfb2_ms": lambda r: _repeat(r, "ttfb_ms"),
-    "content_download2_ms": lambda r: _repeat(r, "content_download_ms"),
+    "content_download2_ms": lambda r: _repeat(r, cols.CDT),
     "repeat_new_conns": lambda r: _repeat(r, "connections_opened"),
     "conn_reuse_ratio": _conn_reuse,
     "conns_reused": lambda r: second_origin_connections(r.summary.get("connections") or [])[0],
@@ -181,7 +182,7 @@ def of_loader(df: pd.DataFrame, loader: str | None) -> pd.DataFrame:
     without one (older folders) ran the default loader."""
     if loader is None:
         return df
-    return df[df["client.loader"].fillna(DEFAULT_LOADER) == loader]
+    return df[df[cols.LOADER].fillna(DEFAULT_LOADER) == loader]
 
 
 def current_runs(exp_dir: str | Path, experiment_file: str | Path | None = None) -> pd.DataFrame:

@@ -21,6 +21,7 @@ import pandas as pd
 from scipy import stats as st
 
 from tortoiselab.analysis import inference, rankci, stats
+from tortoiselab.spec import cols
 from tortoiselab.studies.model import ALPHA, Judge, Measurement, NoData, fmt
 from tortoiselab.studies.power import Effect
 
@@ -32,7 +33,7 @@ def select(df: pd.DataFrame, **where) -> pd.DataFrame:
     function of the column (a__b is column a.b), failed ones included."""
     d = df
     for col, val in where.items():
-        col = col.replace("__", ".")
+        col = cols.kwarg_column(col, d.columns)
         if isinstance(val, (list, tuple, set)):
             d = d[d[col].isin(list(val))]
         elif callable(val):
@@ -57,7 +58,7 @@ def failed_runs(df: pd.DataFrame, metric: str, arm_col: str, arms: tuple, **wher
 
 
 # the sweep fields that make up each arm column (left out of the pairing key)
-ARM_FIELDS = {"arm": ("server.cc", "server.module_params"), "beta": ("server.module_params",)}
+ARM_FIELDS = {"arm": (cols.CC, cols.MODULE_PARAMS), "beta": (cols.MODULE_PARAMS,)}
 
 
 def pair_key(cond: str, arm_col: str) -> str:

@@ -1,8 +1,8 @@
 """The physicist's checks on an experiment's server captures: slow start
 doubles from the initial window, the handshakes take the round trips their
 TLS version and window allow, and hybla's first window is rho. Printed in
-REPRODUCTION.md (`tortoise report --reproduction`, README.md "Analysis,
-report, the VM") and by the study notebooks (notebooks/README.md)."""
+REPRODUCTION.md (`tortoise report --reproduction`, docs/analysis.md "Verdicts:
+the seed studies") and by the study notebooks (notebooks/README.md)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from tortoiselab.analysis import flights, napkin
+from tortoiselab.spec import cols
 from tortoiselab.studies.connections import (MSS, first_conn, handshake_flight_bytes, handshake_grew_window,
                                              hybla_rho, transfer)
 from tortoiselab.studies.data import load_runs
@@ -112,8 +113,8 @@ def _check_run(checks: _Checks, r: pd.Series) -> None:
     if c is None or not c.get("tls"):
         checks.skip(0, "no capture")
         return
-    loss = r["path.loss_pct"] or 0
-    cc, iw = r["server.cc"], int(r["server.initcwnd_pkts"] or 10)
+    loss = r[cols.LOSS] or 0
+    cc, iw = r[cols.CC], int(r[cols.INITCWND] or 10)
     rho = hybla_rho(c["tcp_rtt_ms"]) if c.get("tcp_rtt_ms") else None
     hs_bytes = handshake_flight_bytes(c)
     tls_end = c["tls"].get("end_ms")
@@ -146,7 +147,7 @@ def _check_handshake(hs: PhysicsCheck, r: pd.Series, c: dict, window: int | None
     version = c["tls"]["version"]
     want = napkin.tls_round_trips(version, window, hs_bytes) if version in ("1.2", "1.3") else None
     got = c["handshake_rtts"]["tls"]
-    rtt, hs_ms, sample = r.get("path.rtt_ms"), c["tls"].get("handshake_ms"), c.get("tcp_rtt_ms")
+    rtt, hs_ms, sample = r.get(cols.RTT), c["tls"].get("handshake_ms"), c.get("tcp_rtt_ms")
     if hs_ms is not None and rtt is not None and rtt == rtt and rtt > 0:
         got = round(hs_ms / max(rtt, sample or 0))  # a queue (cross traffic) makes the sample the longer
     hs.n += path_ok

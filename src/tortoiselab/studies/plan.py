@@ -11,8 +11,8 @@ seconds per run from the pilot runs' stored wall times, on this machine
 (/ jobs) and on a cluster of nodes. powered_grid writes a `powered` grid
 for the experiment file: the pilot grid's sweep with the repetitions
 needed. studies.plan_check puts a plan against the powered grid that was
-run (docs/statistics.md, "Planning from a pilot"; README.md, "Analysis,
-report, the VM")."""
+run (docs/statistics.md, "Planning from a pilot"; docs/analysis.md, "Users,
+maps, plans")."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from tortoiselab.studies.registry import (STUDIES, claim_grid, claim_grids, expe
                                           tie_of)
 
 MAX_USERS_HERE = 200  # users per market a population's powered grid is capped at (--max-users)
-SLURM_TASK_S = 5.2  # sbatch + dispatch + a task's own start, per array task (README.md, "On a cluster")
+SLURM_TASK_S = 5.2  # sbatch + dispatch + a task's own start, per array task (docs/cluster.md)
 P90_SIMS = 200  # simulated samples per n for a p90 claim (each runs a permutation test of its own)
 # one-sided confidence of the upper bound of the pilot's spread that the plan recommends from (spread_factor)
 SPREAD_CONFIDENCE = 0.8
@@ -403,8 +403,8 @@ def cost_line(runs: int, sec: float, jobs: int, nodes: int) -> str:
     """The cost of `runs` runs of `sec` seconds each (the pilot's stored
     wall time per run, with the jobs it ran side by side): here with
     `jobs`, and through the Slurm executor (host/slurm.py) as `nodes` array
-    tasks at once, one lab each, plus SLURM_TASK_S per task (README.md,
-    "On a cluster": 5.2 s measured) over at most slurm.MAX_TASKS tasks."""
+    tasks at once, one lab each, plus SLURM_TASK_S per task (docs/cluster.md:
+    5.2 s measured) over at most slurm.MAX_TASKS tasks."""
     here = runs * sec / jobs
     tasks = min(runs, MAX_TASKS)
     cluster = runs * sec / nodes + math.ceil(tasks / nodes) * SLURM_TASK_S

@@ -27,6 +27,7 @@ import pandas as pd
 
 from tortoiselab.analysis.population import MIN_USERS_FOR_TEST, quantiles_over_users, rho_class
 from tortoiselab.host import store
+from tortoiselab.spec import cols
 from tortoiselab.studies.data import load_runs
 from tortoiselab.studies.measure import infer, pair_key, tie_reason
 from tortoiselab.studies.model import Measurement, NoData
@@ -35,7 +36,7 @@ from tortoiselab.studies.model import Measurement, NoData
 # numbers, spec/population.vary_name; None for the market as the file has it)
 POPULATION_FIELDS = ("market", "user", "seed", "access", "host", "warm", "idle_s", "vary")
 # a warm user's measured load: the second load's figure (studies/data.STUDY_COLUMNS)
-WARM_METRIC = {"plt_ms": "plt2_ms", "ttfb_ms": "ttfb2_ms", "content_download_ms": "content_download2_ms"}
+WARM_METRIC = {cols.PLT: "plt2_ms", "ttfb_ms": "ttfb2_ms", cols.CDT: "content_download2_ms"}
 
 
 def _population_of(run_dir: Any) -> dict:
@@ -58,7 +59,7 @@ def with_population(df: pd.DataFrame) -> pd.DataFrame:
     if "rho_class" not in df.columns:
         df = df.copy()
         df["rho_class"] = [rho_class(r) if isinstance(r, (int, float)) and math.isfinite(r) else "no rtt"
-                           for r in df["path.rtt_ms"]]
+                           for r in df[cols.RTT]]
     return df
 
 
@@ -102,7 +103,7 @@ def user_pairs(df: pd.DataFrame, metric: str, arm_col: str, control, arm, market
     c = d[d[arm_col] == control]
     a = d[d[arm_col] == arm]
     both = c[key + ["value"]].merge(a[key + ["value"]], on=key, suffixes=("_c", "_a"))
-    ok = c[good.loc[c.index]][key + ["value", "population.warm", "path.rtt_ms"]].merge(
+    ok = c[good.loc[c.index]][key + ["value", "population.warm", cols.RTT]].merge(
         a[good.loc[a.index]][key + ["value"]], on=key, suffixes=("_c", "_a"))
     ok = ok.rename(columns={"value_c": "control", "value_a": "arm"})
     return ok, len(both) - len(ok)
@@ -140,7 +141,7 @@ def population_change(df: pd.DataFrame, metric: str, arm_col: str, control, arm,
     r = infer(c, a, statistic, seed=seed) if test else None
     value, low, high = r.pct() if r else (100 * (float(np.quantile(a, q) / np.quantile(c, q)) - 1), math.nan, math.nan)
     warm = float(p["population.warm"].fillna(False).astype(bool).mean())
-    rho = p["path.rtt_ms"].map(rho_class).value_counts(normalize=True).sort_index()
+    rho = p[cols.RTT].map(rho_class).value_counts(normalize=True).sort_index()
     mix = ", ".join(f"{k} {100 * v:.0f} %" for k, v in rho.items())
     how = "two independent groups of users" if groups else "users paired"
     return Measurement(

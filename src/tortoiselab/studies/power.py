@@ -21,7 +21,7 @@ seed claims: a test with the power for it has at least that power for the
 rest of the range), the midpoint when that bound is 0 (e.g. "minor gains",
 0 to 2 %); a direction claim's smallest effect of interest (5 % unless the
 claim sets one). REPRODUCTION.md shows it per claim; `tortoise plan` uses
-required_n (README.md, "Analysis, report, the VM")."""
+required_n (docs/analysis.md, "Users, maps, plans")."""
 
 from __future__ import annotations
 

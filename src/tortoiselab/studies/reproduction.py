@@ -1,7 +1,7 @@
 """REPRODUCTION.md: every seed claim against the studies' results, the
 physicist's checks, and the commands and run times behind them; what
-`tortoise report --reproduction` writes (README.md, "Analysis, report, the
-VM"). Every number in it is computed from the runs."""
+`tortoise report --reproduction` writes (docs/analysis.md, "Verdicts: the
+seed studies"). Every number in it is computed from the runs."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Running what a study still lacks: its experiments on a grid through the
 resumable runner (tortoiselab.host.runner), for the tests and the notebooks
-(notebooks/README.md; README.md, "Experiments and the runner")."""
+(notebooks/README.md; docs/running.md)."""
 
 from __future__ import annotations
 

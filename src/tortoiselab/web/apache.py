@@ -35,9 +35,11 @@ from pathlib import Path
 from string import Template
 from typing import Callable, Iterator, Sequence
 
+from tortoiselab.project import REPO_DIR
+
 APACHE2 = "/usr/sbin/apache2"
 MODULES_DIR = "/usr/lib/apache2/modules"
-WEBROOT = Path(__file__).resolve().parents[3] / "webroot"
+WEBROOT = REPO_DIR / "webroot"
 TEMPLATE = WEBROOT / "httpd.conf.tmpl"
 VHOST_TEMPLATE = WEBROOT / "vhost.conf.tmpl"
 PROXY_VHOST_TEMPLATE = WEBROOT / "vhost-proxy.conf.tmpl"

@@ -47,6 +47,7 @@ from tortoiselab.host.columns import COLUMNS, NUMERIC, row
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.store import files
 from tortoiselab.host.tablediff import table_differences
+from tortoiselab.spec import cols
 
 FORMAT_VERSION = 5  # 5: fixed batches (meta.batch.id); 4: manifest.json beside the record; 3: meta.batch
 RECORD = readfiles.RECORD
@@ -182,7 +183,7 @@ def _upgrade_1_to_2(raw: dict, run_dir: Path | None) -> dict:
     raw["config"] = cfg
     raw.setdefault("path", path_cfg.get("resolved") or {})
     summary = dict(raw.get("summary") or {})
-    if "floor_ms" not in summary:
+    if cols.FLOOR not in summary:
         summary.update(_floor_of_old_run(raw, summary, run_dir))
     raw["summary"] = summary
     for key, default in (("point", {}), ("connections", []), ("capture", {}), ("fidelity", []), ("meta", {})):
@@ -202,9 +203,9 @@ def _floor_of_old_run(raw: dict, summary: dict, run_dir: Path | None) -> dict:
         f = napkin.run_floor(raw["config"], manifest, pki, summary.get("cached_urls") or (),
                              summary.get("trace_start_ms"))
     except (OSError, TypeError, ValueError, KeyError, *safefs.REFUSED) as exc:
-        return {"floor_ms": None, "plt_over_floor": None, "floor_model": {"why": f"floor not computed: {exc}"[:300]}}
-    floor = f["floor_ms"]
-    return {"floor_ms": floor, "plt_over_floor": napkin.ratio(summary.get("plt_ms"), floor) if floor else None,
+        return {cols.FLOOR: None, "plt_over_floor": None, "floor_model": {"why": f"floor not computed: {exc}"[:300]}}
+    floor = f[cols.FLOOR]
+    return {cols.FLOOR: floor, "plt_over_floor": napkin.ratio(summary.get(cols.PLT), floor) if floor else None,
             "floor_model": f.get("model") or {"why": f.get("why")}}
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from tortoiselab.analysis.rankci import location, shift_between_groups
+from tortoiselab.spec import cols
 from tortoiselab.studies.connections import reuse_in_connections
 from tortoiselab.studies.measure import change, direction, improvement, interval_of, ok_rows, pair_key, pairs
 from tortoiselab.studies.model import SEEDS, Measurement, NoData, claim
@@ -47,7 +48,7 @@ def _coalesce_gain(region: str, cache_ratio: float):
     """PLT with coalescing on against off (on = arm) in one market at one
     cache-hit ratio: the paired p90 ratio (the seed's statistic) over that
     condition's pairs, never pooled over cache ratios."""
-    return lambda df: change(df, "plt_ms", "client.coalescing", False, True, "p90", path__region=region,
+    return lambda df: change(df, cols.PLT, cols.COALESCING, False, True, "p90", path__region=region,
                              client__cache_hit_ratio=cache_ratio)
 
 
@@ -55,7 +56,7 @@ def _coalesce_gain_pooled(region: str):
     """PLT with coalescing on against off (on = arm), pooled over the cache
     ratios: the median per-pair change (the reading before issue 39, a
     variant now: the seed's metric is the p90)."""
-    return lambda df: change(df, "plt_ms", "client.coalescing", False, True, "ratio", path__region=region)
+    return lambda df: change(df, cols.PLT, cols.COALESCING, False, True, "ratio", path__region=region)
 
 
 def _gain_vs_connect(df: pd.DataFrame) -> Measurement:
@@ -65,11 +66,11 @@ def _gain_vs_connect(df: pd.DataFrame) -> Measurement:
     test that inverts it (statistic "location": the ratio against 1). The
     drop of the p90 over the same pairs, in connect times, is in the detail
     (no test: a difference of p90s over a median connect time)."""
-    p = pairs(df, "plt_ms", "client.coalescing", False, True, client__cache_hit_ratio=0.0)
+    p = pairs(df, cols.PLT, cols.COALESCING, False, True, client__cache_hit_ratio=0.0)
     if p.empty:
         raise NoData("no paired coalescing runs without cache hits")
     on = ok_rows(df, "connect_ms", client__coalescing=True, client__cache_hit_ratio=0.0).copy()
-    on["cond"] = [pair_key(c, "client.coalescing") for c in on["cond"]]
+    on["cond"] = [pair_key(c, cols.COALESCING) for c in on["cond"]]
     p = p.merge(on[["cond", "repetition", "connect_ms"]], on=["cond", "repetition"])
     r = ((p["control"] - p["arm"]) / p["connect_ms"]).to_numpy(float)
     gain = (p["control"] - p["arm"]).to_numpy(float)
@@ -87,7 +88,7 @@ def _gain_vs_connect(df: pd.DataFrame) -> Measurement:
 def _p90_drops(p: pd.DataFrame) -> str:
     """Per market (the pairs' cond names it): p90 off - p90 on in ms over
     its pairs, and that over its median connect time."""
-    region = p["cond"].map(lambda c: json.loads(c).get("path.region", ""))
+    region = p["cond"].map(lambda c: json.loads(c).get(cols.REGION, ""))
     out = []
     for r, g in p.groupby(region, sort=False):
         drop = float(np.quantile(g["control"], 0.9) - np.quantile(g["arm"], 0.9))
@@ -113,7 +114,7 @@ def _judge_ratio_one(m: Measurement) -> tuple[str, str]:
 def _conn_reuse_by_market(d: pd.DataFrame) -> dict[str, tuple[float, int]]:
     """Per market: (reused / all connections to the asset host, connections),
     pooled over the market's page views (connections, not requests)."""
-    return {r: reuse_in_connections(zip(g["conns_reused"], g["conns_new"])) for r, g in d.groupby("path.region")}
+    return {r: reuse_in_connections(zip(g["conns_reused"], g["conns_new"])) for r, g in d.groupby(cols.REGION)}
 
 
 def _market_text(by: dict[str, tuple[float, int]]) -> str:
@@ -139,7 +140,7 @@ def _reuse(df: pd.DataFrame) -> Measurement:
                        "views served wholly from cache need none): " + _market_text(by))
 
 
-def _cache_shrinks(df: pd.DataFrame, arm_col: str = "client.coalescing", off=False, on=True) -> Measurement:
+def _cache_shrinks(df: pd.DataFrame, arm_col: str = cols.COALESCING, off=False, on=True) -> Measurement:
     """Coalescing's gain in ms per pair at the highest cache-hit ratio
     against none: the shift between the two groups of per-pair gains
     (Mann-Whitney, with the Hodges-Lehmann estimate and its interval). The
@@ -147,10 +148,10 @@ def _cache_shrinks(df: pd.DataFrame, arm_col: str = "client.coalescing", off=Fal
     nothing from static and gains nothing. Chromium's arms are two IPs
     (off) and one (on), its warm views primed in its own profile
     (docs/browser.md)."""
-    hi = df["client.cache_hit_ratio"].max()
+    hi = df[cols.CACHE_HIT_RATIO].max()
     g = {}
     for ratio in (0.0, hi):
-        p = pairs(df, "plt_ms", arm_col, off, on, client__cache_hit_ratio=ratio)
+        p = pairs(df, cols.PLT, arm_col, off, on, client__cache_hit_ratio=ratio)
         if len(p) < 2 or ratio == 0 and hi == 0:
             raise NoData("needs two or more pairs with and without cache hits")
         g[ratio] = (p["control"] - p["arm"]).to_numpy(float)
@@ -171,7 +172,7 @@ def _browser_gain(region: str):
     """Chromium's PLT with coalescing possible (one IP) against not (two IPs
     of the server, the same certificate): the paired p90 ratio, as the
     loader's primary gain, over the market's pairs without cache hits."""
-    return lambda df: change(df, "plt_ms", "client.resolution", "two-ip", "same-ip", "p90", path__region=region,
+    return lambda df: change(df, cols.PLT, cols.RESOLUTION, "two-ip", "same-ip", "p90", path__region=region,
                              client__cache_hit_ratio=SEED_CACHE_RATIO)
 
 
@@ -184,9 +185,9 @@ def _browser_reuse(df: pd.DataFrame) -> Measurement:
         raise NoData("no runs with coalescing possible (client.resolution same-ip)")
     by = _conn_reuse_by_market(d)
     shown = _shown(by)
-    needed = d[d["client.cache_hit_ratio"] == 0.0]  # a view from the cache sends static no request
-    req = (needed if not needed.empty else d).groupby("path.region")["reuse_ratio"].mean()
-    tcp = ok_rows(df, "tcp_conns").groupby(["path.region", "client.resolution"])["tcp_conns"].median()
+    needed = d[d[cols.CACHE_HIT_RATIO] == 0.0]  # a view from the cache sends static no request
+    req = (needed if not needed.empty else d).groupby(cols.REGION)["reuse_ratio"].mean()
+    tcp = ok_rows(df, "tcp_conns").groupby([cols.REGION, cols.RESOLUTION])["tcp_conns"].median()
 
     def tcp_of(region: str, res: str) -> str:
         return f"{tcp[region, res]:.0f}" if (region, res) in tcp else "-"
@@ -249,7 +250,7 @@ USER_CLAIMS = tuple(
     claim("coalescing", f"gain-{name}-users{'-groups' if groups else ''}", S001, text, "coalescing-population",
           f"plt_ms p90 over the market's simulated users, feed.html, coalescing on vs off, {market}"
           + (", two groups" if groups else ""),
-          measure_over_users("plt_ms", "client.coalescing", False, True, market, groups=groups,
+          measure_over_users(cols.PLT, cols.COALESCING, False, True, market, groups=groups,
                              client__page="feed.html"), judge,  # the single-path rows' page (the desktop feed)
           setup="population", sentence=f"gain-{name}",
           variant="over users, two groups (a between-group test)" if groups else "over users, paired")
@@ -288,7 +289,7 @@ CLAIMS = (
           "coalescing", "coalescing",
           f"Chromium (grid {BROWSER_GRID}): mean gain in ms, one IP vs two, with the highest share of page views "
           "served from its cache vs none",
-          lambda df: _cache_shrinks(df, "client.resolution", "two-ip", "same-ip"),
+          lambda df: _cache_shrinks(df, cols.RESOLUTION, "two-ip", "same-ip"),
           direction("lower", "the gain with cache hits", CACHE_EFFECT_MS, "ms"), loader="chromium",
           grid=BROWSER_GRID, sentence="cache-shrinks-gain", variant="Chromium"),
     *USER_CLAIMS,

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from tortoiselab.analysis.rankci import shift_between_groups
+from tortoiselab.spec import cols
 from tortoiselab.studies.measure import change, direction, equivalent, pairs
 from tortoiselab.studies.model import ALPHA, SEEDS, Measurement, NoData, claim
 
@@ -41,7 +42,7 @@ def _distinct(df: pd.DataFrame, metric: str) -> pd.DataFrame:
     copies do not count as evidence (lossy runs differ by seed and stay)."""
     d = df.copy()
     d["_key"] = d["cond"].astype(str) + "|" + d["arm"].astype(str)
-    lossless = d["path.loss_pct"].fillna(0) == 0
+    lossless = d[cols.LOSS].fillna(0) == 0
     same = d[lossless].groupby("_key")[metric].transform("nunique") <= 1
     drop = same[same].index
     first = d.loc[drop].sort_values("repetition").drop_duplicates("_key").index
@@ -50,7 +51,7 @@ def _distinct(df: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def _tie_note(df: pd.DataFrame, url: str, **where) -> str:
     """How many control/arm pairs of url are identical, with TIE_5K."""
-    p = pairs(df, "throughput_mbit", "arm", CONTROL, BETA_ONLY, url=url, **where)
+    p = pairs(df, cols.THROUGHPUT, "arm", CONTROL, BETA_ONLY, url=url, **where)
     same = int((p["arm"] == p["control"]).sum())
     return f"; {TIE_5K}: {same} of {len(p)} pairs identical" if len(p) else ""
 
@@ -77,7 +78,7 @@ def _stock(df: pd.DataFrame, metric: str, arm: str, where: dict) -> str:
 
 
 def _gains(df: pd.DataFrame, url: str) -> np.ndarray:
-    p = pairs(df, "throughput_mbit", "arm", CONTROL, BETA_ONLY, url=url, **LOSSY)
+    p = pairs(df, cols.THROUGHPUT, "arm", CONTROL, BETA_ONLY, url=url, **LOSSY)
     if p.empty:
         raise NoData(f"no lossy h2load runs of {url} in both arms")
     return (100 * (p["arm"] / p["control"] - 1)).to_numpy(float)
@@ -137,7 +138,7 @@ def _k_sensitivity(cid: str, text: str, metric_text: str, pick: str, judge_rule,
     verdict."""
     return tuple(claim("cubic_plus", f"{cid}-k-ref-{r}ms", S002, text, "cubic_plus",
                        f"{metric_text}; CUBIC+ with the RTT-aware K at R = {r} ms alone",
-                       _worst_of("throughput_mbit", (beta_k(r),), pick, **where), judge_rule, sentence=cid,
+                       _worst_of(cols.THROUGHPUT, (beta_k(r),), pick, **where), judge_rule, sentence=cid,
                        variant=f"the lab's RTT-aware K with R = {r} ms (K x {2 * r / (r + 100):.1f} at 100 ms)")
                  for r in K_REFS_MS)
 
@@ -155,7 +156,7 @@ CLAIMS = (
           "We observe that the throughput of webpages with CUBIC+ [beta only] is better than that of original "
           "version [under packet loss]", "cubic_plus",
           "h2load throughput, 50 KB and 1 MB objects, loss 2/6/10 %, pooled; control: the module with n = 1",
-          _vs_control("throughput_mbit", BETA_ONLY, tie_url=OBJ_5K, url=[OBJ_50K, OBJ_1M], **LOSSY),
+          _vs_control(cols.THROUGHPUT, BETA_ONLY, tie_url=OBJ_5K, url=[OBJ_50K, OBJ_1M], **LOSSY),
           direction("higher", "CUBIC+'s throughput")),
     claim("cubic_plus", "larger-objects-gain-more", S002,
           "For webpages with larger object size, we see considerable variation in throughput ... (Figure 3,4) For "
@@ -165,21 +166,21 @@ CLAIMS = (
     claim("cubic_plus", "plt-low-loss-equal", S002,
           "page load time for webpages using CUBIC+ almost equals that of default CUBIC TCP under low percentage "
           "of packet loss", "cubic_plus", "PLT of the >1 MB page, loss 2 % (the lowest non-zero level), vs n = 1",
-          _vs_control("plt_ms", BETA_ONLY, client__loader="loader", path__loss_pct=2), equivalent(5)),
+          _vs_control(cols.PLT, BETA_ONLY, client__loader="loader", path__loss_pct=2), equivalent(5)),
     claim("cubic_plus", "plt-high-loss-better", S002,
           "as packet loss% increases, CUBIC+ was observed to outperform default TCP CUBIC (Figure 6, >1 MB)",
           "cubic_plus", "PLT of the >1 MB page, loss 6 and 10 %, vs n = 1",
-          _vs_control("plt_ms", BETA_ONLY, client__loader="loader", path__loss_pct=[6, 8, 10]),
+          _vs_control(cols.PLT, BETA_ONLY, client__loader="loader", path__loss_pct=[6, 8, 10]),
           direction("lower", "CUBIC+'s PLT")),
     claim("cubic_plus", "delay-large-cubic-wins", S002, DELAY_LARGE, "cubic_plus",
           DELAY_LARGE_WHAT + " (the better variant shown)",
-          _worst_of("throughput_mbit", (BETA_ONLY, BETA_K), "max", url=OBJ_1M, path__loss_pct=0,
+          _worst_of(cols.THROUGHPUT, (BETA_ONLY, BETA_K), "max", url=OBJ_1M, path__loss_pct=0,
                     server__initcwnd_pkts=10),
           direction("lower", "the better variant's throughput")),
     claim("cubic_plus", "delay-small-close", S002, DELAY_SMALL, "cubic_plus",
           "h2load throughput, 50 KB, RTT 20/100/200 ms, 2 % loss (loss-free, every arm runs the same slow start; "
           "5 KB ties even with loss), vs n = 1",
-          _worst_of("throughput_mbit", (BETA_ONLY, BETA_K), "abs", tie_url=OBJ_5K,
+          _worst_of(cols.THROUGHPUT, (BETA_ONLY, BETA_K), "abs", tie_url=OBJ_5K,
                     tie_where={"path__loss_pct": 2, "server__initcwnd_pkts": 10}, url=OBJ_50K, path__loss_pct=2,
                     server__initcwnd_pkts=10), equivalent(5)),
     claim("cubic_plus", "initcwnd-little-role", S002,
@@ -187,7 +188,7 @@ CLAIMS = (
           "under varying values of initial congestion window size", "cubic_plus",
           "h2load throughput, 50 KB, IW 3/10/32, RTT 100 ms, 2 % loss (loss-free, every arm runs the same slow "
           "start; 5 KB ties even with loss), vs n = 1",
-          _worst_of("throughput_mbit", (BETA_ONLY, BETA_K), "abs", tie_url=OBJ_5K,
+          _worst_of(cols.THROUGHPUT, (BETA_ONLY, BETA_K), "abs", tie_url=OBJ_5K,
                     tie_where={"path__loss_pct": 2, "path__rtt_ms": 100}, url=OBJ_50K, path__loss_pct=2,
                     path__rtt_ms=100), equivalent(5)),
     *_k_sensitivity("delay-large-cubic-wins", DELAY_LARGE, DELAY_LARGE_WHAT, "max",

@@ -14,6 +14,7 @@ import pandas as pd
 
 from tortoiselab.analysis import napkin
 from tortoiselab.host import readfiles, store
+from tortoiselab.spec import cols
 from tortoiselab.studies.connections import MSS, first_conn, handshake_grew_window, second_load_window, transfer
 from tortoiselab.studies.measure import exact, ok_rows, span
 from tortoiselab.studies.model import SEEDS, Measurement, NoData, claim
@@ -25,7 +26,7 @@ ARTICLE_PATH = {"path__rtt_ms": 130, "path__rate_mbit": 15}  # the article's pat
 
 
 def _cubic_runs(df: pd.DataFrame, **where) -> pd.DataFrame:
-    return ok_rows(df, "plt_ms", server__cc="cubic", **ARTICLE_PATH, **where)
+    return ok_rows(df, cols.PLT, server__cc="cubic", **ARTICLE_PATH, **where)
 
 
 def _first_round(iw: int):
@@ -60,7 +61,7 @@ def _tls_rtts(df: pd.DataFrame) -> Measurement:
     for _, r in _cubic_runs(df, server__tls="1.2", server__cert="large").iterrows():
         c = first_conn(r["run_dir"])
         if c and c.get("tls") and c["tls"].get("rtts") is not None:
-            by.setdefault(int(r["server.initcwnd_pkts"]), []).append(c["tls"]["rtts"])
+            by.setdefault(int(r[cols.INITCWND]), []).append(c["tls"]["rtts"])
     if 3 not in by:
         raise NoData("no TLS 1.2 large-chain run at IW 3")
     m = span(by[3], "RTT", "TLS handshake in round trips (ClientHello to the request), IW 3")
@@ -101,8 +102,8 @@ def _napkin_rtts(df: pd.DataFrame) -> Measurement:
     d = _cubic_runs(df, server__initcwnd_pkts=3, server__tls="1.2", server__cert="large")
     if d.empty:
         raise NoData("no run of the article's case")
-    rtts = ((d["plt_ms"] - d["dns_ms"].fillna(0)) / d["path.rtt_ms"]).to_numpy(float)
-    ms = (d["plt_ms"] - d["dns_ms"].fillna(0)).median()
+    rtts = ((d[cols.PLT] - d["dns_ms"].fillna(0)) / d[cols.RTT]).to_numpy(float)
+    ms = (d[cols.PLT] - d["dns_ms"].fillna(0)).median()
     rounds, floors = [], []
     for _, r in d.iterrows():
         c = first_conn(r["run_dir"])
@@ -123,12 +124,12 @@ def _napkin_rtts(df: pd.DataFrame) -> Measurement:
 def _iw_faster(df: pd.DataFrame) -> Measurement:
     """PLT at the largest IW against IW 3, per TLS version and chain."""
     d = _cubic_runs(df, slow_start_after_idle=True)
-    hi = d["server.initcwnd_pkts"].max()
+    hi = d[cols.INITCWND].max()
     if not hi > 3:
         raise NoData("needs runs at IW 3 and a larger IW")
     out, parts = [], []
     for (tls, cert), g in d.groupby(["server.tls", "server.cert"]):
-        a, b = g[g["server.initcwnd_pkts"] == 3]["plt_ms"], g[g["server.initcwnd_pkts"] == hi]["plt_ms"]
+        a, b = g[g[cols.INITCWND] == 3][cols.PLT], g[g[cols.INITCWND] == hi][cols.PLT]
         if len(a) and len(b):
             out.append(100 * (b.median() / a.median() - 1))
             parts.append(f"TLS {tls} {cert}: {a.median():.0f} -> {b.median():.0f} ms")
@@ -140,7 +141,7 @@ def _ssai(df: pd.DataFrame) -> Measurement:
     tcp_slow_start_after_idle 0 against 1 (same IW, TLS and chain)."""
     d = ok_rows(df, "plt2_ms", server__cc="cubic", **ARTICLE_PATH)
     out, parts = [], []
-    for key, g in d.groupby(["server.initcwnd_pkts", "server.tls", "server.cert"]):
+    for key, g in d.groupby([cols.INITCWND, "server.tls", "server.cert"]):
         ssai = g["slow_start_after_idle"].astype(bool)
         on, off = g[ssai]["plt2_ms"], g[~ssai]["plt2_ms"]
         if len(on) and len(off):

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from tortoiselab.analysis.rankci import shift_between_groups, spearman
+from tortoiselab.spec import cols
 from tortoiselab.studies.measure import change, direction, equivalent, ok_rows, pair_key, pairs
 from tortoiselab.studies.model import SEEDS, Claim, Measurement, NoData, claim
 
@@ -84,7 +85,7 @@ def _low_loss(df: pd.DataFrame, reading: Reading) -> Measurement:
     largest change shown, every one in the detail."""
     ms = {}
     for b in _betas_present(df, reading)[1:]:
-        ms[b] = change(df, "plt_ms", "beta", reading.beta(DEFAULT), b, "ratio", path__loss_pct=2)
+        ms[b] = change(df, cols.PLT, "beta", reading.beta(DEFAULT), b, "ratio", path__loss_pct=2)
     if not ms:
         raise NoData(f"no runs of beta {', '.join(f'{b:g}' for b in reading.betas()[1:])} ({reading.scope()})")
     w = max(ms, key=lambda b: abs(ms[b].value))
@@ -94,7 +95,7 @@ def _low_loss(df: pd.DataFrame, reading: Reading) -> Measurement:
 
 def _penalty(df: pd.DataFrame, reading: Reading, loss) -> np.ndarray:
     """Per pair: the largest factor's PLT minus the default's (0.5), in s."""
-    p = pairs(df, "plt_ms", "beta", reading.beta(DEFAULT), reading.beta(LARGEST), path__loss_pct=loss)
+    p = pairs(df, cols.PLT, "beta", reading.beta(DEFAULT), reading.beta(LARGEST), path__loss_pct=loss)
     return ((p["arm"] - p["control"]) / 1000).to_numpy(float)
 
 
@@ -122,16 +123,16 @@ def _smaller_better(df: pd.DataFrame, reading: Reading) -> Measurement:
     each PLT divided by its condition's median (loss levels differ in
     scale); positive = the smaller factor is faster. Fisher z interval and
     test (analysis.rankci)."""
-    d = ok_rows(df, "plt_ms", path__loss_pct=HIGH_LOSS)
+    d = ok_rows(df, cols.PLT, path__loss_pct=HIGH_LOSS)
     d = d[pd.to_numeric(d["beta"], errors="coerce").round(3).isin(reading.betas())]
     if len(d) < 5 or d["beta"].nunique() < 2:
         raise NoData(f"needs 5 or more high-loss runs over several of beta "
                      f"{', '.join(f'{b:g}' for b in reading.betas())} ({reading.scope()})")
     cond = [pair_key(c, "beta") for c in d["cond"]]
-    rel = (d["plt_ms"] / d.groupby(cond)["plt_ms"].transform("median")).to_numpy(float)
+    rel = (d[cols.PLT] / d.groupby(cond)[cols.PLT].transform("median")).to_numpy(float)
     factor = np.array([reading.factor(float(b)) for b in d["beta"]])
     r = spearman(factor, rel)
-    med = d.groupby("beta")["plt_ms"].median()
+    med = d.groupby("beta")[cols.PLT].median()
     return Measurement(r.estimate, r.low, r.high, r.p_value, len(d), "rho",
                        f"{r.test}, of the factor vs PLT (relative to its loss level's median); median PLT by "
                        "factor: " + ", ".join(f"{reading.factor(float(b)):g} (beta {b:g}): {v:.0f} ms"

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
+from tortoiselab.spec import cols
 from tortoiselab.studies.measure import change, change_of_change, direction, improvement, ok_rows
 from tortoiselab.studies.model import SEEDS, Measurement, NoData, claim
 from tortoiselab.studies.population import measure_over_users, population_change
@@ -59,8 +60,8 @@ def rich_mask(df: pd.DataFrame) -> pd.Series:
     cross traffic on the bottleneck (a topology with bulk flows or
     background loads)."""
     none = pd.Series(False, index=df.index)
-    bursty = df["path.region"].fillna("").astype(str).str.endswith("-bursty") if "path.region" in df else none
-    trace = df["path.trace_down"].notna() if "path.trace_down" in df else none
+    bursty = df[cols.REGION].fillna("").astype(str).str.endswith("-bursty") if cols.REGION in df else none
+    trace = df[cols.TRACE_DOWN].notna() if cols.TRACE_DOWN in df else none
     cross = none
     if "topology" in df:  # e.g. "dumbbell,bulk_flows=1,clients=2,web_loads_per_s=0.5,...": a parameter may be 0
         topo = df["topology"].fillna("").astype(str)
@@ -76,7 +77,7 @@ def with_sets(df: pd.DataFrame) -> pd.DataFrame:
 
 def _vs_htcp(region, page: str, metric: str, pset: str, statistic: str = "p90", arm: str = "hybla"):
     regions = region if isinstance(region, (list, tuple)) else [region]
-    return lambda df: change(with_sets(df), metric, "server.cc", "htcp", arm, statistic,
+    return lambda df: change(with_sets(df), metric, cols.CC, "htcp", arm, statistic,
                              path__region=regions, client__page=page, profile_set=pset)
 
 
@@ -87,7 +88,7 @@ def _per_geography(df: pd.DataFrame, pset: str, arms=THREE) -> dict[tuple[str, s
     out = {}
     for region in GEOGRAPHIES:
         for a in arms:
-            out[region, a] = change(d, "content_download_ms", "server.cc", "htcp", a, "p90",
+            out[region, a] = change(d, cols.CDT, cols.CC, "htcp", a, "p90",
                                     path__region=region, client__page="base.html", profile_set=pset)
     return out
 
@@ -127,7 +128,7 @@ def _best_of_three(pset: str):
     intersection-union test (weakest)."""
     def measure(df: pd.DataFrame) -> Measurement:
         d = with_sets(df)
-        ms = {(region, other): change(d, "content_download_ms", "server.cc", other, "hybla", "p90",
+        ms = {(region, other): change(d, cols.CDT, cols.CC, other, "hybla", "p90",
                                       path__region=region, client__page="base.html", profile_set=pset)
               for region in GEOGRAPHIES for other in THREE if other != "hybla"}
         return weakest(ms, "hybla against each other arm per geography")
@@ -144,15 +145,15 @@ def _all_three(pset: str):
 
 
 def _screen(df: pd.DataFrame, pset: str) -> Measurement:
-    d = ok_rows(with_sets(df), "content_download_ms", profile_set=pset)
+    d = ok_rows(with_sets(df), cols.CDT, profile_set=pset)
     if d.empty:
         raise NoData(f"no screen runs on the {pset} profiles")
-    med = d.groupby("server.cc")["content_download_ms"].median().sort_values()
+    med = d.groupby(cols.CC)[cols.CDT].median().sort_values()
     # "the best performing": faster than the field's median algorithm (ties,
     # common when a load ends in slow start, are not broken arbitrarily)
     best = set(med.index[med < med.median()])
     hits = len(set(THREE) & best)
-    groups = [g["content_download_ms"].to_numpy(float) for _, g in d.groupby("server.cc") if len(g)]
+    groups = [g[cols.CDT].to_numpy(float) for _, g in d.groupby(cols.CC) if len(g)]
     p = float(st.kruskal(*groups).pvalue) if len(groups) > 1 and len(set(np.concatenate(groups))) > 1 else None
     return Measurement(hits, math.nan, math.nan, p, len(d), "of 3", tie=_screen_tie(med), detail=
                        f"faster than the field's median ({med.median():.0f} ms): {', '.join(sorted(best)) or 'none'}; "
@@ -215,10 +216,10 @@ def _mobile(cid, text, market, judge_rule):
     return tuple(row for s in (CLEAN, RICH) for row in (
         claim("tortoise", cid + ("-rich" if s == RICH else ""), S000, text, "tortoise",
               f"plt_ms p90, app.html (the mobile app), {MOBILE[s][market]} ({SET_LABEL[s]})",
-              on_setup(CDN_SETUP, _vs_htcp(MOBILE[s][market], "app.html", "plt_ms", s)), judge_rule, **_variant(cid, s)),
+              on_setup(CDN_SETUP, _vs_htcp(MOBILE[s][market], "app.html", cols.PLT, s)), judge_rule, **_variant(cid, s)),
         claim("tortoise", _one_server(cid, s), S000, text, "tortoise",
               f"plt_ms p90, app.html (the mobile app), {MOBILE[s][market]} ({SET_LABEL[s]}; one server)",
-              on_setup(ONE_SERVER, _vs_htcp(MOBILE[s][market], "app.html", "plt_ms", s)), judge_rule, sentence=cid,
+              on_setup(ONE_SERVER, _vs_htcp(MOBILE[s][market], "app.html", cols.PLT, s)), judge_rule, sentence=cid,
               variant=SETUP_VARIANT + (f"; {_variant(cid, s)['variant']}" if s == RICH else ""))))
 
 
@@ -251,7 +252,7 @@ def _rest_of_world(pset: str):
     smaller gain than the emerging markets'."""
     def measure(df: pd.DataFrame) -> Measurement:
         d = with_sets(df)
-        return change_of_change(d, "plt_ms", "server.cc", "htcp", "hybla",
+        return change_of_change(d, cols.PLT, cols.CC, "htcp", "hybla",
                                 base={"path__region": list(MOBILE[pset][m] for m in ("india", "china")),
                                       "client__page": "app.html", "profile_set": pset},
                                 other={"path__region": list(REST_OF_WORLD[pset]), "client__page": "app.html",
@@ -265,8 +266,8 @@ def _other_markets(pset: str):
     pages (India desktop's feed, India and China mobile's app)."""
     def measure(df: pd.DataFrame) -> Measurement:
         d = with_sets(df)
-        d = d.assign(load=list(zip(d["path.region"], d["client.page"])))
-        return change_of_change(d, "plt_ms", "server.cc", "htcp", "hybla",
+        d = d.assign(load=list(zip(d[cols.REGION], d[cols.PAGE])))
+        return change_of_change(d, cols.PLT, cols.CC, "htcp", "hybla",
                                 base={"load": _loads(pset, False), "profile_set": pset},
                                 other={"load": _loads(pset, True), "profile_set": pset})
     return measure
@@ -295,7 +296,7 @@ def _users(cid: str, text: str, market: str, metric: str, page: str, judge_rule)
     LinkedIn split its machines into groups): variants of the sentence."""
     return tuple(claim("tortoise", f"{cid}-users{'-groups' if groups else ''}", S000, text, POPULATION,
                        f"{metric} {USERS_NOTE}, {PAGE_NOTE[page]}, {market}" + (", two groups" if groups else ""),
-                       measure_over_users(metric, "server.cc", "htcp", "hybla", market, groups=groups,
+                       measure_over_users(metric, cols.CC, "htcp", "hybla", market, groups=groups,
                                           client__page=page), judge_rule,
                        setup="population", sentence=cid,
                        variant="over users, two groups (a between-group test)" if groups else "over users, paired")
@@ -306,21 +307,21 @@ def _all_three_users(df: pd.DataFrame) -> Measurement:
     """Every (geography, arm) over the desktop markets' users must improve
     (the base HTML's content download, as the single-path claim), read as
     an intersection-union test (weakest)."""
-    ms = {(g, a): population_change(df, "content_download_ms", "server.cc", "htcp", a, g, client__page="base.html")
+    ms = {(g, a): population_change(df, cols.CDT, cols.CC, "htcp", a, g, client__page="base.html")
           for g in GEOGRAPHIES for a in THREE}
     return weakest(ms, "each (market, arm) against htcp over users")
 
 
 USER_CLAIMS = (
     *_users("india-desktop-cdt", "LinkedIn's desktop pages in India saw an improvement of 5-7% in content "
-           "download time", "india-desktop-2017", "content_download_ms", "base.html", improvement(-7, -5)),
+           "download time", "india-desktop-2017", cols.CDT, "base.html", improvement(-7, -5)),
     *_users("india-desktop-plt", "which also translated to a 2% improvement in page load time (at the 90th "
-           "percentile)", "india-desktop-2017", "plt_ms", "feed.html", improvement(-2.5, -1.5)),
+           "percentile)", "india-desktop-2017", cols.PLT, "feed.html", improvement(-2.5, -1.5)),
     *_users("china-desktop-cdt", "The PoPs in China showed similar results (5-7% content download)",
-           "china-desktop-2017", "content_download_ms", "base.html", improvement(-7, -5)),
+           "china-desktop-2017", cols.CDT, "base.html", improvement(-7, -5)),
     *_users("china-mobile-plt", "[mobile] page load time in China ... TCP-Hybla ... as much as a 6% improvement",
-           "china-mobile-2016", "plt_ms", "app.html", improvement(-6, -2)),
-    *_users("india-mobile-plt", "Mobile users in India showed an 8% improvement", "india-mobile-2017", "plt_ms",
+           "china-mobile-2016", cols.PLT, "app.html", improvement(-6, -2)),
+    *_users("india-mobile-plt", "Mobile users in India showed an 8% improvement", "india-mobile-2017", cols.PLT,
            "app.html", improvement(-9, -7)),
     claim("tortoise", "all-three-improve-users", S000,
           "consistent improvements in content download time in each of these geographies with all our "
@@ -334,13 +335,13 @@ USER_CLAIMS = (
 CLAIMS = (
     *_desktop("india-desktop-cdt",
               "LinkedIn's desktop pages in India saw an improvement of 5-7% in content download time "
-              "(TCP-Hybla against the H-TCP control)", "india-desktop-2017", "base.html", "content_download_ms",
+              "(TCP-Hybla against the H-TCP control)", "india-desktop-2017", "base.html", cols.CDT,
               improvement(-7, -5)),
     *_desktop("india-desktop-plt",
               "which also translated to a 2% improvement in page load time (at the 90th percentile)",
-              "india-desktop-2017", "feed.html", "plt_ms", improvement(-2.5, -1.5)),
+              "india-desktop-2017", "feed.html", cols.PLT, improvement(-2.5, -1.5)),
     *_desktop("china-desktop-cdt", "The PoPs in China showed similar results (5-7% content download)",
-              "china-desktop-2017", "base.html", "content_download_ms", improvement(-7, -5)),
+              "china-desktop-2017", "base.html", cols.CDT, improvement(-7, -5)),
     *_per_set("hybla-best", "In both cases, TCP-Hybla performed the best consistently",
               "content_download_ms p90 per geography, base.html, India and China desktop, hybla vs each other arm",
               _best_of_three, (direction("lower", "hybla")[0], BEST_RULE)),

@@ -1,0 +1,102 @@
+"""The runs table's column names, in one place: the store, the report, the
+studies, the figures and the notebooks read columns by these names
+(docs/architecture.md, "The runs table").
+
+- A setting's column is ``<section>.<field>`` of the experiment file
+  (spec/experiment.py's PathCfg, ServerCfg, ClientCfg); tests/unit/test_cols.py
+  checks that every name here is a column of the table, so a renamed field
+  fails there, not later as an empty selection. This module imports nothing
+  of the project: every layer may use it.
+- A metric's column is its name in the loader's summary: ``METRICS`` holds
+  each with its meaning and, for those the report shows per sweep point, its
+  axis label. host/columns.py makes the table's columns from it, so a new
+  metric is one entry here plus the code that measures it.
+- A claim's filter spells a column with ``__`` for ``.`` (a keyword
+  argument, ``path__region="india-desktop-2017"``): ``kwarg_column`` is that
+  one rule, and refuses a name that is no column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SECTIONS = ("path", "server", "client")
+
+
+def setting(section: str, field: str) -> str:
+    """The column of an experiment file's setting (section.field)."""
+    if section not in SECTIONS:
+        raise KeyError(f"{section}: no such section ({', '.join(SECTIONS)})")
+    return f"{section}.{field}"
+
+
+# the settings the code reads by name
+CC = setting("server", "cc")
+INITCWND = setting("server", "initcwnd_pkts")
+MODULE_PARAMS = setting("server", "module_params")
+REGION = setting("path", "region")
+RTT = setting("path", "rtt_ms")
+LOSS = setting("path", "loss_pct")
+LOSS_UP = setting("path", "loss_up_pct")
+RATE = setting("path", "rate_mbit")
+TRACE_DOWN = setting("path", "trace_down")
+TRACE_UP = setting("path", "trace_up")
+PAGE = setting("client", "page")
+URL = setting("client", "url")
+COALESCING = setting("client", "coalescing")
+CACHE_HIT_RATIO = setting("client", "cache_hit_ratio")
+RESOLUTION = setting("client", "resolution")
+LOADER = setting("client", "loader")
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str  # the column, as the loader's summary names it
+    meaning: str
+    label: str | None = None  # the report's axis label; None: not plotted per sweep point
+
+
+METRICS = {m.name: m for m in (
+    Metric("plt_ms", "page start (incl. DNS, TCP, TLS) to last byte", "PLT (ms)"),
+    Metric("floor_ms", "napkin-model floor of the PLT (tortoiselab.analysis.napkin.run_floor)"),
+    Metric("plt_over_floor", "measured PLT / floor (>= 1)"),
+    Metric("plt_from_request_ms", "first request sent to last byte"),
+    Metric("content_download_ms", "first byte of the base HTML to last byte"),
+    Metric("ttfb_ms", "time to first byte"),
+    Metric("dns_capture_ms", "DNS lookups in the client capture, per name first query to its address answer, "
+                             "summed (analysis/dnstime.py: the same ruler for every loader)"),
+    Metric("connections_opened", "connections that carried the page's requests, as the loader counts them (the "
+                                 "capture's: tcp_connections, tcp_connections_used)"),
+    Metric("reuse_ratio", "coalesced share of 2nd-origin requests"),
+    Metric("bytes", "response body bytes"),
+    Metric("throughput_mbit", "h2load throughput: body bytes over the whole transfer (slow start included)",
+           "throughput (Mbit/s)"),
+    Metric("steady_throughput_mbit", "h2load runs: throughput of the second half of the bytes, from the server "
+                                     "capture's ACKs (analysis/flights.steady_throughput_mbit)"),
+)}
+
+
+def metric(name: str) -> str:
+    """A metric's column; KeyError when METRICS has no such metric."""
+    if name not in METRICS:
+        raise KeyError(f"{name}: no such metric ({', '.join(METRICS)})")
+    return name
+
+
+PLT, FLOOR, CDT, THROUGHPUT = metric("plt_ms"), metric("floor_ms"), metric("content_download_ms"), \
+    metric("throughput_mbit")
+
+
+def reported_metrics() -> tuple[tuple[str, str], ...]:
+    """(column, axis label) of the metrics the report shows per sweep point."""
+    return tuple((m.name, m.label) for m in METRICS.values() if m.label)
+
+
+def kwarg_column(name: str, columns) -> str:
+    """The column a claim's keyword filter names (``path__region`` is
+    ``path.region``); KeyError naming the filter when the table has no such
+    column."""
+    col = name.replace("__", ".")
+    if col not in columns:
+        raise KeyError(f"{name}: the runs table has no column {col!r}")
+    return col
