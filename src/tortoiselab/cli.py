@@ -355,18 +355,15 @@ SENSITIVITY_FILE = "population-sensitivity.md"
 def cmd_population_sensitivity(a: argparse.Namespace) -> int:
     """How far each population assumption moves a claim's verdict, on an
     experiment's sensitivity grid (studies/population_sensitivity.py)."""
-    from tortoiselab.host import safefs
+    from tortoiselab.host.store import files
     from tortoiselab.studies import population_sensitivity as PS
 
     text = "\n".join(PS.report(e, a.results, a.grid) for e in a.experiment)
     if not a.write:
         print(text)
         return 0
-    root = Path(a.results)
-    out, tmp, doing = root / SENSITIVITY_FILE, root / f".{SENSITIVITY_FILE}.tmp", "writing the population sensitivity"
-    safefs.rmtree(tmp, root, doing)  # no link followed: a results folder is untrusted (docs/faults.md)
-    safefs.write_text(tmp, text + "\n", root, doing, exclusive=True)
-    safefs.replace(tmp, out, root, doing)
+    # whole, no link followed: a results folder is untrusted (docs/faults.md, host/store/files.py)
+    out = files.write_results_file(Path(a.results), SENSITIVITY_FILE, text + "\n", "writing the population sensitivity")
     print(f"wrote {out}")
     return 0
 

@@ -1,4 +1,4 @@
-"""The results store (host/store.py) on canned run folders: tests/data/runs
+"""The results store (host/store/) on canned run folders: tests/data/runs
 holds the CI study grids as the runner wrote them before the store existed
 (format 1: no format_version), with their server captures, the
 experiment's site manifest and PKI description."""

@@ -85,7 +85,7 @@ def test_a_traced_runs_floor_is_the_traces_not_the_default_rate(tmp_path):
 
 
 def test_the_store_computes_a_traced_runs_floor_from_its_trace(tmp_path):
-    """A record without a floor gets one as the runner stores it (host/store.py
+    """A record without a floor gets one as the runner stores it (host/store/
     upgrade): from the trace and the page's start in it, whatever rate_mbit says."""
     exp = tmp_path / "exp"
     for sub, name, doc in (("site", "manifest.json", MANIFEST), ("pki", "pki.json", PKI)):

@@ -6,7 +6,9 @@ page, so the site records the generator's hash (SITE_VERSION: its modules'
 sources, the image encoders included) and is made again when it differs. The pages already there come out the same (they
 depend only on the seed), and the PKI stays: runs stored before and after
 meet the same certificates (docs/architecture.md, "Results"). Nothing
-here is made, replaced or removed through a link (host/safefs.py).
+here is made, replaced or removed through a link: the store makes it
+in the folder (host/store/files.py), the generators write into the
+staging folder it lends them.
 
 The PKI holds only the certificate variants the experiment's runs use
 (`server.cert` over all its runs), in the groups web/pki.py makes together
@@ -21,12 +23,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Iterable
 
 from tortoiselab.host import safefs
 from tortoiselab.host.errors import RunnerError
+from tortoiselab.host.store import files
 from tortoiselab.web import images, pages, pki
 
 # the modules whose source makes the site's bytes
@@ -67,32 +69,29 @@ def site_version() -> str:
     return h.hexdigest()[:16]
 
 
-def _make_site(lab: Path, seed: int) -> None:
+def _make_site(exp_dir: Path, lab: Path, seed: int) -> None:
     """lab/site made again from the generator, swapped in by rename."""
     tmp, old = lab / f"site.tmp-{os.getpid()}", lab / f"site.old-{os.getpid()}"
-    root, doing = lab.parent.parent, f"making the pages of {lab}"
-    safefs.rmtree(tmp, root, doing)
-    safefs.mkdir(tmp, root, doing=doing)
-    pages.generate_site(tmp, seed=seed, domain="lab.test")
+    doing = f"making the pages of {lab}"
+    files.fresh_dir(exp_dir, tmp, doing)
+    pages.generate_site(tmp, seed=seed, domain="lab.test")  # into the folder the store lent it
     if os.path.lexists(lab / "site"):
-        safefs.rmtree(old, root, doing)
-        safefs.replace(lab / "site", old, root, doing)
-    safefs.replace(tmp, lab / "site", root, doing)
-    safefs.rmtree(old, root, doing)
-    safefs.write_text(lab / "SITE_VERSION", site_version() + "\n", root, doing)
+        files.remove(exp_dir, old, doing)
+        files.replace(exp_dir, lab / "site", old, doing)
+    files.replace(exp_dir, tmp, lab / "site", doing)
+    files.remove(exp_dir, old, doing)
+    files.write_file(exp_dir, lab / "SITE_VERSION", site_version() + "\n", doing)
 
 
-def _extend_pki(lab: Path, groups: tuple[tuple[str, ...], ...], have: dict, seed_name: str) -> None:
+def _extend_pki(exp_dir: Path, lab: Path, groups: tuple[tuple[str, ...], ...], have: dict, seed_name: str) -> None:
     """lab/pki with these groups added: made in lab/pki.tmp-<pid> (the same
     seed name, so the same Ed25519 CA), their files moved in, then pki.json
     (`have`, its variants joined by the new ones) replaced atomically. A
     file of a new group already there is the leftover of an extension that
     was interrupted before pki.json named it: it is replaced."""
     root, doing, dest = lab.parent.parent, f"adding certificate variants to {lab / 'pki'}", lab / "pki"
-    tmp = lab / f"pki.tmp-{os.getpid()}"
-    safefs.rmtree(tmp, root, doing)
-    safefs.mkdir(tmp, root, doing=doing)
-    try:
+    tmp = files.fresh_dir(exp_dir, lab / f"pki.tmp-{os.getpid()}", doing)
+    try:  # the PKI maker writes into the folder the store lent it
         made = pki.make_pki(tmp, domain=have["domain"], seed_name=seed_name, variants=[v for g in groups for v in g])
         if any(g != ("shared-rsa", "separate-rsa") for g in groups) and \
                 safefs.read_bytes_regular(dest / "ca.pem", root, doing) != (tmp / "ca.pem").read_bytes():
@@ -101,14 +100,13 @@ def _extend_pki(lab: Path, groups: tuple[tuple[str, ...], ...], have: dict, seed
                               f"remove {lab} (its pages and PKI are made again) or use another --results")
         for name in sorted(os.listdir(tmp)):
             if name not in PKI_COMMON:
-                safefs.rmtree(dest / name, root, doing)
-                safefs.replace(tmp / name, dest / name, root, doing)
+                files.remove(exp_dir, dest / name, doing)
+                files.replace(exp_dir, tmp / name, dest / name, doing)
         variants = {**have["variants"], **pki.rebased(made, dest)["variants"]}
-        safefs.write_text(tmp / "pki.json", json.dumps({**have, "variants": variants}, indent=1, sort_keys=True)
-                          + "\n", root, doing)
-        safefs.replace(tmp / "pki.json", dest / "pki.json", root, doing)
+        files.write_file(exp_dir, dest / "pki.json",
+                         json.dumps({**have, "variants": variants}, indent=1, sort_keys=True) + "\n", doing)
     finally:
-        safefs.rmtree(tmp, root, doing)
+        files.remove(exp_dir, tmp, doing)
 
 
 def lab_assets(exp_dir: Path, seed: int = 1, certs: Iterable[str] = pki.VARIANTS) -> tuple[Path, Path]:
@@ -125,7 +123,7 @@ def lab_assets(exp_dir: Path, seed: int = 1, certs: Iterable[str] = pki.VARIANTS
         recorded = safefs.read_text(lab / "SITE_VERSION", root, doing).strip() \
             if os.path.lexists(lab / "SITE_VERSION") else ""
         if recorded != site_version():
-            _make_site(lab, seed)
+            _make_site(exp_dir, lab, seed)
         try:
             have = json.loads(safefs.read_text(lab / "pki" / "pki.json", root, doing))
             missing = missing_groups(have["variants"], certs)
@@ -133,23 +131,21 @@ def lab_assets(exp_dir: Path, seed: int = 1, certs: Iterable[str] = pki.VARIANTS
             raise RunnerError(f"{lab / 'pki' / 'pki.json'}: not a readable PKI description ({exc!r}); remove "
                               f"{lab} (its pages and PKI are made again)") from None
         if missing:
-            _extend_pki(lab, missing, have, exp_dir.name)
+            _extend_pki(exp_dir, lab, missing, have, exp_dir.name)
         return lab / "site", lab / "pki"
-    tmp = exp_dir / f".lab.tmp-{os.getpid()}"
-    safefs.rmtree(tmp, root, doing)
-    safefs.mkdir(tmp, root, doing=doing)
-    try:
+    tmp = files.fresh_dir(exp_dir, exp_dir / f".lab.tmp-{os.getpid()}", doing)
+    try:  # the generators write into the folder the store lent them
         pages.generate_site(tmp / "site", seed=seed, domain="lab.test")
         pki.make_pki(tmp / "pki", domain="lab.test", seed_name=exp_dir.name, variants=[v for g in groups for v in g])
-        (tmp / "SITE_VERSION").write_text(site_version() + "\n")
-        (tmp / "READY").write_text("ok\n")
+        # the pki.json inside names files under tmp: rewritten for the final place
+        pj = tmp / "pki" / "pki.json"
+        files.write_file(exp_dir, pj, safefs.read_text(pj, root, doing).replace(str(tmp), str(lab)), doing)
+        files.write_new(exp_dir, tmp / "SITE_VERSION", site_version() + "\n", doing)
+        files.write_new(exp_dir, tmp / "READY", "ok\n", doing)
     except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)  # e.g. a full filesystem: leave nothing half made
+        files.remove(exp_dir, tmp, doing, quiet=True)  # e.g. a full filesystem: leave nothing half made
         raise
-    # the pki.json inside names files under tmp: rewrite to the final place
-    pj = tmp / "pki" / "pki.json"
-    pj.write_text(pj.read_text().replace(str(tmp), str(lab)))
-    safefs.rmtree(lab, root, doing)
-    safefs.replace(tmp, lab, root, doing)
-    os.chmod(lab, 0o755)
+    files.remove(exp_dir, lab, doing)
+    files.replace(exp_dir, tmp, lab, doing)
+    files.chmod(exp_dir, lab, 0o755, doing)
     return lab / "site", lab / "pki"

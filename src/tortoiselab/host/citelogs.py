@@ -6,8 +6,9 @@ deleted afterwards sent the reader nowhere). docs/faults.md.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
+
+from tortoiselab.host.store import files
 
 LAB_LOGS = ("console.log", "native.log", "commands.log")  # what a lab's error may cite (host/backends.py)
 
@@ -21,7 +22,7 @@ def cite_stored(why: str, boot_dir: Path, tmp: Path, run_dir: Path) -> str:
     for name in LAB_LOGS:
         cited = [str(p / name) for p in {work, work.resolve()} if str(p / name) in why]
         if cited and (work / name).is_file() and not os.path.islink(work / name):
-            shutil.copyfile(work / name, tmp / name)
+            files.copy_in(tmp.parent, work / name, tmp / name, doing=f"keeping {name} with run {run_dir.name}")
         for c in cited:
             why = why.replace(c, str(run_dir / name) if (tmp / name).is_file() else f"{name} (not kept)")
     for b in sorted({str(boot_dir), str(boot_dir.resolve())}, key=len, reverse=True):

@@ -39,7 +39,8 @@ from pathlib import Path
 import dpkt
 
 from tortoiselab.analysis.flights import RETRANS_KINDS, analyze_pcap
-from tortoiselab.host import backends, safefs, store
+from tortoiselab.host import backends, store
+from tortoiselab.host.store import files
 from tortoiselab.host.locks import held_scratch
 from tortoiselab.host.provenance import tool_versions
 from tortoiselab.host.batches import Batch, batch_id, boot_prefix, jobs_for
@@ -259,8 +260,8 @@ def rerun_and_compare(exp_dir: Path, chosen: list[str], specs: dict, info: backe
         members = stored_batch(exp_dir / run_id, specs)
         loads = boot_prefix(members, run_id)
         out = work_dir / f"{run_id}.batch" if len(members) > 1 else work_dir
-        if out != work_dir:  # never through a link (host/safefs.py)
-            safefs.mkdir(out, work_dir, exist_ok=True, doing=f"verify-determinism scratch {work_dir}")
+        if out != work_dir:  # never through a link (host/store/files.py)
+            files.make_dir(work_dir, out, exist_ok=True, doing=f"verify-determinism scratch {work_dir}")
         run_batch(loads, out, info, lab / "site", lab / "pki", versions,
                   batch=Batch(batch_id([r.run_id for r in members]), tuple(members)),
                   replay=[r.run_id for r in loads[:-1]])
@@ -299,13 +300,12 @@ def scratch_folder(exp_dir: Path, scratch: Path | None = None) -> Iterator[Path]
     folder's place", "the results folder's place"). scratch: a folder of the
     caller's to use instead (made if missing, removed after)."""
     d = Path(scratch).resolve() if scratch else Path(exp_dir) / f"{SCRATCH_PREFIX}{os.getpid()}"
-    root = d.parent
     doing = f"verify-determinism scratch {d}"
     with contextlib.ExitStack() as stack:
-        try:  # never through a link (host/safefs.py)
-            root.mkdir(parents=True, exist_ok=True) if scratch else None  # the caller's own folder
+        try:  # never through a link (host/store/files.py)
+            files.ensure_folder(d.parent) if scratch else None  # the caller's own folder
             # in use while this process holds its lock: `tortoise clean` removes it only once free
-            stack.enter_context(held_scratch(Path(exp_dir), d, root, doing))
+            stack.enter_context(held_scratch(Path(exp_dir), d, doing))
         except FileExistsError:
             raise DeterminismError(f"verify-determinism: {d} exists (left by an earlier check that was killed?); "
                                    f"`tortoise clean` removes it once no verify holds it (or remove it (rm -r {shlex.quote(str(d))})); "
@@ -315,7 +315,7 @@ def scratch_folder(exp_dir: Path, scratch: Path | None = None) -> Iterator[Path]
             yield d
         finally:
             with contextlib.suppress(OSError):
-                safefs.rmtree(d, root, doing=doing)
+                files.remove(d.parent, d, doing=doing)
 
 
 def point_label(point: dict) -> str:

@@ -12,8 +12,8 @@ results/<experiment>/
 
 All locks are flocks: the kernel (or NFS's lock manager) releases them when
 their holder dies, so a SIGKILL leaves no stale lock. None of these files
-is opened through a link (host/safefs.py): a planted .lock -> ~/.bashrc is
-refused, not truncated.
+is opened through a link: the store opens them (host/store/files.py, on
+host/safefs.py), so a planted .lock -> ~/.bashrc is refused, not truncated.
 """
 
 from __future__ import annotations
@@ -30,24 +30,16 @@ from typing import Iterator
 
 from tortoiselab.host import procid, safefs
 from tortoiselab.host.errors import RunnerError
+from tortoiselab.host.store import files
 
 # beside uml.pgid in a lab's work folder: what proves the group is ours (host/procid.py)
 PROC_RECORD = "uml.proc.json"
 
 
 def _open_lock(path: Path, exp_dir: Path, doing: str):
-    """A lock or claim file opened "a+", never through a link (safefs), nor
-    when it has a second name (a hard link, which O_NOFOLLOW does not see):
-    truncating it would truncate the other file, and a .setup.lock that is
-    .lock under another name would wait on the runner's own flock for ever."""
-    fh = safefs.open_file(path, "a+", exp_dir.parent, doing=doing)
-    names = os.fstat(fh.fileno()).st_nlink
-    if names != 1:
-        fh.close()
-        raise safefs.LinkRefused(f"{doing}: {path} has {names} names (a hard link to another file), and nothing in a "
-                                 "results folder writes or locks a file that has another name (docs/faults.md); "
-                                 f"remove it (rm {path}): the runner makes it anew")
-    return fh
+    """A lock or claim file, opened by the store (store/files.open_lock:
+    never through a link, never a file with a second name)."""
+    return files.open_lock(exp_dir, path, doing)
 
 
 @contextmanager
@@ -57,7 +49,7 @@ def experiment_lock(exp_dir: Path, shared: bool = False) -> Iterator[None]:
     shards of a sweep (--shard i/N) hold it shared: they run side by side
     (per-run claims keep them apart), while a plain runner or `tortoise
     clean` refuses as long as any shard runs, and the other way round."""
-    exp_dir.mkdir(parents=True, exist_ok=True)
+    files.ensure_folder(exp_dir)
     fh = _open_lock(exp_dir / ".lock", exp_dir, f"locking {exp_dir}")
     try:
         fcntl.flock(fh, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
@@ -85,7 +77,7 @@ def experiment_lock(exp_dir: Path, shared: bool = False) -> Iterator[None]:
 def setup_lock(exp_dir: Path) -> Iterator[None]:
     """The few steps concurrent shards share, one at a time: cleaning,
     making the lab assets, rebuilding runs.parquet (seconds each)."""
-    exp_dir.mkdir(parents=True, exist_ok=True)
+    files.ensure_folder(exp_dir)
     with _open_lock(exp_dir / ".setup.lock", exp_dir, f"locking {exp_dir}") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
@@ -102,14 +94,14 @@ IN_USE = ".in-use.lock"
 
 
 @contextmanager
-def held_scratch(exp_dir: Path, d: Path, root: Path, doing: str) -> Iterator[Path]:
+def held_scratch(exp_dir: Path, d: Path, doing: str) -> Iterator[Path]:
     """Make folder d (FileExistsError if it is there) and hold an exclusive
     flock on d/.in-use.lock for the block: made under exp_dir's setup_lock,
     so `tortoise clean` (which looks under it) finds such a folder either
     locked by a live verify or free, and never half made."""
     with setup_lock(exp_dir):
-        safefs.mkdir(d, root, doing=doing)
-        fh = safefs.open_file(d / IN_USE, "x", root, doing=doing)
+        files.make_dir(d.parent, d, doing=doing)  # d.parent: exp_dir, or a caller's own folder
+        fh = files.open_new(d.parent, d / IN_USE, doing=doing)
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)  # new and ours: never blocks
     try:
         yield d
@@ -138,10 +130,25 @@ def _clean_scratch(exp_dir: Path, d: Path) -> str:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return f"left {d.name} in place: a verify is using it ({IN_USE} is held)"
-        safefs.rmtree(d, root, doing=f"cleaning {d}")  # links inside are removed as links
+        files.remove(exp_dir, d, doing=f"cleaning {d}")  # links inside are removed as links
         return f"removed {d.name} (left by a verify that was killed)"
     finally:
         os.close(fd)
+
+
+def _clean_obsolete(exp_dir: Path) -> list[str]:
+    """Remove what older versions left and nothing reads (files.OBSOLETE:
+    .studies-cache, whose analysed captures live in the user's cache since
+    issue 35); a link in its place is left and named."""
+    out = []
+    for name in files.OBSOLETE:
+        d = exp_dir / name
+        if safefs.is_link(d):
+            out.append(f"left {name} in place: it is a link to {safefs.target(d)}, which clean never follows or "
+                       f"removes; remove it yourself (rm {d})")
+        elif files.remove(exp_dir, d, doing=f"cleaning {d}"):
+            out.append(f"removed {name} (left by an older version; nothing reads it)")
+    return out
 
 
 IN_USE_NOTES = ("its run is under way", "a verify is using it")  # left in place rightly: nothing to do
@@ -177,7 +184,7 @@ def claim(exp_dir: Path, run_id: str) -> Iterator:
     holder is either a runner doing this very run (the caller finds it
     complete afterwards) or a look of a second by clean_stale or ls."""
     f = _claim_file(exp_dir, run_id)
-    safefs.mkdir(f.parent, exp_dir.parent, exist_ok=True, doing=f"claiming run {run_id}")
+    files.make_dir(exp_dir, f.parent, exist_ok=True, doing=f"claiming run {run_id}")
     with _open_lock(f, exp_dir, f"claiming run {run_id}") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
@@ -243,6 +250,7 @@ def clean_stale(exp_dir: Path, run_ids: set[str] | None = None) -> list[str]:
         if run_ids is None:  # a shard leaves the scratch of verifies alone
             done += [_clean_scratch(exp_dir, exp_dir / n) for n in sorted(os.listdir(exp_dir))
                      if VERIFY_SCRATCH.match(n)]
+            done += _clean_obsolete(exp_dir)
         for tmp in stale_work(exp_dir):
             m = RUN_TMP.match(tmp.name)
             if m is not None and run_ids is not None and m.group(1) not in run_ids:
@@ -253,7 +261,7 @@ def clean_stale(exp_dir: Path, run_ids: set[str] | None = None) -> list[str]:
                 continue
             try:
                 if m is None:  # lab assets or runs.parquet, made only under setup_lock
-                    safefs.rmtree(tmp, exp_dir.parent)
+                    files.remove(exp_dir, tmp)
                     done.append(f"removed {tmp.name}")
                     continue
                 with probe_claim(exp_dir, m.group(1)) as (free, last_start):
@@ -265,7 +273,7 @@ def clean_stale(exp_dir: Path, run_ids: set[str] | None = None) -> list[str]:
                         done += _end_lab(exp_dir, tmp, host)
                     except safefs.REFUSED as exc:  # the folder goes, its links as links
                         done.append(f"did not signal the lab of {tmp.name}: {exc}")
-                    safefs.rmtree(tmp, exp_dir.parent)
+                    files.remove(exp_dir, tmp)
                     done.append(f"removed {tmp.name}")
             except safefs.LinkRefused as exc:
                 done.append(f"left {tmp.name} in place: {exc}")

@@ -1,7 +1,7 @@
 """The files of a results folder as its readers open them: never through a
 link, only regular files (a FIFO named run.json would hang `tortoise ls`),
 each refusal naming the file and the fix (host/safefs.py; docs/faults.md).
-host/store.py reads records and the table through here; host/verify.py,
+host/store/ reads records and the table through here; host/verify.py,
 host/determinism.py and the report, grade and studies the rest.
 """
 

@@ -18,14 +18,13 @@ already holds are left as they are.
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
 from pathlib import Path
 
-from tortoiselab.host import safefs, store, verify
+from tortoiselab.host import store, verify
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import experiment_lock, setup_lock
+from tortoiselab.host.store import files
 from tortoiselab.spec.experiment import ExperimentError, expand, load
 
 
@@ -48,16 +47,6 @@ def sources(exp_file: Path, grid: str | None, from_grid: str, results: Path) -> 
         raise ReuseError(f"--reuse-from {from_grid}: {src_dir} does not exist (run that grid first, or leave "
                          "--reuse-from out)")
     return src_dir, Path(results).resolve() / exp.name, [r.run_id for r in expand(exp)]
-
-
-def _link_tree(src: Path, dst: Path) -> None:
-    """dst as a copy of src whose files are hard links (copies across file systems)."""
-    def link(s: str, d: str) -> None:
-        try:
-            os.link(s, d)
-        except OSError:
-            shutil.copy2(s, d)
-    shutil.copytree(src, dst, copy_function=link)
 
 
 class Taken(list):
@@ -86,7 +75,7 @@ def take(src_dir: Path, exp_dir: Path, name: str, ids: list[str], backend: str |
     runs made on that backend and clock (None: any). The caller holds
     exp_dir's experiment lock (the runner does)."""
     taken = Taken()
-    exp_dir.mkdir(parents=True, exist_ok=True)
+    files.ensure_folder(exp_dir)
     for rid in ids:
         if store.completed(exp_dir, rid) or not store.completed(src_dir, rid):
             continue
@@ -101,17 +90,17 @@ def take(src_dir: Path, exp_dir: Path, name: str, ids: list[str], backend: str |
             continue
         tmp = exp_dir / f".reuse-{rid}"
         doing = f"taking run {rid} into {exp_dir}"
-        safefs.rmtree(tmp, exp_dir.parent, doing)  # ours, left by an interrupted take; never a link's target
+        files.remove(exp_dir, tmp, doing)  # ours, left by an interrupted take; never a link's target
         try:
-            _link_tree(src_dir / rid, tmp)
-            (tmp / store.RECORD).unlink()  # a link to F's record: written anew, F's left alone
+            files.link_tree(exp_dir, src_dir / rid, tmp)
             meta = rec.meta.model_copy(update={"reused_from": src_dir.name})
+            # run.json replaced (renamed over the link to F's record: F's left alone)
             store.write_record(tmp, rec.model_copy(update={"experiment": name, "meta": meta}))
-            (tmp / verify.MANIFEST).unlink(missing_ok=True)  # F's manifest, linked: this record is another
+            files.remove(exp_dir, tmp / verify.MANIFEST, doing)  # F's manifest, linked: this record is another
             verify.write_manifest(tmp)
-            safefs.replace(tmp, exp_dir / rid, exp_dir.parent, doing)  # never onto a link
+            files.replace(exp_dir, tmp, exp_dir / rid, doing)  # never onto a link
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            files.remove(exp_dir, tmp, doing, quiet=True)
         taken.append(rid)
     if taken:
         with setup_lock(exp_dir):

@@ -3,7 +3,7 @@ that share a lab boot (one load per run, host/batches.py), each
 run stored as soon as its load is done, so that nothing completed is ever
 lost or overwritten.
 
-results/<experiment>/     (locks and claims: host/locks.py; records: host/store.py)
+results/<experiment>/     (locks and claims: host/locks.py; records: host/store/; every write: host/store/files.py)
   .lab/site, .lab/pki     pages and the lab PKI, made once per experiment
   <run_id>/               a completed run (renamed into place as a whole)
     run.json              config, metadata, summary, fidelity: the record
@@ -42,6 +42,7 @@ from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import claim, clean_stale, experiment_lock, note, setup_lock
 from tortoiselab.host.provenance import run_seeds, tool_versions
 from tortoiselab.host.batches import DEFAULT_BATCH, Batch, BatchWork, batch_id, jobs_for
+from tortoiselab.host.store import files
 from tortoiselab.host.stopping import LabInterrupted, RunInterrupted, Stopped, stop_message, wind_down
 from tortoiselab.host.versions import one_experiment
 from tortoiselab.spec.experiment import RunSpec
@@ -90,8 +91,8 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
     tmps = {r.run_id: exp_dir / f".{r.run_id}.tmp-{tag}" for r in mine}
     boot_dir = exp_dir / f".{mine[0].run_id}.tmp-{tag}-boot"  # its claim is the first stored run's
     work = boot_dir / "lab"
-    for d in (*tmps.values(), boot_dir):  # never through a link (host/safefs.py)
-        safefs.rmtree(d, exp_dir.parent, doing=f"run {runs[0].run_id}")
+    for d in (*tmps.values(), boot_dir):  # never through a link (host/store/files.py)
+        files.remove(exp_dir, d, doing=f"run {runs[0].run_id}")
     stored: dict[str, dict] = {}
     replayed: dict[str, bool | None] = {}  # replay's run id -> reproduced its stored record (None: not known)
     boot: dict = {}  # boot.json, read once: the guest writes it before the first load
@@ -123,10 +124,10 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
 
     try:
         for run in mine:
-            safefs.mkdir(tmps[run.run_id], exp_dir.parent, doing=f"run {run.run_id}")
-            safefs.write_text(tmps[run.run_id] / "config.json", json.dumps(run.as_dict(), indent=1, sort_keys=True),
-                              exp_dir.parent, doing=f"run {run.run_id}")
-        safefs.mkdir(boot_dir, exp_dir.parent, doing=f"run {mine[0].run_id}")
+            files.make_dir(exp_dir, tmps[run.run_id], doing=f"run {run.run_id}")
+            files.write_new(exp_dir, tmps[run.run_id] / "config.json",
+                            json.dumps(run.as_dict(), indent=1, sort_keys=True), doing=f"run {run.run_id}")
+        files.make_dir(exp_dir, boot_dir, doing=f"run {mine[0].run_id}")  # lent to the lab: its work folder
         req = pageload.run_request(runs, site, pki, members=batch.runs)
         t_start = time.time()  # the host's wall clock, as the guest reads it (guest/clock.HostWall)
         with labcpu.MarkSampler(work) if info.backend == "uml" else nullcontext() as sampler:
@@ -138,9 +139,9 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
     rest = [r for r in mine if r.run_id not in stored]
     if rest:
         _fail_first(rest, lab_error, stop, exp_dir, tmps, boot_dir, work, stored, on_stored)
-    shutil.rmtree(boot_dir, ignore_errors=True)
+    files.remove(exp_dir, boot_dir, quiet=True)
     for r in rest[1:]:
-        shutil.rmtree(tmps[r.run_id], ignore_errors=True)
+        files.remove(exp_dir, tmps[r.run_id], quiet=True)
     out = [stored[r.run_id] for r in runs if r.run_id in stored]
     if len(rest) > 1:  # the lab died on the way: the runs after the one it was on get a boot of their own,
         again = {r.run_id for r in rest[1:]}  # where the runs before them are replayed
@@ -169,7 +170,7 @@ def _fail_first(rest: list[RunSpec], lab_error: Exception | None, stop: threadin
     # store nothing more, so that the rest are done again next time
     if lab_error is not None and stop is not None and stop.wait(0.5):
         for d in (*(tmps[r.run_id] for r in rest), boot_dir):
-            shutil.rmtree(d, ignore_errors=True)
+            files.remove(exp_dir, d, quiet=True)
         raise RunInterrupted(f"run {rest[0].run_id}: interrupted", [r.run_id for r in rest]) from lab_error
     # a lab that failed for want of space is not a failed run either
     _refuse_if_full(exp_dir, rest[0], boot_dir, also=tmps.values())
@@ -296,8 +297,8 @@ def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, si
     for name, src in (("page.har", ld.get("har")), ("server.pcap", ld.get("pcap")),
                       ("client.pcap", ld.get("client_pcap")), ("cwnd.json", ld.get("cwnd")),
                       ("cdn.pcap", (ld.get("cdn") or {}).get("pcap"))):
-        if src and Path(src).exists():
-            os.replace(src, tmp / name)
+        if src and Path(src).exists():  # from the lab's work folder into the run's (host/store/files.py)
+            files.move_in(tmp.parent, src, tmp / name, doing=f"storing run {run.run_id}")
     if run.config["client"]["loader"] == "h2load":
         summary["steady_throughput_mbit"] = pcap_steady_throughput_mbit(tmp / "server.pcap")
     if (tmp / "client.pcap").exists():  # the same ruler for every loader (analysis/dnstime.py)
@@ -314,13 +315,12 @@ def _store(run: RunSpec, exp_dir: Path, tmp: Path, record: dict, work: Path) -> 
     full filesystem nothing of it is left (ResultsFull)."""
     try:
         for name in ("commands.log", "console.log"):
-            if (work / name).exists():
-                shutil.copyfile(work / name, tmp / name)
+            files.copy_in(exp_dir, work / name, tmp / name, doing=f"storing run {run.run_id}")
         store.write_record(tmp, record)
         verify.write_manifest(tmp)  # last: every file of the run, its record included
         time.sleep(float(os.environ.get(FAULT_PAUSE_ENV, 0)))
-        # the run appears whole, or not at all; never onto a link (host/safefs.py)
-        safefs.replace(tmp, exp_dir / run.run_id, exp_dir.parent, doing=f"storing run {run.run_id}")
+        # the run appears whole, or not at all; never onto a link (host/store/files.py)
+        files.replace(exp_dir, tmp, exp_dir / run.run_id, doing=f"storing run {run.run_id}")
     except OSError as exc:
         _refuse_if_full(exp_dir, run, tmp, exc)
         raise
@@ -353,7 +353,7 @@ def _refuse_if_full(exp_dir: Path, run: RunSpec, tmp: Path, exc: OSError | None 
             full = False
     if full:
         for d in (tmp, *also):
-            shutil.rmtree(d, ignore_errors=True)
+            files.remove(exp_dir, d, quiet=True)
         raise ResultsFull(f"results: no space left on the filesystem of {exp_dir} during run {run.run_id}; "
                           "free space (or give --results on a larger filesystem) and run again: the runs stored "
                           "so far are kept and the rest stay pending") from None
@@ -451,9 +451,8 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
         reused = reuse.take(reuse_src, exp_dir, exp.name, ids, backend=info.backend, clock=info.clock) \
             if reuse_src else []
         with setup_lock(exp_dir), space_is_named(exp_dir):
-            safefs.write_text(exp_dir / "experiment.yaml", Path(exp_file).read_text(), exp_dir.parent,
-                              exclusive=True, doing=f"results folder {exp_dir}") \
-                if not os.path.lexists(exp_dir / "experiment.yaml") else None
+            files.write_once(exp_dir, exp_dir / "experiment.yaml", Path(exp_file).read_text(),
+                             doing=f"results folder {exp_dir}")
             # the certificate variants of every run, not only the pending ones (host/assets.py)
             site, pki = lab_assets(exp_dir, certs={r.config["server"]["cert"] for r in runs})
         check_manifest_urls(mine, site)

@@ -38,7 +38,7 @@ from tortoiselab.spec.experiment import expand, load, run_order
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import probe_claim, setup_lock
 from tortoiselab.host.batches import DEFAULT_BATCH, fixed_batches, selected
-from tortoiselab.host.store import completed, rebuild_table
+from tortoiselab.host.store import completed, files, rebuild_table
 from tortoiselab.host.versions import one_experiment
 from tortoiselab.project import REPO_DIR
 
@@ -158,10 +158,7 @@ def load_jobs(exp_dir: Path) -> list[dict]:
 def _record_job(exp_dir: Path, entry: dict) -> None:
     with setup_lock(exp_dir):
         jobs = load_jobs(exp_dir) + [entry]
-        f = exp_dir / ".slurm" / "jobs.json"
-        tmp = f.with_name(f".jobs.json.tmp-{os.getpid()}")
-        tmp.write_text(json.dumps(jobs, indent=1))
-        os.replace(tmp, f)
+        files.write_file(exp_dir, exp_dir / ".slurm" / "jobs.json", json.dumps(jobs, indent=1))
 
 
 def _slurm(argv: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
@@ -278,7 +275,7 @@ def submit(exp_file: Path, results: Path, partition: str | None = None, parallel
         raise RunnerError("executor: sbatch not found; Slurm's client commands must be on PATH "
                           "(Debian: slurm-client)")
     one_experiment(exp_dir, exp, runs)  # another version of it in the folder: refused before a job (host/versions.py)
-    exp_dir.mkdir(parents=True, exist_ok=True)
+    files.ensure_folder(exp_dir)
     warnings = shared_fs_warnings({"results folder": results, "project": REPO_DIR,
                                    "venv": Path(sys.prefix), "lab kernel": kernel})
     busy = active_jobs(exp_dir)
@@ -296,12 +293,14 @@ def submit(exp_file: Path, results: Path, partition: str | None = None, parallel
     tasks = min(len(held), MAX_TASKS)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
     sub = exp_dir / ".slurm" / stamp
-    (sub / "logs").mkdir(parents=True)
+    doing = f"submitting {exp.name} to Slurm"  # never through a link (host/store/files.py)
+    files.make_dirs(exp_dir, sub / "logs", doing)
     frozen = sub / "experiment.yaml"  # what the tasks run, whatever happens to FILE meanwhile
-    frozen.write_text(Path(exp_file).read_text())
-    (sub / "runs.txt").write_text("".join(f"{rid}\n" for rid in pending))  # task i: every tasks-th from i
-    script = sub / "job.sh"
-    script.write_text(batch_script(sub, frozen, results, tasks, clock, grid, kernel, batch))
+    files.write_new(exp_dir, frozen, Path(exp_file).read_text(), doing)
+    # task i: every tasks-th from i
+    files.write_new(exp_dir, sub / "runs.txt", "".join(f"{rid}\n" for rid in pending), doing)
+    script = files.write_new(exp_dir, sub / "job.sh",
+                             batch_script(sub, frozen, results, tasks, clock, grid, kernel, batch), doing)
     throttle = f"%{parallelism}" if parallelism else ""  # none: as many at once as Slurm gives
     argv = ["sbatch", "--parsable", f"--array=0-{tasks - 1}{throttle}", f"--job-name=tortoise-{exp.name}",
             f"--output={sub}/logs/%A_%a.out", f"--chdir={sub}", "--cpus-per-task=1"]

@@ -11,7 +11,7 @@ to the folder. `verify_folder` checks, for each run folder of an experiment:
 
 - the manifest: a file missing, a file the manifest does not list, a file
   whose size or sha256 changed, a link. A record of format 3 or older
-  (host/store.py) was written before manifests: noted, not failed;
+  (host/store/) was written before manifests: noted, not failed;
 - the record: readable and valid (host/store.read_record), and its run id
   the folder's name;
 - runs.parquet against the records (host/tablediff.py): a row that differs
@@ -36,7 +36,7 @@ import re
 import stat
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -45,6 +45,7 @@ import pyarrow as pa
 from tortoiselab.host import readfiles, safefs, store
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import claim, setup_lock
+from tortoiselab.host.store import files
 from tortoiselab.host.tablediff import table_differences
 
 MANIFEST = "manifest.json"
@@ -149,11 +150,7 @@ def write_manifest(run_dir: Path) -> Path:
     """run_dir/manifest.json, written last (the caller then renames the
     folder into place); refuses to write through a link or over a file."""
     text = json.dumps(manifest_of(run_dir), indent=1, sort_keys=True)
-    out = Path(run_dir) / MANIFEST
-    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    return out
+    return files.write_new(Path(run_dir).parent, Path(run_dir) / MANIFEST, text, doing=f"writing {run_dir}'s manifest")
 
 
 def manifest_differences(listed: dict, present: dict) -> list[tuple[str, str]]:
@@ -380,25 +377,7 @@ def move_aside(exp_dir: Path, run_id: str, now: datetime | None = None) -> Path:
     """Rename <exp>/<run_id> to <exp>/.damaged/<run_id>-<utc>/ (kept, never
     deleted), by file descriptors that follow no link: a .damaged that is a
     link is refused."""
-    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%S%fZ")
-    exp_fd = os.open(exp_dir, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        try:
-            os.mkdir(store.DAMAGED, 0o755, dir_fd=exp_fd)
-        except FileExistsError:
-            pass
-        try:
-            dam_fd = os.open(store.DAMAGED, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=exp_fd)
-        except OSError as exc:
-            raise RunnerError(f"results: {exp_dir / store.DAMAGED} is not a folder ({exc.strerror}; a link?): "
-                              f"remove it (it is not the runner's), then run again") from None
-        try:
-            os.rename(run_id, f"{run_id}-{stamp}", src_dir_fd=exp_fd, dst_dir_fd=dam_fd)
-        finally:
-            os.close(dam_fd)
-    finally:
-        os.close(exp_fd)
-    return exp_dir / store.DAMAGED / f"{run_id}-{stamp}"
+    return files.move_aside(exp_dir, run_id, store.DAMAGED, now)
 
 
 def move_damaged_aside(exp_dir: Path, ids: list[str], sliced: bool) -> list[str]:

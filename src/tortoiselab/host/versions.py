@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 from tortoiselab.host import safefs
 from tortoiselab.host.errors import RunnerError
+from tortoiselab.host.store import files
 from tortoiselab.spec.experiment import Experiment, ExperimentError, RunSpec, expand, load
 from tortoiselab.spec.sweep import canonical
 
@@ -108,19 +108,12 @@ def _why_other(exp_dir: Path, exp: Experiment, grid: str | None, stored_runs: in
 def _record(exp_dir: Path, mine: dict) -> dict | None:
     """Write experiment.json if there is none (never over one, never through
     a link); None if written, else the one found."""
-    exp_dir.mkdir(parents=True, exist_ok=True)
-    tmp = exp_dir / f".{RECORD}.new-{os.getpid()}"  # not .*.tmp-*: those are the runs' work (host/locks.py)
-    tmp.unlink(missing_ok=True)  # one of this pid's, left by a runner that died: a name, never followed
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(json.dumps(mine, indent=1, sort_keys=True) + "\n")
-    try:
-        os.link(tmp, exp_dir / RECORD)  # fails if one is there (another shard's, a link): never replaced
+    files.ensure_folder(exp_dir)
+    # by a hard link of a temporary: fails if one is there (another shard's, a link), never replaced
+    if files.write_once(exp_dir, exp_dir / RECORD, json.dumps(mine, indent=1, sort_keys=True) + "\n",
+                        doing=f"results folder {exp_dir}"):
         return None
-    except FileExistsError:
-        return _parse(exp_dir, _read_no_follow(exp_dir / RECORD) or b"")
-    finally:
-        os.unlink(tmp)
+    return _parse(exp_dir, _read_no_follow(exp_dir / RECORD) or b"")
 
 
 def _parse(exp_dir: Path, data: bytes) -> dict:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import math
-import os
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,7 +22,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from tortoiselab.analysis import stats
-from tortoiselab.host import safefs
+from tortoiselab.host.store import files
 from tortoiselab.report.context import (
     METRICS,
     PRIORITY_AXIS,
@@ -151,19 +150,19 @@ def write_report(exp_dir: Path, out: Path | None = None, n_resamples: int = stat
     """Write the experiment's HTML report (default exp_dir/report.html,
     atomically) and return its path."""
     ctx = load_context(Path(exp_dir))
-    out = Path(out) if out is not None else ctx.exp_dir / "report.html"
     summary = runs_summary(ctx, n_resamples=n_resamples, seed=seed) if len(ctx.df) else pd.DataFrame()
     comp = comparisons(ctx, n_resamples=n_resamples, seed=seed) if len(ctx.df) else pd.DataFrame()
     with tempfile.TemporaryDirectory(prefix="tortoise-report-") as tmp:
         figs = make_figures(ctx, Path(tmp), n_resamples) if len(ctx.df) else []
         page = render_page(ctx, summary, comp, fidelity_summary(ctx), metadata(ctx), figs, n_resamples)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp_out = out.with_name(f".{out.name}.tmp")
-    # in the results folder, never written through a link (host/safefs.py); elsewhere
-    # (--out) neither the file nor its temporary is a link followed
-    inside = Path(os.path.abspath(out.parent)) == Path(os.path.abspath(ctx.exp_dir))
-    root, doing = (ctx.exp_dir.parent if inside else out.parent), f"writing the report {out}"
-    safefs.rmtree(tmp_out, root, doing)
-    safefs.write_text(tmp_out, page, root, doing, exclusive=True)
-    safefs.replace(tmp_out, out, root, doing)
-    return out
+    out = Path(out) if out is not None else ctx.exp_dir / "report.html"
+    if files.inside(ctx.exp_dir, out):  # the store writes it, never through a link (host/store/files.py)
+        return files.write_file(ctx.exp_dir, out, page, doing=f"writing the report {out}")
+    return _write_elsewhere(out, page)
+
+
+def _write_elsewhere(out: Path, page: str) -> Path:
+    """The report at a path the user named (--out): written whole, neither it
+    nor its temporary a link followed (host/store/files.py)."""
+    Path(out).parent.mkdir(parents=True, exist_ok=True)  # the user's own folder
+    return files.write_elsewhere(out, page, doing=f"writing the report {out}")

@@ -55,14 +55,22 @@ def _conns(run_dir: str | Path) -> list[dict]:
         conns = flights.analyze_pcap(Path(f"/proc/self/fd/{fd}"), keep_series=False)
     for c in conns:
         c.pop("series", None)
-    try:  # atomically: a reader sees the whole answer or none
+    _keep(digest, conns)
+    return conns
+
+
+def _keep(digest: str, conns: list[dict]) -> None:
+    """A capture's connections kept in cache_dir() (the user's, never a
+    results folder) under its sha256, atomically: a reader sees the whole
+    answer or none; a read-only home keeps nothing (analysed again next time)."""
+    cached = cache_dir() / f"{digest}.json"
+    try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_name(f".{cached.name}.{os.getpid()}")
         tmp.write_text(json.dumps(conns))
         os.replace(tmp, cached)
-    except OSError:  # a read-only home: analyse again next time
+    except OSError:
         pass
-    return conns
 
 
 def first_conn(run_dir: str | Path) -> dict | None:

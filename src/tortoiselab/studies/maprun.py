@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tortoiselab.analysis.mapfigure import draw_map
-from tortoiselab.host import safefs
+from tortoiselab.host.store import files
 from tortoiselab.host.runner import run_experiment
 from tortoiselab.spec.bounds import RUNS_PER_HOUR
 from tortoiselab.spec.maps import grid_name, map_name
@@ -61,13 +61,9 @@ def write_outputs(f: Path, name: str, results: Path) -> tuple[Path, list[str]]:
            "cells": json.loads(cs.to_json(orient="records"))}
     with tempfile.TemporaryDirectory(prefix="tortoise-map-") as tmp:
         paths = draw_map(cs, doc["markers"], Path(tmp) / MAP_FIGURE, title, m.metric, _arm_names(m))
-        for p in paths:
-            tmp_out = folder / f".{p.name}.tmp"
-            safefs.write_bytes(tmp_out, p.read_bytes(), folder.parent, doing)
-            safefs.replace(tmp_out, folder / p.name, folder.parent, doing)
-    tmp_json = folder / f".{MAP_JSON}.tmp"
-    safefs.write_text(tmp_json, json.dumps(doc, indent=1, allow_nan=True), folder.parent, doing)
-    safefs.replace(tmp_json, folder / MAP_JSON, folder.parent, doing)
+        for p in paths:  # drawn in a temporary folder, then written by the store (host/store/files.py)
+            files.write_file(folder, folder / p.name, p.read_bytes(), doing)
+    files.write_file(folder, folder / MAP_JSON, json.dumps(doc, indent=1, allow_nan=True), doing)
     return folder / f"{MAP_FIGURE}.png", M.summary_lines(m, cs)
 
 

@@ -3,9 +3,9 @@
 results folder's `registry.json`, the hash each claim had when the report
 first judged a given set of runs. A claim whose hash changed while its runs
 stayed the same was changed after its data had been judged, and the report
-says so (docs/statistics.md, "Registration"). The file is written through
-host.safefs (no link followed: a results folder is untrusted input) and
-read as untrusted: a malformed one is set aside, never trusted."""
+says so (docs/statistics.md, "Registration"). The file is written by
+the store (host/store/files.py: whole, no link followed: a results folder
+is untrusted input) and read as untrusted: a malformed one is set aside, never trusted."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from tortoiselab.host import safefs
+from tortoiselab.host.store import files
 from tortoiselab.studies import power as pw
 from tortoiselab.studies.data import current_run_ids
 from tortoiselab.studies.model import Claim, Study, Verdict
@@ -96,5 +97,7 @@ def record_judged(results: Path, grid: str | None, verdicts: dict[str, list[Verd
             changed = (f"these runs were judged on {before[0].get('judged')} under claim hash {before[0].get('hash')}; "
                        f"the claim is now {h}") if before else ""
             out[sid].append(dataclasses.replace(v, changed=changed) if changed else v)
-    safefs.write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n", results, "recording judged claims")
+    # whole, never through a link (host/store/files.py)
+    files.write_results_file(results, REGISTRY, json.dumps(data, indent=1, sort_keys=True) + "\n",
+                             "recording judged claims")
     return out

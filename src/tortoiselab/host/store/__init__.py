@@ -1,8 +1,9 @@
 """The one owner of a results folder: the run record (run.json) as a typed,
 versioned model, its one upgrade path for folders written by older
 versions, and the runs table (runs.parquet) whose schema is host/columns.py.
-Every reader (the runner's listing, the report, the studies, the
-grader, the notebooks) loads runs through `load_runs` or `read_records`;
+The store is also the folder's only writer: every write in it goes through
+host/store/files.py (tests/unit/test_one_writer.py). Every reader (the
+runner's listing, the report, the studies, the grader, the notebooks) loads runs through `load_runs` or `read_records`;
 nobody else parses run.json (docs/architecture.md).
 
     results/<experiment>/<run_id>/run.json   one RunRecord per completed run
@@ -27,6 +28,7 @@ Format versions:
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from contextlib import contextmanager
@@ -43,6 +45,7 @@ from tortoiselab.analysis import napkin
 from tortoiselab.host import readfiles, safefs
 from tortoiselab.host.columns import COLUMNS, NUMERIC, row
 from tortoiselab.host.errors import RunnerError
+from tortoiselab.host.store import files
 from tortoiselab.host.tablediff import table_differences
 from tortoiselab.spec import cols
 
@@ -144,9 +147,10 @@ def write_record(run_dir: Path, record: dict | RunRecord) -> RunRecord:
     """Validate a record and write run_dir/run.json (the runner renames the
     whole folder into place afterwards, so a run appears whole or not at all)."""
     rec = record if isinstance(record, RunRecord) else RunRecord.model_validate(record)
-    # never through a link (host/safefs.py)
-    safefs.write_text(Path(run_dir) / RECORD, json.dumps(rec.model_dump(mode="json"), indent=1, sort_keys=True,
-                                                         default=str), Path(run_dir).parent)
+    # whole (a temporary, renamed), never through a link, never into a file of another run's (a hard link
+    # of a reused run's record is replaced, not written through: host/reuse.py)
+    files.write_file(Path(run_dir).parent, Path(run_dir) / RECORD,
+                     json.dumps(rec.model_dump(mode="json"), indent=1, sort_keys=True, default=str))
     return rec
 
 
@@ -341,13 +345,10 @@ def rebuild_table(exp_dir: Path) -> Path:
     by run id; the same folders give the same table (written atomically)."""
     df = load_runs(exp_dir).drop(columns=["run_dir"])
     df = df.sort_values("run_id").reset_index(drop=True) if len(df) else df
+    buf = io.BytesIO()
+    df.to_parquet(buf, index=False)
     out = Path(exp_dir) / TABLE
-    tmp = Path(exp_dir) / f".{TABLE}.tmp-{os.getpid()}"
-    root = Path(exp_dir).parent  # neither file is written through a link (host/safefs.py)
-    safefs.rmtree(tmp, root, doing=f"writing {out}")
-    with safefs.open_file(tmp, "xb", root, doing=f"writing {out}") as fh:
-        df.to_parquet(fh, index=False)
-    safefs.replace(tmp, out, root, doing=f"writing {out}")
+    files.write_file(Path(exp_dir), out, buf.getvalue(), doing=f"writing {out}")
     return out
 
 
