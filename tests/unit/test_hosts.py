@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import write_yaml
-from tortoiselab.spec import hostspec as H
+from tortoiselab.spec import hostspec as H, idform
 from tortoiselab.spec.experiment import ClientCfg, ExperimentError, ServerCfg, expand, load
 from tortoiselab.spec.regions import load_regions
 
@@ -94,11 +94,18 @@ def test_named_host_fills_fields_not_given():
     assert ServerCfg(host="mobile").host_spec() == H.named_host("mobile")
 
 
-def test_unset_host_fields_are_left_out_of_dumps():
-    for cfg in (ClientCfg(), ServerCfg()):
+def test_unset_host_fields_are_left_out_of_the_id_form():
+    """The models dump every field; the id form (spec/idform.py) leaves
+    unset host fields out, so a run that sets none keeps its id; a set one
+    stays in it."""
+    for side, cfg in (("client", ClientCfg()), ("server", ServerCfg())):
         d = cfg.model_dump()
-        assert not {"host", *H.SETTINGS} & set(d)
+        assert {"host", *H.SETTINGS} <= set(d)
+        assert not {"host", *H.SETTINGS} & set(idform.side_form(side, d))
         assert not cfg.host_spec().is_set()
+    assert idform.side_form("client", ClientCfg(host="desktop").model_dump())["host"] == "desktop"
+    assert "dns" not in idform.side_form("client", ClientCfg().model_dump())
+    assert idform.side_form("client", ClientCfg(dns="warm").model_dump())["dns"] == "warm"
 
 
 def test_region_host_applies_the_profiles_host(tmp_path):

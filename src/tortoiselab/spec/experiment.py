@@ -58,6 +58,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from tortoiselab.spec.bounds import MAX_FOLDER_NAME, name_problems, points as sweep_points, size_problem
 from tortoiselab.spec.browsercfg import browser_problems
 from tortoiselab.spec.hostspec import REGION_HOST
+from tortoiselab.spec.idform import id_form
 from tortoiselab.spec.maps import MapCfg, as_grid, draws_nothing, grid_name, map_name
 from tortoiselab.spec.pathspec import PathSpec, describe_errors
 from tortoiselab.spec.population import PopulationCfg, PopulationError, user_configs
@@ -398,11 +399,7 @@ def _configure(base: dict, point: dict[str, Any], where: str, errors: list[str])
         msg = str(exc)
         errors.append(msg if msg.startswith("path.") else f"path.region: {msg}")
         return None
-    conf = cfg.model_dump()
-    if conf["topology"] is None:  # the default (wan): left out, so runs without a topology keep their ids
-        del conf["topology"]
-    conf["path"] = {**{k: v for k, v in conf["path"].items() if v is not None}, "resolved": resolved.model_dump()}
-    return conf, resolved
+    return id_form(cfg.model_dump(), resolved.model_dump()), resolved  # spec/idform.py: what the id hashes
 
 
 def _region_host(cfg: RunConfig, client: dict[str, Any]) -> ClientCfg:

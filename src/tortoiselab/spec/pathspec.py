@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 
-from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError,
-                      ValidationInfo, field_validator, model_serializer, model_validator)
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError,
+                      ValidationInfo, field_validator, model_validator)
 
 from tortoiselab.spec.lossmodel import GilbertElliott, feasibility_problem, gilbert
 from tortoiselab.spec.trace import MIN_SEGMENT_MS, Trace
@@ -38,13 +38,6 @@ def stock_algorithm(name: str) -> str:
     if name not in STOCK_ALGORITHMS:
         raise ValueError(f"unknown algorithm {name!r}; give one of {', '.join(STOCK_ALGORITHMS)}")
     return name
-
-# Fields added after runs were first stored: left out of a path's dump while
-# they hold their default, so that a path which does not use them dumps as
-# it did before, and the run ids and seeds hashed from it (spec/experiment.py)
-# stay what they were.
-LATER_FIELDS = ("loss_burst_pkts", "loss_burst_up_pkts", "trace_down", "trace_up", "trace_queue_ms")
-
 
 # The least non-zero values netem holds to within 1 % of what was asked
 # (docs/inputs.md, "What netem can hold"): tc takes a rate in Mbit/s to six
@@ -177,14 +170,6 @@ class PathSpec(BaseModel):
         peak_Bps = len(trace.times_ms) * FRAME_BYTES * 1000 / min(MIN_SEGMENT_MS, trace.period_ms)
         line = 2 * peak_Bps * (self.one_way_ms + 4 * self.jitter_ms) / 1e3 / FRAME_BYTES
         return line + self.trace_queue(direction) + 9
-
-    @model_serializer(mode="wrap")
-    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict:
-        d = handler(self)
-        for k in LATER_FIELDS:
-            if k in d and d[k] is None:
-                del d[k]
-        return d
 
     @property
     def one_way_ms(self) -> float:

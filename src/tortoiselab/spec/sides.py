@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, \
-    model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from tortoiselab.spec.ccparams import OUR_MODULES, ParamError, check_params
 from tortoiselab.spec.hostspec import REGION_HOST, SETTINGS, Buffers, HostSpec, named_host
@@ -29,8 +28,8 @@ def _one_of(v: str, allowed: tuple[str, ...], what: str, has: str) -> str:
 class _HostCfg(BaseModel):
     """A side's host (spec/hostspec.py, docs/hosts.md): a named host of
     topologies/hosts.yaml and/or its fields, the fields given winning over
-    the name's. Unset fields are left out of a dump, so a run that sets none
-    dumps, and hashes to the run id, as before hosts could be set."""
+    the name's. A run that sets none hashes to the run id it had before hosts
+    could be set (spec/idform.py leaves unset host fields out)."""
 
     host: str | None = Field(None, description="named host (topologies/hosts.yaml: desktop, mobile, mininet); "
                                                "client only: region, the path's region profile's host")
@@ -54,17 +53,6 @@ class _HostCfg(BaseModel):
                 if getattr(self, k) is None and getattr(named, k) is not None:
                     setattr(self, k, getattr(named, k))
         return self
-
-    @model_serializer(mode="wrap")
-    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict:
-        d = handler(self)
-        for k in ("host", *SETTINGS):
-            if k in d and d[k] is None:
-                del d[k]
-        for k, default in (("cache_unit", "asset"), ("dns", "cold")):  # client defaults left out as before
-            if d.get(k) == default:                                      # they existed (run ids stay)
-                del d[k]
-        return d
 
     def host_spec(self) -> HostSpec:
         """The settings this side's host gets (None: the namespace's own)."""
