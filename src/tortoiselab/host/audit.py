@@ -135,7 +135,7 @@ def audit(exp_dir: Path, exp: Experiment, run_ids: list[str], k: int, seed: int,
         return res
     res.labels = {r: f"{determinism.point_label(specs[r].point)}, rep {specs[r].repetition}" for r in res.chosen}
     try:
-        info = backends.choose(backend, "virtual", sorted({specs[r].config["server"]["cc"] for r in res.chosen}))
+        info = backends.choose(backend, "virtual", sorted({specs[r].settings.server.cc for r in res.chosen}))
     except backends.LabError as exc:
         res.refused = f"the lab cannot run here: {exc}"
         return res

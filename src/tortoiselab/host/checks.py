@@ -24,7 +24,7 @@ def check_site_urls(runs: list[RunSpec]) -> None:
     web.pages.DEFAULT_BULK_SIZES; other paths are checked against the site's
     manifest once it exists (check_manifest_urls)."""
     sizes = pages.DEFAULT_BULK_SIZES
-    for url in sorted({r.config["client"].get("url") or "" for r in runs} - {""}):
+    for url in sorted({r.settings.client.url or "" for r in runs} - {""}):
         path = url.lstrip("/")
         if path.startswith("objects/") and path not in {f"objects/{s}.bin" for s in sizes}:
             raise RunnerError(f"client.url: the lab's site has no {path}; its objects are "
@@ -38,7 +38,7 @@ def check_browser_tools(runs: list[RunSpec]) -> None:
     """A run with client.loader chromium needs Debian's chromium, NSS's
     certutil and Playwright for Python (the lab guest sees the host's
     programs); refused before anything starts if one is missing."""
-    if not any(r.config["client"].get("loader") == "chromium" for r in runs):
+    if not any(r.settings.client.loader == "chromium" for r in runs):
         return
     missing = [pkg for cmd, pkg in BROWSER_TOOLS.items() if shutil.which(cmd) is None]
     if importlib.util.find_spec("playwright") is None:
@@ -54,7 +54,7 @@ def check_manifest_urls(runs: list[RunSpec], site: Path) -> None:
     www = f"www.{manifest['domain']}"
     objects = [*manifest["bulk"], *(o for pg in manifest["pages"].values() for o in pg["objects"])]
     known = {o["path"].lstrip("/") for o in objects if o["host"] == www} | set(manifest["pages"])
-    for url in sorted({r.config["client"].get("url") or "" for r in runs} - {""}):
+    for url in sorted({r.settings.client.url or "" for r in runs} - {""}):
         if url.lstrip("/") not in known:
             raise RunnerError(f"client.url: the lab's site has no {url.lstrip('/')}; give a page "
                               f"(client.page) or one of its objects, e.g. objects/1000000.bin")

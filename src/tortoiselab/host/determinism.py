@@ -225,7 +225,7 @@ def verify(exp_file: Path, results: Path, n: int = 2, jobs: int | None = None, b
         raise DeterminismError(f"verify-determinism: no completed successful run of {exp.name} in {exp_dir}; "
                                f"run the experiment first (tortoise run {exp_file})")
     stored_clocks = {store.read_record(exp_dir / r).meta.clock for r in chosen}
-    ccs = sorted({specs[r].config["server"]["cc"] for r in chosen})
+    ccs = sorted({specs[r].settings.server.cc for r in chosen})
     info = backends.choose(backend, clock, ccs)
     if info.clock != "virtual" or stored_clocks != {"virtual"}:
         raise DeterminismError(

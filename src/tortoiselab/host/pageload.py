@@ -70,7 +70,7 @@ def boot_key(run: RunSpec) -> str:
     parameters (loaded at boot). Runs with the same key can share a boot;
     their paths, seeds, server and client settings are per load. The
     topology (its graph and cross traffic) is built at boot too."""
-    server = ServerCfg.model_validate(run.config["server"])
+    server = run.settings.server
     if "topology" not in run.config:  # wan: the key as it always was
         return json.dumps(server.module_params, sort_keys=True)
     return json.dumps([server.module_params, run.config["topology"]], sort_keys=True)
@@ -91,7 +91,7 @@ def run_request(runs: Sequence[RunSpec], site: Path, pki: Path,
     if len({boot_key(r) for r in members}) != 1:
         raise ValueError("a batch's runs must share their module parameters (boot_key)")
     first = runs[0]
-    server = ServerCfg.model_validate(first.config["server"])
+    server = first.settings.server
     batch = len(members) > 1
     topology = first.config.get("topology")
     return PageLoadRequest(
@@ -100,8 +100,9 @@ def run_request(runs: Sequence[RunSpec], site: Path, pki: Path,
         ro_paths=[str(site.parent), *sorted({f for r in members for f in trace_folders(r.path)})],
         module_params={alg: {k: str(v) for k, v in ps.items()} for alg, ps in server.module_params.items()},
         load_spacing_s=LOAD_SPACING_S if batch else 0.0, settle_s=LOAD_SETTLE_S if batch else 0.0,
-        loads=[LoadSpec(label=r.run_id, server=ServerCfg.model_validate(r.config["server"]),
-                        client=load_client(r.config["client"], r.seed), seed=r.seed, path=r.path) for r in runs])
+        loads=[LoadSpec(label=r.run_id, server=r.settings.server,
+                        client=load_client(r.settings.client.model_dump(), r.seed), seed=r.seed, path=r.path)
+               for r in runs])
 
 
 def floor_fields(run: RunSpec, site: Path, pki: Path, summary: dict) -> dict:

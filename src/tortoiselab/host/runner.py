@@ -299,7 +299,7 @@ def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, si
                       ("cdn.pcap", (ld.get("cdn") or {}).get("pcap"))):
         if src and Path(src).exists():  # from the lab's work folder into the run's (host/store/files.py)
             files.move_in(tmp.parent, src, tmp / name, doing=f"storing run {run.run_id}")
-    if run.config["client"]["loader"] == "h2load":
+    if run.settings.client.loader == "h2load":
         summary["steady_throughput_mbit"] = pcap_steady_throughput_mbit(tmp / "server.pcap")
     if (tmp / "client.pcap").exists():  # the same ruler for every loader (analysis/dnstime.py)
         summary["dns_capture_ms_per_host"] = dnstime.lookups_ms(tmp / "client.pcap")
@@ -362,11 +362,11 @@ def _refuse_if_full(exp_dir: Path, run: RunSpec, tmp: Path, exc: OSError | None 
 def measurement_problems(run: RunSpec, summary: dict) -> list[str]:
     """Why this run's load is not a whole measurement (analysis/whole.py);
     empty when every request was answered as it should be."""
-    client = run.config["client"]
-    loader, url = client["loader"], client.get("url")
+    client = run.settings.client
+    loader, url = client.loader, client.url
     if loader == "nghttp":  # the statuses are in nghttp's own output
         summary = {**summary, "rows": parse_nghttp_stats(summary.get("raw") or "")["rows"]}
-    return whole.load_problems(loader, summary, requests=client.get("h2load_requests") if loader == "h2load"
+    return whole.load_problems(loader, summary, requests=client.h2load_requests if loader == "h2load"
                                else None, object_bytes=whole.object_bytes_of(url), url=url)
 
 
@@ -437,7 +437,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
     safefs.refuse_links(exp_dir, f"results folder {exp_dir}")
     check_site_urls(runs)
     check_browser_tools(runs)
-    ccs = sorted({r.config["server"]["cc"] for r in runs})
+    ccs = sorted({r.settings.server.cc for r in runs})
     check_guest_paths(exp_dir)
     info = backends.choose(backend, clock, ccs)
     check_kernel_paths(info)
@@ -454,7 +454,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
             files.write_once(exp_dir, exp_dir / "experiment.yaml", Path(exp_file).read_text(),
                              doing=f"results folder {exp_dir}")
             # the certificate variants of every run, not only the pending ones (host/assets.py)
-            site, pki = lab_assets(exp_dir, certs={r.config["server"]["cert"] for r in runs})
+            site, pki = lab_assets(exp_dir, certs={r.settings.server.cert for r in runs})
         check_manifest_urls(mine, site)
         moved = verify.move_damaged_aside(exp_dir, [r.run_id for r in mine], sliced)
         by_id = {r.run_id: r for r in mine}

@@ -236,8 +236,9 @@ class RunSpec:
     point: dict[str, Any]  # the sweep values of this run
     repetition: int
     seed: int
-    config: dict  # RunConfig dump with the resolved path
-    path: PathSpec
+    config: dict  # the id form (spec/idform.py): what the run id hashes and its record keeps
+    path: PathSpec  # the path resolved
+    settings: "RunConfig"  # the run's configuration, typed: what the host reads
 
     def as_dict(self) -> dict:
         return {"experiment": self.experiment, "run_id": self.run_id, "point": self.point,
@@ -354,7 +355,7 @@ def expand(exp: Experiment) -> list[RunSpec]:
             made = _configure(user_base, point, where, errors)
             if made is None:
                 continue
-            conf, resolved = made
+            conf, resolved, cfg = made
             if user is not None:  # the user's draw, recorded; its index in the point, for pairing
                 conf["population"] = user
             run_point = {**point, "population.user": user["user"]} if user else point
@@ -365,14 +366,16 @@ def expand(exp: Experiment) -> list[RunSpec]:
                 seed_key = ({"user": {k: user[k] for k in ("market", "seed", "user")}, "rep": rep} if user
                             else {"rep": rep} if exp.paired else {"config": conf, "rep": rep})
                 seed = int(hashlib.sha256(_canonical({"seed": exp.seed, **seed_key}).encode()).hexdigest()[:15], 16)
-                runs.append(RunSpec(exp.name, run_id, run_point, rep, seed, conf, resolved))
+                runs.append(RunSpec(exp.name, run_id, run_point, rep, seed, conf, resolved, cfg))
     if errors:
         raise ExperimentError("\n".join(dict.fromkeys(errors)))
     return runs
 
 
-def _configure(base: dict, point: dict[str, Any], where: str, errors: list[str]) -> tuple[dict, PathSpec] | None:
-    """A configuration checked as a run: (its dump, path resolved; the path), or None, errors appended."""
+def _configure(base: dict, point: dict[str, Any], where: str,
+               errors: list[str]) -> tuple[dict, PathSpec, RunConfig] | None:
+    """A configuration checked as a run: (its id form, the path resolved, the
+    configuration), or None, errors appended."""
     if "topology" in base and (problems := TopologyCfg.problems(base["topology"])):
         errors.extend(_relocate("\n".join(problems), point, where))
         return None
@@ -399,7 +402,7 @@ def _configure(base: dict, point: dict[str, Any], where: str, errors: list[str])
         msg = str(exc)
         errors.append(msg if msg.startswith("path.") else f"path.region: {msg}")
         return None
-    return id_form(cfg.model_dump(), resolved.model_dump()), resolved  # spec/idform.py: what the id hashes
+    return id_form(cfg.model_dump(), resolved.model_dump()), resolved, cfg  # spec/idform.py: what the id hashes
 
 
 def _region_host(cfg: RunConfig, client: dict[str, Any]) -> ClientCfg:
