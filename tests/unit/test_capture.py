@@ -1,7 +1,13 @@
 """The one capture reader (tortoiselab.analysis.capture): TCP options as
 RFC 9293, RFC 2018 and RFC 7323 lay them out, frames built byte by byte
-into typed packets."""
+into typed packets, every other module reading captures through it, and the
+readers' outputs over tests/data's captures as they were before it
+(tests/data/capture-asbefore.json, made by bench/capture_asbefore.py from
+the readers each module had of its own)."""
 
+import importlib.util
+import json
+import re
 import struct
 from pathlib import Path
 
@@ -9,6 +15,8 @@ import pytest
 
 from tortoiselab.analysis import capture as C
 
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
 TS = b"\x08\x0a" + struct.pack("!II", 111, 222)  # Timestamps: kind 8, length 10, TSval, TSecr (RFC 7323 §3.2)
 
 
@@ -99,3 +107,35 @@ def test_a_link_type_other_than_asked_is_named(tmp_path):
     assert list(C.read_packets(p)) == []
     with pytest.raises(ValueError, match=r"sll.pcap: link type 113 is not supported \(Ethernet\)"):
         list(C.read_packets(p, link="eth"))
+
+
+def test_no_module_but_the_reader_parses_captures():
+    """One capture reader: no other module of the package imports a packet
+    library or reads TCP options by itself."""
+    src = ROOT / "src" / "tortoiselab"
+    readers = sorted(str(p.relative_to(src)) for p in src.rglob("*.py")
+                     if re.search(r"^\s*(import|from)\s+(dpkt|scapy|pcapy|pyshark)\b|parse_opts|TCP_OPT_",
+                                  p.read_text(), re.M))
+    assert readers == ["analysis/capture.py"]
+
+
+def _asbefore():
+    spec = importlib.util.spec_from_file_location("capture_asbefore", ROOT / "bench" / "capture_asbefore.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_every_reader_reads_tests_data_as_before(monkeypatch):
+    """The connections tables, determinism fingerprints and retransmission
+    counts, pathloss's packets and losses and the DNS lookups of every pcap
+    in tests/data, digested as bench/capture_asbefore.py digests them, are
+    those of the readers before the one reader (main at the commit named in
+    the file)."""
+    monkeypatch.chdir(ROOT)
+    bench = _asbefore()
+    want = json.loads((DATA / "capture-asbefore.json").read_text())["digests"]
+    pairs = [[f"tests/data/{s}", f"tests/data/{c}"] for s, c in bench.DATA_PAIRS]
+    got = bench.dump(bench.data_pcaps(), pairs)["digests"]
+    assert len(want) >= 6 * 30 and set(got) == set(want)
+    assert [k for k in want if got[k] != want[k]] == []
