@@ -203,7 +203,7 @@ def _packet(t_s: float, buf: bytes, off: int | None) -> Packet:
         l4, ip_len, ip_id, later_fragment = off + 40, 40 + plen6, 0, 0
     else:
         return Packet(t_s, n)
-    end = min(n, off + ip_len) if ip_len else n  # a total length of 0: segmentation offload, the frame's
+    end = min(n, off + ip_len) if ip_len else n  # IPv4 total length 0 (segmentation offload): the frame's end
     payload_len = off + ip_len - l4
     if later_fragment:
         return Packet(t_s, n, v, src, dst, ip_len, ip_id, proto)
