@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from tortoiselab.analysis import dnstime
-from tortoiselab.analysis.pcapread import analyze_pcap
+from tortoiselab.analysis.flights import analyze_pcap
 from tortoiselab.host.pageload import run_loads
 from tortoiselab.spec.pathspec import PathSpec
 

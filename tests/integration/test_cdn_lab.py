@@ -29,7 +29,7 @@ def _first_data_flight(conn: dict) -> int:
 
 
 def test_static_objects_come_from_the_cdn_under_cubic_and_the_document_from_the_pop_under_hybla(tmp_path, lab_kernel):
-    from tortoiselab.analysis.pcapread import analyze_pcap
+    from tortoiselab.analysis.flights import analyze_pcap
 
     exp = write_yaml(tmp_path, EXPERIMENT)
     p = subprocess.run([*TORTOISE, "run", str(exp), "--backend", "uml", "--clock", "virtual", "--jobs", "1",

@@ -14,46 +14,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import dpkt
+from tortoiselab.analysis.capture import read_packets
 
-from tortoiselab.analysis.pcapread import open_reader
-
-ADDRESS_TYPES = (dpkt.dns.DNS_A, dpkt.dns.DNS_AAAA)
+ADDRESS_TYPES = (1, 28)  # A, AAAA (RFC 1035 §3.2.2, RFC 3596 §2.1)
 
 
 def lookups_ms(pcap: str | Path) -> dict[str, float]:
-    """name -> lookup time in ms (module doc), over the UDP port 53
-    packets of a client-side capture; {} without one."""
+    """name -> lookup time in ms (module doc), over the DNS messages of the
+    IPv4 UDP port 53 packets of a client-side capture
+    (tortoiselab.analysis.capture); {} without one."""
     first_query: dict[str, float] = {}
     answered: dict[str, float] = {}
     last_answer: dict[str, float] = {}
     if not Path(pcap).exists():
         return {}
-    for ts, udp in _dns_datagrams(pcap):
-        try:
-            msg = dpkt.dns.DNS(udp.data)
-        except (dpkt.UnpackError, IndexError):
+    for p in read_packets(pcap):
+        msg = p.dns
+        if msg is None or p.ip_version != 4:
             continue
-        for q in msg.qd:
-            name = q.name.rstrip(".").lower()
-            if msg.qr == dpkt.dns.DNS_Q:
-                first_query.setdefault(name, ts)
+        for q in msg.questions:
+            name = q.rstrip(".").lower()
+            if not msg.is_response:
+                first_query.setdefault(name, p.t_s)
             elif name in first_query:
-                last_answer[name] = ts
-                if name not in answered and any(a.type in ADDRESS_TYPES for a in msg.an):
-                    answered[name] = ts
+                last_answer[name] = p.t_s
+                if name not in answered and any(t in ADDRESS_TYPES for t in msg.answer_types):
+                    answered[name] = p.t_s
     return {n: round((answered.get(n, last_answer.get(n, t0)) - t0) * 1e3, 3) for n, t0 in first_query.items()}
-
-
-def _dns_datagrams(pcap: str | Path):
-    """(time s, UDP datagram) of every IPv4 UDP packet to or from port 53 of
-    an Ethernet capture (the lab's)."""
-    with open(pcap, "rb") as fh:
-        for ts, buf in open_reader(fh):
-            try:
-                ip = dpkt.ethernet.Ethernet(buf).data
-            except (dpkt.UnpackError, IndexError):
-                continue
-            if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, dpkt.udp.UDP) and 53 in (ip.data.sport,
-                                                                                            ip.data.dport):
-                yield ts, ip.data

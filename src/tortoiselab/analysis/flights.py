@@ -86,9 +86,11 @@ the server sent after its SYN-ACK):
 - goodput_mbit: bytes of the data phase acknowledged, over the time from the
   data phase's first server segment to the ACK that covers the last of them.
 
-The code: pcapread.py reads the capture (analyze_pcap), tcpconn.py keeps
-each connection's state and summary; this module is the public face (the
-functions over analyze_pcap's dicts, KINDS, RETRANS_KINDS).
+The code: capture.py reads the capture (the one reader of the lab's
+captures), conntable.py hands each TCP segment to its connection and makes
+the table (analyze_pcap), tcpconn.py keeps each connection's state; this
+module is the public face (the functions over analyze_pcap's dicts, KINDS,
+RETRANS_KINDS).
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .pcapread import analyze_pcap
+from .conntable import analyze_pcap
 from .tcpconn import KINDS, RETRANS_KINDS
 
 __all__ = ["KINDS", "RETRANS_KINDS", "analyze_pcap", "flights", "format_flights", "handshake_summary",

@@ -15,7 +15,7 @@ carries a new timestamp. The path never reorders (netem's jitter is set
 without reordering, docs/paths.md), so what the receiver captured is a
 subsequence of what the sender did: walking both in order, each sent packet
 is either the next one received or lost. Only the lab's captures are read:
-pcap, Ethernet.
+pcap, Ethernet, read by tortoiselab.analysis.capture.
 
 The link also carries the load's DNS packets (to and from the DNS server
 beside the server, which the server's capture does not see), and each takes
@@ -32,19 +32,11 @@ no CDN host).
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
-import dpkt
+from .capture import DNS_PORT, TCP, UDP, read_packets
 
 DIRECTIONS = ("down", "up")  # server to client, client to server
-
-
-def _tsval(opts: bytes) -> int | None:
-    for kind, data in dpkt.tcp.parse_opts(opts):
-        if kind == dpkt.tcp.TCP_OPT_TIMESTAMP and len(data) == 8:
-            return struct.unpack("!I", data[:4])[0]
-    return None
 
 
 DNS = "dns"  # a DNS packet's entry in a stream: it takes a draw, and neither capture pairs it
@@ -55,23 +47,14 @@ def tcp_packets(pcap: str | Path, server_port: int = 443) -> dict[str, list[tupl
     (src, sport, dst, dport, seq, ack, flags, IP length, IP id, TSval), and
     DNS where a DNS packet was captured (queries up, answers down)."""
     out: dict[str, list[tuple]] = {d: [] for d in DIRECTIONS}
-    with open(pcap, "rb") as fh:
-        reader = dpkt.pcap.Reader(fh)
-        if reader.datalink() != dpkt.pcap.DLT_EN10MB:
-            raise ValueError(f"{pcap}: link type {reader.datalink()}; the lab's captures are Ethernet")
-        for _ts, buf in reader:
-            ip = dpkt.ethernet.Ethernet(buf).data
-            if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, dpkt.udp.UDP) and 53 in (ip.data.sport,
-                                                                                           ip.data.dport):
-                out["up" if ip.data.dport == 53 else "down"].append(DNS)
-                continue
-            if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.tcp.TCP):
-                continue
-            t = ip.data
-            if server_port not in (t.sport, t.dport):
-                continue
-            key = (ip.src, t.sport, ip.dst, t.dport, t.seq, t.ack, t.flags, ip.len, ip.id, _tsval(t.opts))
-            out["down" if t.sport == server_port else "up"].append(key)
+    for p in read_packets(pcap, link="eth"):
+        if p.ip_version != 4:
+            continue
+        if p.transport == UDP and DNS_PORT in (p.sport, p.dport):
+            out["up" if p.dport == DNS_PORT else "down"].append(DNS)
+        elif p.transport == TCP and server_port in (p.sport, p.dport):
+            key = (p.src, p.sport, p.dst, p.dport, p.seq, p.ack, p.flags, p.ip_len, p.ip_id, p.options.tsval)
+            out["down" if p.sport == server_port else "up"].append(key)
     return out
 
 

@@ -29,15 +29,13 @@ import contextlib
 import os
 import random
 import shlex
-import struct
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import dpkt
-
+from tortoiselab.analysis.capture import TCP, TH_ACK, UDP, Packet, read_packets
 from tortoiselab.analysis.flights import RETRANS_KINDS, analyze_pcap
 from tortoiselab.host import backends, store
 from tortoiselab.host.store import files
@@ -63,13 +61,6 @@ class Fingerprint:
     clock: str | None = None
 
 
-def _tcp_ts(opts: bytes) -> tuple[int, int] | None:
-    for kind, data in dpkt.tcp.parse_opts(opts):
-        if kind == dpkt.tcp.TCP_OPT_TIMESTAMP and len(data) == 8:
-            return struct.unpack("!II", data)
-    return None
-
-
 def _rel(x: int, base: int | None) -> int | None:
     """A 32-bit sequence number or timestamp relative to `base` (mod 2^32)."""
     return (x - base) % 2**32 if base is not None else None
@@ -82,42 +73,45 @@ def pcap_packets(path: Path, server_port: int = 443) -> list[tuple]:
     must repeat). TCP: ("tcp", connection number, "c2s"|"s2c", IP length,
     flags, seq and ack relative to each side's first sequence number,
     window, TSval and TSecr relative to each side's first TSval). UDP: ("udp",
-    IP length, the ports' roles). Anything else: ("other", frame length)."""
+    IP length, the ports' roles). Other IPv4: ("ip", IP length, protocol).
+    Anything else: ("other", frame length). Read by
+    tortoiselab.analysis.capture (an Ethernet capture)."""
     conns: dict[tuple, int] = {}
     isn: dict[tuple, int] = {}
     ts0: dict[tuple, int] = {}
     out: list[tuple] = []
-    with open(path, "rb") as fh:
-        reader = dpkt.pcap.Reader(fh)
-        t0_us = None
-        for ts, buf in reader:
-            t_us = round(float(ts) * 1e6)
-            t0_us = t_us if t0_us is None else t0_us
-            t_us -= t0_us
-            ip = dpkt.ethernet.Ethernet(buf).data
-            if not isinstance(ip, dpkt.ip.IP):
-                out.append((t_us, "other", len(buf)))
-                continue
-            l4 = ip.data
-            if isinstance(l4, dpkt.udp.UDP):
-                out.append((t_us, "udp", ip.len, "to53" if l4.dport == 53 else "from53" if l4.sport == 53 else ""))
-                continue
-            if not isinstance(l4, dpkt.tcp.TCP):
-                out.append((t_us, "ip", ip.len, ip.p))
-                continue
-            s2c = l4.sport == server_port
-            client = (ip.dst, l4.dport) if s2c else (ip.src, l4.sport)
-            n = conns.setdefault(client, len(conns))
-            me, peer = (n, s2c), (n, not s2c)
-            isn.setdefault(me, l4.seq)
-            tsopt = _tcp_ts(l4.opts)
-            if tsopt is not None:
-                ts0.setdefault(me, tsopt[0])
-            out.append((t_us, "tcp", n, "s2c" if s2c else "c2s", ip.len, l4.flags, _rel(l4.seq, isn[me]),
-                        _rel(l4.ack, isn.get(peer)) if l4.flags & dpkt.tcp.TH_ACK else None, l4.win,
-                        _rel(tsopt[0], ts0[me]) if tsopt else None,
-                        _rel(tsopt[1], ts0.get(peer)) if tsopt and tsopt[1] else None))
+    t0_us = None
+    for p in read_packets(path, link="eth"):
+        t_us = round(p.t_s * 1e6)
+        t0_us = t_us if t0_us is None else t0_us
+        t_us -= t0_us
+        if p.ip_version != 4:
+            out.append((t_us, "other", p.frame_len))
+        elif p.transport == UDP:
+            out.append((t_us, "udp", p.ip_len, "to53" if p.dport == 53 else "from53" if p.sport == 53 else ""))
+        elif p.transport != TCP:
+            out.append((t_us, "ip", p.ip_len, p.proto))
+        else:
+            out.append((t_us, "tcp") + _tcp_headers(p, server_port, conns, isn, ts0))
     return out
+
+
+def _tcp_headers(p: Packet, server_port: int, conns: dict, isn: dict, ts0: dict) -> tuple:
+    """A TCP segment's normalized headers (pcap_packets), numbering its
+    connection and noting each side's first sequence number and TSval in
+    conns, isn and ts0 as they come."""
+    s2c = p.sport == server_port
+    client = (p.dst, p.dport) if s2c else (p.src, p.sport)
+    n = conns.setdefault(client, len(conns))
+    me, peer = (n, s2c), (n, not s2c)
+    isn.setdefault(me, p.seq)
+    tsval, tsecr = p.options.tsval, p.options.tsecr
+    if tsval is not None:
+        ts0.setdefault(me, tsval)
+    return (n, "s2c" if s2c else "c2s", p.ip_len, p.flags, _rel(p.seq, isn[me]),
+            _rel(p.ack, isn.get(peer)) if p.flags & TH_ACK else None, p.window,
+            _rel(tsval, ts0[me]) if tsval is not None else None,
+            _rel(tsecr, ts0.get(peer)) if tsval is not None and tsecr else None)
 
 
 def retransmissions(server_pcap: Path) -> dict[str, int]:
