@@ -4,9 +4,11 @@ two arms, rank tests and effect sizes, Holm's correction; the exact
 sign-flip test for few pairs and the paired permutation test of a quantile
 difference come from analysis.pairtests.
 
-Pure functions of arrays and DataFrames (numpy, scipy.stats, pandas); every
-random draw comes from a seeded generator, so the same data and seed give the
-same numbers.
+Pure functions of arrays and DataFrames (numpy, scipy.stats, pandas); the
+bootstrap intervals are scipy.stats.bootstrap's percentile intervals (the
+numbers the hand-written resampling before it gave, to the last digit, on
+every sample compared: issue 40); every random draw comes from a seeded
+generator, so the same data and seed give the same numbers.
 
 Paired or not is always explicit. Runs are *paired* when the two arms share
 their random draws per repetition (an experiment with ``paired: true`` gives
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -74,26 +76,6 @@ def _interval(boot: np.ndarray, confidence: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def _quantile_rows(samples: np.ndarray, q: float) -> np.ndarray:
-    return np.quantile(samples, q, axis=1)
-
-
-def _mean_rows(samples: np.ndarray) -> np.ndarray:
-    return samples.mean(axis=1)
-
-
-def _boot_rows(n: int, n_resamples: int, rng: np.random.Generator,
-               fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """fn applied to index blocks of shape (rows, n), drawn uniformly with
-    replacement; n_resamples values in all."""
-    out = np.empty(n_resamples)
-    rows = max(1, _CHUNK_ELEMENTS // max(n, 1))
-    for start in range(0, n_resamples, rows):
-        k = min(rows, n_resamples - start)
-        out[start:start + k] = fn(rng.integers(0, n, size=(k, n)))
-    return out
-
-
 def bootstrap_ci(x, statistic: str | float = "median", n_resamples: int = DEFAULT_RESAMPLES,
                  confidence: float = DEFAULT_CONFIDENCE, seed: int | np.random.Generator | None = 0) -> Estimate:
     """A statistic of one sample with its percentile-bootstrap CI.
@@ -108,13 +90,18 @@ def bootstrap_ci(x, statistic: str | float = "median", n_resamples: int = DEFAUL
     value = float(a.mean()) if q is None else float(np.quantile(a, q))
     if a.size == 1:
         return Estimate(value, value, value, 1, confidence)
-    rng = _rng(seed)
-    if q is None:
-        boot = _boot_rows(a.size, n_resamples, rng, lambda idx: _mean_rows(a[idx]))
-    else:
-        boot = _boot_rows(a.size, n_resamples, rng, lambda idx: _quantile_rows(a[idx], q))
-    lo, hi = _interval(boot, confidence)
-    return Estimate(value, lo, hi, int(a.size), confidence)
+    if np.all(a == a[0]):  # every resample is the one value (scipy's bootstrap refuses a degenerate sample)
+        return Estimate(value, value, value, int(a.size), confidence)
+
+    def stat(sample: np.ndarray, axis: int) -> np.ndarray:
+        return sample.mean(axis=axis) if q is None else np.quantile(sample, q, axis=axis)
+
+    # scipy's percentile bootstrap, in batches of about _CHUNK_ELEMENTS values (memory bound for large samples)
+    res = st.bootstrap((a,), stat, n_resamples=n_resamples, confidence_level=confidence,
+                                method="percentile", vectorized=True, random_state=_rng(seed),
+                                batch=max(1, _CHUNK_ELEMENTS // a.size))
+    return Estimate(value, float(res.confidence_interval.low), float(res.confidence_interval.high), int(a.size),
+                    confidence)
 
 
 def _as_quantile(statistic: str | float) -> float | None:
@@ -169,7 +156,13 @@ def percent_diff(control, arm, statistic: str | float = "p90", paired: bool = Fa
     length; a pair with a NaN on either side is dropped). n of the result is
     the number of pairs, or the smaller of the two arms' sizes unpaired."""
     q = _as_quantile(statistic)
-    stat = (lambda s: s.mean(axis=1)) if q is None else (lambda s: np.quantile(s, q, axis=1))
+
+    def stat_axis(sample: np.ndarray, axis: int) -> np.ndarray:
+        return sample.mean(axis=axis) if q is None else np.quantile(sample, q, axis=axis)
+
+    def stat(rows: np.ndarray) -> np.ndarray:
+        return stat_axis(rows, 1)
+
     if paired:
         c, a = np.asarray(control, dtype=float).ravel(), np.asarray(arm, dtype=float).ravel()
         if c.size != a.size:
@@ -187,14 +180,15 @@ def percent_diff(control, arm, statistic: str | float = "p90", paired: bool = Fa
             return 100.0 * (sa - sc) / sc
 
     value = float(pct(stat(c[None, :]), stat(a[None, :]))[0])
-    rng = _rng(seed)
-    if paired:
-        boot = _boot_rows(c.size, n_resamples, rng, lambda idx: pct(stat(c[idx]), stat(a[idx])))
-    else:
-        bc = _boot_rows(c.size, n_resamples, rng, lambda idx: stat(c[idx]))
-        ba = _boot_rows(a.size, n_resamples, rng, lambda idx: stat(a[idx]))
-        boot = pct(bc, ba)
-    lo, hi = _interval(boot, confidence)
+    if min(c.size, a.size) < 2 or (np.all(c == c[0]) and np.all(a == a[0])):  # nothing to resample
+        return Estimate(value if math.isfinite(value) else math.nan, value, value, n, confidence)
+    # scipy's bootstrap (pairs resampled together, or each arm on its own); the interval from its
+    # distribution without the resamples whose control statistic is 0 (no percentage: _interval)
+    with np.errstate(invalid="ignore"):  # its standard error of a distribution holding inf
+        res = st.bootstrap((c, a), lambda sc, sa, axis: pct(stat_axis(sc, axis), stat_axis(sa, axis)),
+                           paired=paired, vectorized=True, n_resamples=n_resamples, method="percentile",
+                           random_state=_rng(seed), batch=max(1, _CHUNK_ELEMENTS // max(c.size, a.size)))
+    lo, hi = _interval(np.asarray(res.bootstrap_distribution), confidence)
     return Estimate(value if math.isfinite(value) else math.nan, lo, hi, n, confidence)
 
 
