@@ -3,6 +3,7 @@ anything starts, and the rate segments the lab replays."""
 
 import pytest
 
+from tortoiselab.spec import idform
 from tortoiselab.spec.pathspec import PathError, PathSpec, parse_path
 from tortoiselab.spec.trace import Trace, TraceError, parse_mahimahi, rate_segments
 
@@ -64,7 +65,10 @@ def test_a_path_takes_a_trace_file_and_names_the_field(tmp_path):
 
 
 def test_a_path_without_a_trace_dumps_as_before():
-    assert "trace_down" not in PathSpec().model_dump()
+    """In the id form (spec/idform.py: what run ids hash) a path without a
+    trace is what it was before traces existed."""
+    assert "trace_down" not in idform.path_form(PathSpec().model_dump())
+    assert PathSpec().model_dump()["trace_down"] is None  # the model itself dumps every field
 
 
 def test_trace_queue_is_time_at_the_mean_rate(tmp_path):

@@ -8,6 +8,7 @@ import math
 import pytest
 from pydantic import ValidationError
 
+from tortoiselab.spec import idform
 from tortoiselab.spec.experiment import PathCfg
 from tortoiselab.spec.lossmodel import GilbertElliott, gilbert, max_loss_pct, min_burst_pkts
 from tortoiselab.spec.pathspec import PathError, PathSpec, parse_path
@@ -123,14 +124,15 @@ def test_burst_per_direction():
 
 
 def test_a_path_without_bursts_dumps_as_before():
-    """Run ids and seeds hash the resolved path's dump (spec/experiment.py):
+    """Run ids and seeds hash the resolved path's id form (spec/idform.py):
     the new fields are not in it while they hold their default."""
     before = {"rtt_ms": 200.0, "loss_pct": 1.0, "loss_up_pct": None, "rate_mbit": 10.0, "rate_up_mbit": None,
               "jitter_ms": 0.0, "queue_pkts": None}
-    assert PathSpec().model_dump() == before
+    assert idform.path_form(PathSpec().model_dump()) == before
     assert PathSpec.model_validate_json(PathSpec().model_dump_json()) == PathSpec()
     bursty = PathSpec(loss_burst_pkts=3)
-    assert bursty.model_dump()["loss_burst_pkts"] == 3 and "loss_burst_up_pkts" not in bursty.model_dump()
+    form = idform.path_form(bursty.model_dump())
+    assert form["loss_burst_pkts"] == 3 and "loss_burst_up_pkts" not in form
     assert PathSpec(**bursty.model_dump()) == bursty
 
 
