@@ -10,7 +10,7 @@ kernel_ver="$(cat "$here/kernel/DEBIAN_VERSION")"
 
 packages=(
   # lab kernel build (UML)
-  build-essential bc bison flex xz-utils libelf-dev "${kernel_pkg}"
+  build-essential bc bison flex xz-utils libelf-dev "${kernel_pkg}=${kernel_ver}"  # the pinned source
   # emulation and the lab's hosts
   mininet openvswitch-switch openvswitch-common bridge-utils iproute2 ethtool iputils-ping
   procps tcpdump socat dnsmasq-base
@@ -29,38 +29,17 @@ packages=(
 # packages whose postinst would start (and enable) a system-wide daemon
 daemons=(munge slurmctld slurmd)
 
-missing=()
-for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
-done
-# the pinned kernel source version
-if dpkg-query -W -f='${Version}' "$kernel_pkg" 2>/dev/null | grep -qvx "$kernel_ver"; then
-  missing+=("${kernel_pkg}")
-fi
+# shellcheck source=scripts/apt-missing.sh
+. "$here/scripts/apt-missing.sh"
+mapfile -t missing < <(missing_packages "${packages[@]}")
 
 if [ "${#missing[@]}" -eq 0 ]; then
   echo "setup-system: all ${#packages[@]} packages present"
   exit 0
 fi
-
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null; then SUDO="sudo"; else
-    echo "setup-system: missing packages: ${missing[*]}" >&2
-    echo "setup-system: run 'make setup' once as root (or install them), then rerun as this user" >&2
-    exit 1
-  fi
-fi
-
-install=()
-for p in "${missing[@]}"; do
-  if [ "$p" = "$kernel_pkg" ]; then install+=("$p=$kernel_ver"); else install+=("$p"); fi
-done
+choose_sudo setup-system setup "${missing[@]}"
+install=("${missing[@]}")
 echo "setup-system: installing ${install[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
 
 # Daemons we install must not start on this (possibly shared) machine: the
 # test starts its own munge/slurmctld/slurmd in a temporary folder. A
@@ -68,7 +47,7 @@ $SUDO apt-get update -q
 # starting them; we add one only if the machine has none, and remove only ours.
 new_daemons=()
 for d in "${daemons[@]}"; do
-  for m in "${missing[@]}"; do [ "$m" = "$d" ] && new_daemons+=("$d"); done
+  for m in "${missing[@]}"; do [ "${m%%=*}" = "$d" ] && new_daemons+=("$d"); done
 done
 policy=/usr/sbin/policy-rc.d
 own_policy=""
@@ -79,7 +58,7 @@ if [ "${#new_daemons[@]}" -gt 0 ] && [ ! -e "$policy" ]; then
   own_policy=1
   trap '$SUDO rm -f "$policy"' EXIT
 fi
-$SUDO apt-get install -y -q --no-install-recommends "${install[@]}"
+apt_install "${install[@]}"
 # ... nor start at the next boot (systemd enables units in postinst)
 if [ "${#new_daemons[@]}" -gt 0 ] && [ -d /run/systemd/system ]; then
   $SUDO systemctl disable "${new_daemons[@]/%/.service}" >/dev/null 2>&1 || true

@@ -13,29 +13,14 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 headers_pkg="$(bash "$here/kernel/deb/vars.sh" HEADERS_PKG)"
 headers_ver="$(bash "$here/kernel/deb/vars.sh" DEB_VERSION)"
 
-packages=(vagrant vagrant-libvirt dkms "$headers_pkg")
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-# the pinned version of the headers (kernel/DEBIAN_VERSION)
-if dpkg-query -W -f='${Version}' "$headers_pkg" 2>/dev/null | grep -qvx "$headers_ver"; then
-  missing+=("$headers_pkg")
-fi
+# shellcheck source=scripts/apt-missing.sh
+. "$here/scripts/apt-missing.sh"
+packages=(vagrant vagrant-libvirt dkms "$headers_pkg=$headers_ver")  # the headers at kernel/DEBIAN_VERSION's pin
+mapfile -t missing < <(missing_packages "${packages[@]}")
 if [ "${#missing[@]}" -eq 0 ]; then
   echo "setup-test: all ${#packages[@]} packages present"
   exit 0
 fi
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "setup-test: missing ${missing[*]}; run 'make setup-test' as root" >&2; exit 1; }
-  SUDO=sudo
-fi
-install=()
-for p in "${missing[@]}"; do
-  if [ "$p" = "$headers_pkg" ]; then install+=("$p=$headers_ver"); else install+=("$p"); fi
-done
-echo "setup-test: installing ${install[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${install[@]}"
+choose_sudo setup-test setup-test "${missing[@]}"
+echo "setup-test: installing ${missing[*]}"
+apt_install "${missing[@]}"

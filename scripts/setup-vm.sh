@@ -7,20 +7,13 @@ set -euo pipefail
 
 packages=(mmdebstrap fdisk qemu-utils qemu-system-x86 libvirt-daemon-system libvirt-clients
           dnsmasq-base vagrant vagrant-libvirt rsync openssh-client)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
+# shellcheck source=scripts/apt-missing.sh
+. "$(cd "$(dirname "$0")" && pwd)/apt-missing.sh"
+mapfile -t missing < <(missing_packages "${packages[@]}")
 if [ "${#missing[@]}" -eq 0 ]; then
   echo "setup-vm: all ${#packages[@]} packages present"
   exit 0
 fi
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "setup-vm: missing ${missing[*]}; run as root" >&2; exit 1; }
-  SUDO=sudo
-fi
+choose_sudo setup-vm vm-setup "${missing[@]}"
 echo "setup-vm: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+apt_install "${missing[@]}"

@@ -121,7 +121,7 @@ def _setup_packages() -> set[str]:
     words = []
     for line in block.group(1).splitlines():
         words += line.split("#", 1)[0].split()
-    pkgs = {w.strip('"') for w in words}
+    pkgs = {w.strip('"').split("=")[0] for w in words}  # a pinned one: package=version
     pkgs.discard("${kernel_pkg}")
     pkgs.add("linux-source-6.12")
     assert {"mininet", "openvswitch-switch", "apache2"} <= pkgs
