@@ -108,3 +108,5 @@ def test_sweep_points_are_labelled_by_the_names_the_experiment_file_uses():
     assert keys == ["path.trace_down", "topology"]
     labels = [r[0] for r in runsummary.summary_rows(df, keys)]
     assert labels == ["lte.down cdn_rtt_ms=27", "lte.down cdn_rtt_ms=-", "- cdn_rtt_ms=27", "- cdn_rtt_ms=-"]
+    # nothing swept varies (a sweep of one point): one row, by the algorithm
+    assert runsummary.summary_keys(df.iloc[:1], swept) == ["server.cc"]

@@ -57,8 +57,8 @@ def summary_keys(df: pd.DataFrame, swept: list[str]) -> list[str]:
     """The runs table's columns that tell the sweep points apart: the swept
     fields that vary, a topology field by the table's one `topology`
     column (its --topo text); server.cc when nothing varies."""
-    cols = ["topology" if f.startswith("topology.") else f for f in swept]
-    return [k for k in dict.fromkeys(cols) if k in df and df[k].nunique(dropna=False) > 1] or [cols.CC]
+    named = ["topology" if f.startswith("topology.") else f for f in swept]
+    return [k for k in dict.fromkeys(named) if k in df and df[k].nunique(dropna=False) > 1] or [cols.CC]
 
 
 def _topo_fields(text: str) -> dict[str, str]:
