@@ -84,7 +84,7 @@ def _select(df: pd.DataFrame, market: str | None, where: dict[str, Any]) -> pd.D
     if market is not None:
         d = d[d["population.market"] == market]
     for col, val in where.items():
-        col = col.replace("__", ".")
+        col = cols.kwarg_column(col, d.columns)
         d = d[d[col].isin(list(val))] if isinstance(val, (list, tuple, set)) else (
             d[val(d[col])] if callable(val) else d[d[col] == val])
     return d
@@ -135,6 +135,12 @@ def population_change(df: pd.DataFrame, metric: str, arm_col: str, control, arm,
     if p.empty:
         raise NoData(f"no users with ok loads of both {arm} and {control} for {metric}"
                      + (f" in {market}" if market else ""))
+    # a time of 0 (content_download_ms when the whole response came in the loader's first read) has no
+    # log ratio, which the tests take: that user is left out, and counted
+    zero = (p["control"] <= 0) | (p["arm"] <= 0)
+    p = p[~zero]
+    if p.empty:
+        raise NoData(f"no users with a positive {metric} in both {arm} and {control}" + (f" in {market}" if market else ""))
     c, a = p["control"].to_numpy(float), p["arm"].to_numpy(float)
     statistic = "p90-groups" if groups else "p90"
     test = len(c) >= MIN_USERS_FOR_TEST
@@ -150,6 +156,8 @@ def population_change(df: pd.DataFrame, metric: str, arm_col: str, control, arm,
         + (f"{r.test}; " if r else "") + f"control p90 {np.quantile(c, q):.0f}, arm {np.quantile(a, q):.0f}; "
         f"{warm * 100:.0f} % warm loads; RTT mix {mix}"
         + (f"; {dropped} users left out (a failed load in either arm)" if dropped else "")
+        + (f"; {int(zero.sum())} users left out ({metric} of 0 in either arm: the whole response in the "
+           "loader's first read, which no log ratio takes)" if zero.any() else "")
         + ("" if test else f"; no test with fewer than {MIN_USERS_FOR_TEST} users"),
         n_control=len(c), n_arm=len(a), control=tuple(c.tolist()), arm=tuple(a.tolist()),
         statistic=statistic if test else "", tie=tie_reason(c, a), level=0.05 if r else None,
