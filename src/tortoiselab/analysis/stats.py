@@ -34,11 +34,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
-from tortoiselab.analysis.pairtests import quantile_diff_pvalues, quantile_diff_test, sign_flip_test
+from tortoiselab.analysis.pairtests import CHUNK_ELEMENTS, quantile_diff_pvalues, quantile_diff_test, sign_flip_test
 
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_CONFIDENCE = 0.95
-_CHUNK_ELEMENTS = 4_000_000  # resamples are drawn in blocks of about this many values
 
 
 @dataclass(frozen=True)
@@ -96,10 +95,10 @@ def bootstrap_ci(x, statistic: str | float = "median", n_resamples: int = DEFAUL
     def stat(sample: np.ndarray, axis: int) -> np.ndarray:
         return sample.mean(axis=axis) if q is None else np.quantile(sample, q, axis=axis)
 
-    # scipy's percentile bootstrap, in batches of about _CHUNK_ELEMENTS values (memory bound for large samples)
+    # scipy's percentile bootstrap, in batches of about CHUNK_ELEMENTS values (memory bound for large samples)
     res = st.bootstrap((a,), stat, n_resamples=n_resamples, confidence_level=confidence,
                                 method="percentile", vectorized=True, random_state=_rng(seed),
-                                batch=max(1, _CHUNK_ELEMENTS // a.size))
+                                batch=max(1, CHUNK_ELEMENTS // a.size))
     return Estimate(value, float(res.confidence_interval.low), float(res.confidence_interval.high), int(a.size),
                     confidence)
 
@@ -187,7 +186,7 @@ def percent_diff(control, arm, statistic: str | float = "p90", paired: bool = Fa
     with np.errstate(invalid="ignore"):  # its standard error of a distribution holding inf
         res = st.bootstrap((c, a), lambda sc, sa, axis: pct(stat_axis(sc, axis), stat_axis(sa, axis)),
                            paired=paired, vectorized=True, n_resamples=n_resamples, method="percentile",
-                           random_state=_rng(seed), batch=max(1, _CHUNK_ELEMENTS // max(c.size, a.size)))
+                           random_state=_rng(seed), batch=max(1, CHUNK_ELEMENTS // max(c.size, a.size)))
     lo, hi = _interval(np.asarray(res.bootstrap_distribution), confidence)
     return Estimate(value if math.isfinite(value) else math.nan, lo, hi, n, confidence)
 
