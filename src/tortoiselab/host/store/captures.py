@@ -70,6 +70,8 @@ def _capture(run_dir: Path) -> Iterator[tuple[str, str] | None]:
     try:
         fd = safefs.open_fd(pcap, os.O_RDONLY, run_dir.parent.parent, doing=f"reading {pcap}")
     except FileNotFoundError:
+        fd = None
+    if fd is None:
         yield None
         return
     with os.fdopen(fd, "rb") as fh:
