@@ -75,7 +75,8 @@ def test_the_table_is_the_capture_parsed(pcap, tmp_path, cache, monkeypatch):
 def test_the_studies_numbers_are_the_same_from_tables(tmp_path, cache, monkeypatch):
     """initcwnd@ci (the studies' readers of flights: first_conn, transfer,
     the second load's window, the map cause, the physics checks, the
-    determinism fingerprint's retransmissions) with and without tables."""
+    determinism fingerprint's retransmissions, the initcwnd claims'
+    verdicts) with and without tables."""
     def numbers(exp: Path) -> dict:
         runs = sorted(p.parent for p in exp.glob("*/server.pcap"))
         out = {}
@@ -84,7 +85,9 @@ def test_the_studies_numbers_are_the_same_from_tables(tmp_path, cache, monkeypat
             out[r.name] = (c, connections.transfer(c), connections.second_load_window(r), maps.capture_cause(r),
                            D.fingerprint(r).retransmissions)
         checks = S.physics_checks(exp)
-        return {"runs": out, "physics": [(c.name, c.ok, c.n, c.measured, c.detail) for c in checks]}
+        verdicts = S.evaluate("initcwnd", exp.parent, "ci")  # the claims that read the first flights
+        return {"runs": out, "physics": [(c.name, c.ok, c.n, c.measured, c.detail) for c in checks],
+                "verdicts": [(v.claim_id, v.verdict, v.value, v.measured) for v in verdicts]}
 
     without = numbers(_copy(tmp_path, INITCWND, tables=False))
     with_tables = _copy(tmp_path, INITCWND, tables=True)
@@ -93,6 +96,7 @@ def test_the_studies_numbers_are_the_same_from_tables(tmp_path, cache, monkeypat
     assert numbers(with_tables) == without
     assert not cache.exists()
     assert any(v[0] is not None for v in without["runs"].values()) and any(p[2] for p in without["physics"])
+    assert any(v[1] not in ("no data", "not testable here") for v in without["verdicts"])
 
 
 def test_a_table_of_other_bytes_or_a_link_is_refused(tmp_path, cache):
