@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import glob
 import hashlib
+import inspect
 import json
 import os
 import random
@@ -53,6 +54,14 @@ def _packets(fp) -> int:
         return 0
 
 
+def _retransmissions(determinism, flights, p: str) -> dict:
+    """determinism's retransmission counts of a pcap: from its connections
+    (a tree with the connections table, issue 40) or from the pcap (before)."""
+    if "conns" in inspect.signature(determinism.retransmissions).parameters:
+        return determinism.retransmissions(flights.analyze_pcap(p, keep_series=False))
+    return determinism.retransmissions(Path(p))
+
+
 def dump(pcaps: list[str], pairs: list[list[str]]) -> dict:
     """{name: digest} for every reader over every pcap and pair, with the
     tree on sys.path; also the packets the determinism reader saw."""
@@ -64,7 +73,7 @@ def dump(pcaps: list[str], pairs: list[list[str]]) -> dict:
         out[f"{p} conns443"] = _digest(flights.analyze_pcap, p)
         out[f"{p} conns_any"] = _digest(flights.analyze_pcap, p, server_port=None)
         out[f"{p} fingerprint"] = _digest(determinism.pcap_packets, Path(p))
-        out[f"{p} retrans"] = _digest(determinism.retransmissions, Path(p))
+        out[f"{p} retrans"] = _digest(_retransmissions, determinism, flights, p)
         out[f"{p} pathloss_keys"] = _digest(pathloss.tcp_packets, p)
         out[f"{p} dns"] = _digest(dnstime.lookups_ms, p)
         packets += _packets(lambda: determinism.pcap_packets(Path(p)))

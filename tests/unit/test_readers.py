@@ -299,23 +299,23 @@ def test_figures_planted_in_the_results_folder_are_never_read(results, tmp_path,
     by the capture's sha256: a results folder holds no figure that its
     records and manifests do not back. Before: .studies-cache/<run>.flights.json
     in the folder was read as the capture's analysis, whatever it said."""
-    from tortoiselab.studies import connections
+    from tortoiselab.host.store import captures
 
-    monkeypatch.setenv(connections.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(captures.CACHE_ENV, str(tmp_path / "cache"))
     exp = results / "initcwnd@ci"
-    want = connections._conns(exp / A)  # analysed, and kept by the capture's hash
+    want = captures.connections(exp / A)  # analysed, and kept by the capture's hash
     (kept,) = (tmp_path / "cache" / "flights").iterdir()
-    assert kept.name == hashlib.sha256((exp / A / "server.pcap").read_bytes()).hexdigest() + ".json"
+    assert kept.name == captures.cache_name(hashlib.sha256((exp / A / "server.pcap").read_bytes()).hexdigest())
     planted = exp / ".studies-cache" / f"{A}.flights.json"
     planted.parent.mkdir(exist_ok=True)
     planted.write_text(json.dumps([{**want[0], "syn_seen": True, "data_bytes": 1}]))
-    assert connections._conns(exp / A) == want
+    assert captures.connections(exp / A) == want
     kept.unlink()  # not in the cache: analysed again, the same
-    assert connections._conns(exp / A) == want
+    assert captures.connections(exp / A) == want
     os.mkfifo(tmp_path / "fifo")  # a capture that is no file is refused, not waited on
     (exp / A / "server.pcap").unlink()
     (exp / A / "server.pcap").symlink_to(tmp_path / "fifo")
     with pytest.raises(safefs.LinkRefused):
-        connections._conns(exp / A)
+        captures.connections(exp / A)
 
 

@@ -268,10 +268,11 @@ def test_the_report_is_never_written_through_a_link(tmp_path, victim):
 
 def test_the_studies_cache_is_never_written_through_a_link(tmp_path, victim, monkeypatch):
     """.studies-cache, where folders of before kept analysed captures (now
-    the user's cache: studies/connections.cache_dir), as a link: untouched."""
+    the user's cache: host/store/captures.cache_dir), as a link: untouched."""
+    from tortoiselab.host.store import captures
     from tortoiselab.studies import connections
 
-    monkeypatch.setenv(connections.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(captures.CACHE_ENV, str(tmp_path / "cache"))
     exp_dir = tmp_path / "coalescing@ci"
     shutil.copytree(CANNED, exp_dir)
     (exp_dir / ".studies-cache").symlink_to(victim)

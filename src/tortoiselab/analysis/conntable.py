@@ -3,10 +3,17 @@ tortoiselab.analysis.capture reads handed to its connection's state
 (tortoiselab.analysis.tcpconn), and each connection's summary, the dict
 analyze_pcap returns. What is measured, and how, is in
 tortoiselab.analysis.flights (its module docstring).
+
+A run's table is made once, in the lab guest right after the load
+(guest/tasks/pageload.py), and stored with the run as connections.json
+beside server.pcap (`capture_table`, TABLE); readers on the host take it
+through host/store/captures.py, which parses the capture only for a run
+stored before the table existed or with a table of another TABLE_FORMAT.
 """
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 from pathlib import Path
 
@@ -19,6 +26,51 @@ def analyze_pcap(path: str | Path, server_port: int | None = 443, keep_series: b
     capture. server_port: the server's TCP port; None to take the server
     from each connection's SYN (or, without one, the lower port)."""
     return [summary(c) for c in read_conns(path, server_port, keep_series)]
+
+
+TABLE = "connections.json"  # the run's connections table, beside server.pcap
+# the table's format: raise it whenever analyze_pcap's dicts change (a field,
+# a rule), so that tables stored before are read as absent and the capture
+# is parsed again by the code of today (host/store/captures.py)
+TABLE_FORMAT = 1
+
+
+def capture_table(path: str | Path, server_port: int = 443) -> dict:
+    """A capture's connections table, as a run stores it (TABLE):
+    {"format": TABLE_FORMAT, "capture_sha256": the capture's sha256,
+    "server_port", "connections": analyze_pcap's dicts without "series"}."""
+    with open(path, "rb") as fh:
+        digest = hashlib.file_digest(fh, "sha256").hexdigest()
+    conns = analyze_pcap(path, server_port, keep_series=False)
+    for c in conns:
+        c.pop("series", None)
+    return table_of(conns, digest, server_port)
+
+
+def table_of(conns: list[dict], capture_sha256: str, server_port: int = 443) -> dict:
+    """The table (capture_table's dict) of connections already parsed."""
+    return {"format": TABLE_FORMAT, "capture_sha256": capture_sha256, "server_port": server_port,
+            "connections": conns}
+
+
+def table_connections(table: object, capture_sha256: str, server_port: int = 443) -> list[dict] | None:
+    """The connections of a stored table (capture_table's dict, as read
+    back) if it is of this TABLE_FORMAT and for this port; None for a table
+    of another format or port (parse the capture again). ValueError, naming
+    the field, for a table that is not one or that was made from other bytes
+    than the capture's (capture_sha256)."""
+    if not isinstance(table, dict):
+        raise ValueError(f"not a connections table (a JSON object with format, capture_sha256, connections): "
+                         f"{type(table).__name__}")
+    if table.get("format") != TABLE_FORMAT or table.get("server_port") != server_port:
+        return None
+    if table.get("capture_sha256") != capture_sha256:
+        raise ValueError(f"capture_sha256 {str(table.get('capture_sha256'))[:16]}... is not the capture's "
+                         f"({capture_sha256[:16]}...): the table was made from other bytes")
+    conns = table.get("connections")
+    if not isinstance(conns, list) or not all(isinstance(c, dict) for c in conns):
+        raise ValueError("connections: not a list of connections (objects)")
+    return conns
 
 
 def read_conns(path: str | Path, server_port: int | None = 443, keep_series: bool = True) -> list[Conn]:

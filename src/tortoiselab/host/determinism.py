@@ -7,8 +7,8 @@ clock start, certificate and header lengths, Python's hash seed, ...). This
 module holds what checks it:
 
 - `fingerprint(run_dir)`: what must repeat, read from a stored run: its PLT,
-  response bytes, the server's retransmissions (counted from server.pcap by
-  tortoiselab.analysis.flights) and every packet of the server-side capture, with its
+  response bytes, the server's retransmissions (counted in server.pcap's
+  connections table: host/store/captures.py) and every packet of the server-side capture, with its
   timestamp in microseconds after the first packet and its headers normalized (connections numbered
   in order of appearance, sequence numbers and TCP timestamps relative to
   their first value: ports, initial sequence numbers and timestamp offsets
@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tortoiselab.analysis.capture import TCP, TH_ACK, UDP, Packet, read_packets
-from tortoiselab.analysis.flights import RETRANS_KINDS, analyze_pcap
+from tortoiselab.analysis.flights import RETRANS_KINDS
 from tortoiselab.host import backends, store
-from tortoiselab.host.store import files
+from tortoiselab.host.store import captures, files
 from tortoiselab.host.locks import held_scratch
 from tortoiselab.host.provenance import tool_versions
 from tortoiselab.host.batches import Batch, batch_id, boot_prefix, jobs_for
@@ -114,11 +114,12 @@ def _tcp_headers(p: Packet, server_port: int, conns: dict, isn: dict, ts0: dict)
             _rel(tsecr, ts0.get(peer)) if tsval is not None and tsecr else None)
 
 
-def retransmissions(server_pcap: Path) -> dict[str, int]:
+def retransmissions(conns: list[dict]) -> dict[str, int]:
     """The server's retransmissions by kind, summed over the page's
-    connections (tortoiselab.analysis.flights), plus their total."""
+    connections (the capture's connections table, analysis/conntable.py),
+    plus their total."""
     counts = {k: 0 for k in RETRANS_KINDS}
-    for c in analyze_pcap(server_pcap, keep_series=False):
+    for c in conns:
         for k in RETRANS_KINDS:
             counts[k] += c["retrans_counts"][k]
     counts["total"] = sum(counts[k] for k in RETRANS_KINDS)
@@ -133,7 +134,7 @@ def fingerprint(run_dir: Path) -> Fingerprint:
     pcap = Path(run_dir) / "server.pcap"
     return Fingerprint(
         run_id=rec.run_id, ok=rec.ok, plt_ms=s.get(cols.PLT), bytes=s.get("bytes"),
-        retransmissions=retransmissions(pcap) if pcap.exists() else {},
+        retransmissions=retransmissions(captures.connections(run_dir)) if pcap.exists() else {},
         packets=pcap_packets(pcap) if pcap.exists() else [],
         seeds=rec.meta.seeds, code=rec.meta.code, clock=rec.meta.clock)
 

@@ -8,6 +8,7 @@ results/<experiment>/     (locks and claims: host/locks.py; records: host/store/
   <run_id>/               a completed run (renamed into place as a whole)
     run.json              config, metadata, summary, fidelity: the record
     page.har, server.pcap, client.pcap, commands.log, console.log
+    connections.json      server.pcap's connections, parsed once in the guest (analysis/conntable.py)
   .<run_id>.tmp-<pid>-<thread>/       a run in progress (or interrupted: redone next time)
   .<run_id>.tmp-<pid>-<thread>-boot/  a batch's lab (under its first run's claim)
   runs.parquet            one row per completed run, rebuilt from the folders
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from tortoiselab.analysis import dnstime, whole
+from tortoiselab.analysis.conntable import TABLE
 from tortoiselab.analysis.fidelity import disturbance, handshake_rtt_check
 from tortoiselab.analysis.flights import pcap_steady_throughput_mbit
 from tortoiselab.analysis.parsers import parse_nghttp_stats
@@ -294,7 +296,7 @@ def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, si
     off = disturbance(info.clock, {"fidelity": [fid.as_dict()], "path": run.path.model_dump(),
                                    "config": run.config, "cross": ld.get("cross")})
     problems += [off] if off else []
-    for name, src in (("page.har", ld.get("har")), ("server.pcap", ld.get("pcap")),
+    for name, src in (("page.har", ld.get("har")), ("server.pcap", ld.get("pcap")), (TABLE, ld.get("conntable")),
                       ("client.pcap", ld.get("client_pcap")), ("cwnd.json", ld.get("cwnd")),
                       ("cdn.pcap", (ld.get("cdn") or {}).get("pcap"))):
         if src and Path(src).exists():  # from the lab's work folder into the run's (host/store/files.py)

@@ -9,8 +9,8 @@ docs/architecture.md):
 - for the run with the median PLT of each arm: the server's cwnd over time
   when its folder has ``cwnd.json`` (tcp_probe samples the uml backend
   stores: [t, cwnd, ssthresh, ...]), and its flights per round trip when its
-  folder has ``server.pcap`` (tortoiselab.analysis.flights, data phase, the
-  first connection, the first MAX_ROUNDS rounds).
+  folder has ``server.pcap`` (its connections table, host/store/captures.py;
+  data phase, the first connection, the first MAX_ROUNDS rounds).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import pandas as pd
 from tortoiselab.analysis import figures
 from tortoiselab.analysis import flights as flightmod
 from tortoiselab.host import safefs
+from tortoiselab.host.store import captures
 from tortoiselab.report.context import Context
 from tortoiselab.spec import cols
 
@@ -120,13 +121,18 @@ def run_cwnd(rec: dict) -> list | None:
 
 def run_flights(rec: dict, notes: list[str]) -> list[dict]:
     """The server's flights of a run's first connection with an RTT, from
-    its folder's server.pcap (tortoiselab.analysis.flights, data phase).
-    [] when there is no capture; a failed analysis is noted in notes."""
+    its folder's server.pcap (tortoiselab.analysis.flights, data phase): its
+    connections table (host/store/captures.py), or the capture with its
+    series where the connection's flights are split by silence (a capture
+    not taken at the server). [] when there is no capture; a failed
+    analysis is noted in notes."""
     pcap = Path(rec["_dir"]) / "server.pcap" if rec.get("_dir") else None
     if pcap is None or not pcap.exists():
         return []
     try:
-        conns = [c for c in flightmod.analyze_pcap(pcap) if c.get("tcp_rtt_ms")]
+        conns = [c for c in captures.connections(pcap.parent) if c.get("tcp_rtt_ms")]
+        if conns and conns[0]["flight_method"] != "ack":  # the silence split reads the series
+            conns = [c for c in captures.connections_with_series(pcap.parent) if c.get("tcp_rtt_ms")]
         return flightmod.flights(conns[0], phase="data") if conns else []
     except Exception as exc:  # noqa: BLE001 - one figure must not cost the report
         notes.append(f"flights of run {rec.get('run_id')}: capture analysis failed ({str(exc)[:200]})")

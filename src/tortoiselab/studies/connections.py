@@ -1,81 +1,24 @@
 """The server capture of a run, as the studies read it: its connections
-(tortoiselab.analysis.flights, cached in the user's cache by the capture's
-sha256, so a report reads each capture once), the response's flights, the
+(the run's stored connections table, or for a run stored before tables
+its capture parsed once: host/store/captures.py), the response's flights, the
 TLS handshake's flight and whether its ACKs grew the window, the second
 load's window, and hybla's first window. The notebooks use these to show a claim's mechanism
 (notebooks/README.md; labs/04-initcwnd.md)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import stat
 from pathlib import Path
 
 from tortoiselab.analysis import flights
-from tortoiselab.host import safefs
+from tortoiselab.host.store import captures
 
 MSS = 1448
 HYBLA_RTT0_MS = 25  # tcp_hybla's rtt0 module parameter (Linux default)
-CACHE_ENV = "TORTOISE_CACHE"  # the user's cache (the lab kernel's too), else ~/.cache/tortoiselab
-
-
-def cache_dir() -> Path:
-    """Where analysed captures are kept: the user's own cache, by the
-    capture's sha256, never a results folder. A results folder is untrusted
-    input (docs/faults.md): figures kept there would be numbers no record or
-    manifest backs, and anyone who can write the folder could plant them."""
-    base = os.environ.get(CACHE_ENV) or str(Path.home() / ".cache" / "tortoiselab")
-    return Path(base) / "flights"
-
-
-def _conns(run_dir: str | Path) -> list[dict]:
-    """The server capture's connections (flights.analyze_pcap), kept in
-    cache_dir() under the capture's sha256, so that a report reads each
-    capture once and a cached answer is always the answer for these very
-    bytes. The capture is opened once, with no link followed and only if it
-    is a regular file (host/safefs.py); hashed and analysed through that
-    one descriptor."""
-    d = Path(run_dir)
-    pcap = d / "server.pcap"
-    try:
-        fd = safefs.open_fd(pcap, os.O_RDONLY, d.parent.parent, doing=f"reading {pcap}")
-    except FileNotFoundError:
-        return []
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise safefs.NotRegular(f"{pcap} is not a regular file; remove it (rm {pcap}) or run the run again")
-        digest = hashlib.file_digest(fh, "sha256").hexdigest()
-        cached = cache_dir() / f"{digest}.json"
-        try:
-            return json.loads(cached.read_text())
-        except (OSError, ValueError):  # not analysed yet (or a cache file cut short): analyse it
-            pass
-        conns = flights.analyze_pcap(Path(f"/proc/self/fd/{fd}"), keep_series=False)
-    for c in conns:
-        c.pop("series", None)
-    _keep(digest, conns)
-    return conns
-
-
-def _keep(digest: str, conns: list[dict]) -> None:
-    """A capture's connections kept in cache_dir() (the user's, never a
-    results folder) under its sha256, atomically: a reader sees the whole
-    answer or none; a read-only home keeps nothing (analysed again next time)."""
-    cached = cache_dir() / f"{digest}.json"
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_name(f".{cached.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(conns))
-        os.replace(tmp, cached)
-    except OSError:
-        pass
 
 
 def first_conn(run_dir: str | Path) -> dict | None:
     """The first connection of the run's server capture whose SYN it saw."""
-    cs = [c for c in _conns(run_dir) if c.get("syn_seen")]
+    cs = [c for c in captures.connections(run_dir) if c.get("syn_seen")]
     return cs[0] if cs else None
 
 

@@ -19,6 +19,7 @@ import pandas as pd
 
 from tortoiselab.analysis import flights as fl
 from tortoiselab.host.columns import SUMMARY_METRICS
+from tortoiselab.host.store import captures
 from tortoiselab.spec.experiment import expand, load
 from tortoiselab.spec.maps import LOSS_AXIS, RTT_AXIS, MapCfg, draws_nothing, grid_name
 from tortoiselab.spec.population import draw_users
@@ -151,14 +152,12 @@ def cells(df: pd.DataFrame, m: MapCfg) -> pd.DataFrame:
 
 
 def capture_cause(run_dir: Path) -> dict[str, Any] | None:
-    """From a run's server capture: the connection that sent the most, its
+    """From a run's server capture (its connections table,
+    host/store/captures.py): the connection that sent the most, its
     TLS handshake in round trips, its first response's flights (segments
     per round, flights.transfer_flights) and their number, and the
     connections that carried requests; None without a capture."""
-    pcap = Path(run_dir) / "server.pcap"
-    if not pcap.is_file():
-        return None
-    conns = [c for c in fl.analyze_pcap(pcap, keep_series=False) if c["carried_request"]]
+    conns = [c for c in captures.connections(run_dir) if c["carried_request"]]
     if not conns:
         return None
     main = max(conns, key=lambda c: c["server_bytes_sent"])

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from tortoiselab.analysis import flights, napkin
+from tortoiselab.host.store import captures
 from tortoiselab.spec import cols
 from tortoiselab.studies.connections import (MSS, first_conn, handshake_flight_bytes, handshake_grew_window,
                                              hybla_rho, transfer)
@@ -202,7 +203,7 @@ def _late_acks_explain(run_dir: str, conn: dict, tf: list[dict], verdicts: list[
     such segment."""
     if len(verdicts) < 2 or verdicts[1]["reason"] != "short" or len(tf) < 2:
         return False
-    cs = [x for x in flights.analyze_pcap(Path(run_dir) / "server.pcap") if x.get("client") == conn.get("client")]
+    cs = [x for x in captures.connections_with_series(run_dir) if x.get("client") == conn.get("client")]
     series = (cs[0].get("series") or {}) if cs else {}
     pk = list(zip(series.get("t_ms", []), series.get("seq", []), series.get("len", []), series.get("kind", [])))
     r2_start, r3_start = tf[1]["t_ms"], tf[2]["t_ms"] if len(tf) > 2 else math.inf

@@ -20,7 +20,8 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Callable
 
-from tortoiselab.analysis.flights import analyze_pcap, handshake_summary
+from tortoiselab.analysis.conntable import TABLE, capture_table
+from tortoiselab.analysis.flights import handshake_summary
 from tortoiselab.analysis.parsers import parse_h2load, parse_nghttp_stats
 from tortoiselab.guest import commands as C
 from tortoiselab.guest import trace
@@ -451,14 +452,20 @@ LOADERS: dict[str, Callable[..., tuple[dict, str | None]]] = {
 
 
 def _collect(ex: Executor, lab: PathLab, pcap: Path) -> dict:
-    """After a load: each connection's handshake figures from the server's
-    capture, the server's TCP settings and its routes, and the client's
-    host settings as its namespace held them (docs/hosts.md)."""
-    conns = [handshake_summary(x) for x in analyze_pcap(pcap, keep_series=False)] if pcap.exists() else []
+    """After a load: the server capture's connections table, parsed here
+    once and kept beside it (TABLE, stored with the run: analysis/conntable.py),
+    each connection's handshake figures from it, the server's TCP settings
+    and its routes, and the client's host settings as its namespace held
+    them (docs/hosts.md)."""
+    table = capture_table(pcap, CWND_PORT) if pcap.exists() else None
+    if table is not None:
+        write_json_atomic(pcap.with_name(TABLE), table)
+    conns = [handshake_summary(x) for x in table["connections"]] if table else []
     sysctls = ex.read_sysctls(SERVER_SYSCTLS, host=lab.server)  # "" for a key the namespace lacks
     client = ex.read_sysctls(hostspec.READ_BACK, host=lab.client)
     route = ex.run(C.route_show(), host=lab.server, check=False).strip()
-    return {"connections": conns, "server_sysctls": sysctls, "server_route": route, "client_sysctls": client}
+    return {"connections": conns, "conntable": str(pcap.with_name(TABLE)) if table else None,
+            "server_sysctls": sysctls, "server_route": route, "client_sysctls": client}
 
 
 def _cwnd_probe(ctx: LabContext) -> AbstractContextManager:

@@ -24,6 +24,10 @@ Format versions:
      is fixed by the experiment file (host/batches.py) and meta.batch.runs
      is the whole batch, of which the run's boot loaded the first index+1
      (in format 3 and 4, the runs its boot loaded; id None).
+     A run folder may also hold connections.json, its server capture's
+     connections table (host/store/captures.py), written since issue 40
+     with no change of format: the record is the same, and a folder
+     without the table is read by parsing its capture.
 """
 
 from __future__ import annotations
