@@ -1,53 +1,11 @@
-"""cellular: a last mile whose downlink and uplink capacity follow a trace,
-with a deep buffer (bufferbloat); client - s1 - last mile - s2 - server.
-
-The graph is wan's; the last mile is the emulated link replaying the
-traces (docs/traces.md: HTB under netem, one thread changing its rate at
-every segment on the virtual clock). The path's delay and loss stay; its
-rate is the trace's. Mininet's CLI (a fixed rate: mn cannot replay a trace):
+"""cellular for Mininet's CLI: a last mile with a deep buffer, defined in
+src/tortoiselab/spec/topologies/cellular.py and built through
+guest/topo.py as the lab builds it (docs/topologies.md). mn shapes it at a
+fixed rate: only the lab replays the capacity trace (docs/traces.md).
 
     sudo .venv/bin/python /usr/bin/mn --custom topologies/cellular.py --topo cellular --link tc
 """
 
-from mininet.link import TCLink
-from mininet.topo import Topo
-from pydantic import Field, field_validator
+from tortoiselab.guest.topo import mn_topos
 
-from tortoiselab.spec.trace import Trace
-from tortoiselab.spec.topology import (MN_ONLY_RATE, MN_ONLY_RTT, ONE_PATH, WEB_PATH, Graph, TopoParams, add_graph,
-                                       mn_wan_link)
-
-
-class Params(TopoParams):
-    trace_down: str = Field("lte.down", min_length=1, description="the downlink's mahimahi trace: a shipped "
-                            "name (lte.down, 3g.down) or a file")
-    trace_up: str = Field("lte.up", min_length=1, description="the uplink's trace: lte.up, 3g.up or a file")
-    buffer_ms: float = Field(500.0, gt=0, le=60_000, description="the deep buffer, in ms at the trace's mean "
-                             "rate (500 ms: bufferbloat)")
-    rtt_ms: float = MN_ONLY_RTT
-    rate_mbit: float = MN_ONLY_RATE
-
-    @field_validator("trace_down", "trace_up")
-    @classmethod
-    def _readable(cls, v: str) -> str:
-        Trace.model_validate(v)  # a missing, empty or unsorted file is refused here, naming the line
-        return v
-
-    def path_update(self) -> dict:
-        return {"trace_down": self.trace_down, "trace_up": self.trace_up, "trace_queue_ms": self.buffer_ms}
-
-    def wan_link_opts(self) -> dict:
-        return {**mn_wan_link(TCLink, self.rtt_ms, self.rate_mbit), "max_queue_size": 1000}
-
-
-def graph(params: Params, web: bool = True) -> Graph:
-    return WEB_PATH if web else ONE_PATH
-
-
-class CellularTopo(Topo):
-    def build(self, *args, **kw):  # pylint: disable=arguments-differ
-        params = Params.from_args(args, kw, "cellular")
-        add_graph(self, graph(params, web=True), params.wan_link_opts())
-
-
-topos = {"cellular": CellularTopo}
+topos = mn_topos("cellular")

@@ -414,7 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a traced link's buffer in ms at the trace's mean rate (default one BDP)")
     p.add_argument("--cc", default="cubic", help="server's congestion control algorithm")
     p.add_argument("--topology", default="wan", metavar="NAME[,ARG,...,K=V]",
-                   help="a topology in topologies/ with its parameters, as mn's --topo: wan, "
+                   help="a topology of the lab with its parameters, as mn's --topo: wan, "
                         "dumbbell,2,bulk_flows=1, cellular,trace_down=3g.down (docs/topologies.md)")
     p.add_argument("--switch", default="ovs", choices=["ovs", "bridge"])
     p.add_argument("--bulk-seconds", type=float, default=None,

@@ -144,7 +144,7 @@ def test_store_format_version_is_the_same_in_its_docstring_and_the_docs():
 
 def test_topology_field_names_every_topology():
     desc = TopologyCfg.model_fields["name"].description
-    assert topologies.names(), "no topologies/*.py found"
+    assert topologies.names(), "no topology in spec/topologies/"
     missing = [n for n in topologies.names() if not re.search(rf"\b{n}\b", desc)]
     assert not missing, f"TopologyCfg.name's description {desc!r} misses {missing}"
 

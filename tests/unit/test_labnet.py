@@ -7,8 +7,9 @@ import pytest
 
 pytest.importorskip("mininet.net")
 
-from tortoiselab.guest import net  # noqa: E402
 from tortoiselab.guest.labnet import VethEnd, host_lines, ovs_vsctl_argv, veth_lines  # noqa: E402
+from tortoiselab.guest.topo import link_macs  # noqa: E402
+from tortoiselab.spec.topology import Graph, Host  # noqa: E402
 
 
 def test_every_pair_is_born_in_its_namespaces_with_its_macs_then_the_root_ends_come_up():
@@ -43,13 +44,9 @@ def test_the_switches_start_in_one_transaction_split_as_a_shell_would():
     assert argv[1:7] == ["--", "--if-exists", "del-br", "s1", "--", "add-br"]
 
 
-class _Node:
-    def __init__(self, name, mac=None):
-        self.name, self.params = name, ({"mac": mac} if mac else {})
-
-
 def test_link_ends_have_fixed_macs_a_host_its_own():
-    ends = (_Node("client", "00:00:00:00:00:01"), _Node("s1"))
-    assert net._link_macs(1, ends, ("s1", "s2")) == {"addr1": "00:00:00:00:00:01", "addr2": "02:00:00:00:01:02"}
-    assert net._link_macs(2, (_Node("s1"), _Node("s2")), ("s1", "s2")) == {
-        "addr1": "02:00:00:00:02:01", "addr2": "02:00:00:00:02:02"}
+    g = Graph(hosts=(Host("client", "10.0.0.1/8"), Host("server", "10.0.0.2/8")), switches=("s1", "s2"),
+              links=(("client", "s1"), ("s1", "s2"), ("s2", "server")), wan=("s1", "s2"))
+    assert link_macs(g) == [{"addr1": "00:00:00:00:00:01", "addr2": "02:00:00:00:01:02"},
+                            {"addr1": "02:00:00:00:02:01", "addr2": "02:00:00:00:02:02"},
+                            {"addr1": "02:00:00:00:03:01", "addr2": "00:00:00:00:00:02"}]

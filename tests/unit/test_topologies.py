@@ -1,18 +1,24 @@
-"""topologies/<name>.py: read as Mininet's `mn --custom` reads them, built
-into Topo objects through Mininet's own --topo parsing, and as the lab reads
-them (spec/topologies.py); bad parameters refused naming the field."""
+"""The lab's topologies (spec/topologies/<name>.py) as the lab reads them,
+and topologies/<name>.py as Mininet's `mn --custom` reads them, built into
+Topo objects through Mininet's own --topo parsing (guest/topo.py's
+GraphTopo); bad parameters refused naming the field."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
+from tortoiselab.project import REPO_DIR
 from tortoiselab.spec import topologies
 from tortoiselab.spec.crosstraffic import schedule
 from tortoiselab.spec.pathspec import PathSpec
-from tortoiselab.spec.topologies import TOPOLOGY_DIR, TopologyCfg, parse_topology
+from tortoiselab.spec.topologies import TopologyCfg, parse_topology, split_topo_arg
 from tortoiselab.spec.topology import ONE_PATH, WEB_PATH, TopologyError
 
 mininet_util = pytest.importorskip("mininet.util")
+TOPOLOGY_DIR = REPO_DIR / "topologies"
 
 
 def mn_custom(name: str, topo_arg: str):
@@ -23,6 +29,30 @@ def mn_custom(name: str, topo_arg: str):
     file = TOPOLOGY_DIR / f"{name}.py"
     exec(compile(file.read_text(), str(file), "exec"), customs, customs)  # noqa: S102
     return mininet_util.buildTopo(customs["topos"], topo_arg)
+
+
+def test_every_topology_has_its_mn_custom_file():
+    assert sorted(p.stem for p in TOPOLOGY_DIR.glob("*.py")) == topologies.names() == ["cellular", "dumbbell",
+                                                                                         "pop", "wan"]
+
+
+def test_the_spec_reads_topologies_without_mininet():
+    """A topology's parameters and graph come from the package alone: no
+    Mininet import (the host and `tortoise validate` need none)."""
+    code = ("import sys; from tortoiselab.spec.topologies import TopologyCfg, parse_topology; "
+            "TopologyCfg(name='dumbbell', clients=2, cdn_rtt_ms=20).graph(web=True); "
+            "parse_topology('pop,backhaul_rtt_ms=120').graph(web=False); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'mininet'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("text", ["dumbbell", "dumbbell,3,bulk_flows=2", "wan,200,10.5", "pop,origin_cc=bbr,x=1e3",
+                                  "cellular,trace_down=a=b", "d,,k=", "wan,-3,inf"])
+def test_the_topo_syntax_is_split_as_mininet_splits_it(text):
+    a, b = split_topo_arg(text), mininet_util.splitArgs(text)
+    assert a == b and [type(v) for v in a[1]] == [type(v) for v in b[1]]
+    assert [type(v) for v in a[2].values()] == [type(v) for v in b[2].values()]
 
 
 @pytest.mark.parametrize("name", topologies.names())
@@ -41,6 +71,69 @@ def test_the_documented_dumbbell_command():
     topo = mn_custom("dumbbell", "dumbbell,4,bulk_flows=2,rtt_ms=50")
     assert {"c2", "c3", "c4"} <= set(topo.hosts())
     assert topo.linkInfo("s1", "s2")["delay"] == "25ms"
+
+
+def _built_by_mininet(topo) -> list[tuple]:
+    """The calls Mininet.buildFromTopo makes for a Topo (the lab's build,
+    guest/net.py mininet_path), recorded instead of made (no root, no
+    namespaces)."""
+    from mininet.net import Mininet
+
+    class Recorder(Mininet):
+        def __init__(self):  # pylint: disable=super-init-not-called - Mininet's needs root; only the calls count
+            self.calls, self.cleanup, self.controllers, self.controller, self.switch = [], False, [], None, object
+
+        def addHost(self, name, cls=None, **params):
+            self.calls.append(("host", name, params))
+
+        def addSwitch(self, name, cls=None, **params):
+            self.calls.append(("switch", name))
+
+        def addLink(self, node1, node2, port1=None, port2=None, cls=None, **params):
+            self.calls.append(("link", f"{node1}-eth{port1}", f"{node2}-eth{port2}", params))
+
+    net = Recorder()
+    net.buildFromTopo(topo)
+    return net.calls
+
+
+def test_the_lab_builds_a_graph_in_its_order_with_its_macs():
+    """Mininet sorts a Topo's nodes by name; the lab's hosts, addresses,
+    MACs and interface names follow the graph's order (as they were before
+    the lab built through GraphTopo: the CDN dumbbell's `ip -batch` in a
+    run's commands.log)."""
+    from tortoiselab.guest.topo import GraphTopo
+
+    g = parse_topology("dumbbell,2,bulk_flows=1,cdn_rtt_ms=20").graph(web=True)
+    calls = _built_by_mininet(GraphTopo(g))
+    assert [c[1] for c in calls if c[0] == "host"] == ["client", "server", "dns", "c2", "xr", "xs", "cdn"]
+    assert calls[0] == ("host", "client", {"ip": "10.0.0.1/8", "mac": "00:00:00:00:00:01"})
+    assert calls[6] == ("host", "cdn", {"ip": "10.0.4.1/8", "mac": "00:00:00:00:00:07"})
+    assert [c[1] for c in calls if c[0] == "switch"] == ["s1", "s2", "s3"]
+    links = [(c[1], c[3]["addr1"], c[2], c[3]["addr2"]) for c in calls if c[0] == "link"]
+    assert links == [
+        ("client-eth0", "00:00:00:00:00:01", "s1-eth1", "02:00:00:00:01:02"),
+        ("s1-eth2", "02:00:00:00:02:01", "s2-eth1", "02:00:00:00:02:02"),
+        ("s2-eth2", "02:00:00:00:03:01", "s3-eth1", "02:00:00:00:03:02"),
+        ("s3-eth2", "02:00:00:00:04:01", "server-eth0", "00:00:00:00:00:02"),
+        ("s3-eth3", "02:00:00:00:05:01", "dns-eth0", "00:00:00:00:00:03"),
+        ("c2-eth0", "00:00:00:00:00:04", "s1-eth3", "02:00:00:00:06:02"),
+        ("xr-eth0", "00:00:00:00:00:05", "s1-eth4", "02:00:00:00:07:02"),
+        ("s3-eth4", "02:00:00:00:08:01", "xs-eth0", "00:00:00:00:00:06"),
+        ("s2-eth3", "02:00:00:00:09:01", "cdn-eth0", "00:00:00:00:00:07"),
+    ]
+    assert all(set(c[3]) == {"addr1", "addr2"} for c in calls if c[0] == "link")  # the lab shapes with netem
+
+
+def test_mn_shapes_the_emulated_links():
+    from mininet.link import TCLink
+
+    topo = mn_custom("dumbbell", "dumbbell,cdn_rtt_ms=20,rtt_ms=100")
+    assert {k: topo.linkInfo("s1", "s2")[k] for k in ("cls", "delay", "bw")} == {"cls": TCLink, "delay": "10ms",
+                                                                                   "bw": 10.0}
+    assert topo.linkInfo("s2", "s3")["delay"] == "40ms"
+    assert "cls" not in topo.linkInfo("client", "s1")
+    assert mn_custom("cellular", "cellular").linkInfo("s1", "s2")["max_queue_size"] == 1000
 
 
 def test_wan_is_the_path_the_lab_always_built():

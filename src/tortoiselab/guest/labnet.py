@@ -96,7 +96,7 @@ class BatchLink(Link):
 class BatchMininet(Mininet):
     """Mininet with its hosts configured by batches (the module's
     docstring); links must be BatchLinks with QuietIntfs, and a host's
-    link end must carry the host's own MAC (mininet_path gives it)."""
+    link end must carry the host's own MAC (guest/topo.py's GraphTopo gives it)."""
 
     def __init__(self, ex: Executor, **kwargs: Any) -> None:
         self.ex = ex

@@ -18,6 +18,7 @@ import threading
 import time
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -32,6 +33,7 @@ from tortoiselab.guest.labnet import BatchMininet, BatchOVSSwitch, PrivateOVSSwi
 from tortoiselab.guest.modules import available_algorithms
 from tortoiselab.guest.offloads import offloads_off
 from tortoiselab.guest.replay import ReplayLink, TraceReplay
+from tortoiselab.guest.topo import GraphTopo
 from tortoiselab.spec.hostspec import SETTINGS, HostSpec
 from tortoiselab.spec.pathspec import PathSpec
 from tortoiselab.spec.topology import ONE_PATH, Graph
@@ -144,19 +146,14 @@ def mininet_path(ctx: LabContext, graph: Graph = ONE_PATH) -> Iterator["PathLab"
     # native: the host's kernel outlives the lab; what configure() changes
     # in its root namespace goes back as it was (uml: the lab's own kernel)
     restore = {} if ctx.private_ovs else ctx.ex.read_sysctls(ROOT_SYSCTLS)
+    switch = partial(ovs, failMode="standalone", ex=ctx.ex) if ctx.switch == "ovs" else LinuxBridge
     # the graph's commands batched (guest/labnet.py): a few processes, not one per setting
-    net = BatchMininet(ctx.ex, topo=None, build=False, controller=None, autoSetMacs=True,
+    net = BatchMininet(ctx.ex, topo=None, build=False, switch=switch, controller=None, autoSetMacs=True,
                        autoStaticArp=True, waitConnected=False)
-    nodes = {}
     with shells_under_default_fd_limit():  # each node's shell starts here
-        for h in graph.hosts:
-            nodes[h.name] = net.addHost(h.name, ip=h.ip)
-        for s in graph.switches:
-            opts = {"cls": ovs, "failMode": "standalone", "ex": ctx.ex} if ctx.switch == "ovs" else {"cls": LinuxBridge}
-            nodes[s] = net.addSwitch(s, **opts)
-    links = {}
-    for i, (a, b) in enumerate(graph.links, 1):
-        links[(a, b)] = net.addLink(nodes[a], nodes[b], **_link_macs(i, (nodes[a], nodes[b]), graph.switches))
+        net.buildFromTopo(GraphTopo(graph))  # the graph's hosts, switches and links, in its order
+    nodes = {n.name: n for n in (*net.hosts, *net.switches)}
+    links = {(link.intf1.node.name, link.intf2.node.name): link for link in net.links}
     try:
         net.build()
         net.start()
@@ -168,16 +165,6 @@ def mininet_path(ctx: LabContext, graph: Graph = ONE_PATH) -> Iterator["PathLab"
             net.stop()
         if restore:
             ctx.ex.sysctl({k: v for k, v in restore.items() if v})
-
-
-def _link_macs(i: int, ends: tuple, switches: tuple[str, ...]) -> dict[str, str]:
-    """The MACs of the i-th link's two ends (Mininet's addr1, addr2), each
-    fixed: a host's end has the host's own (autoSetMacs: it is born with
-    it, not given it later), a switch port 02:00:00:00:<link>:<end>. The
-    kernel's random ones decided when OVS re-picked a bridge's own MAC as
-    ports joined, work that took more time in some runs (docs/determinism.md)."""
-    return {f"addr{k}": f"02:00:00:00:{i:02x}:{k:02x}" if node.name in switches else node.params["mac"]
-            for k, node in enumerate(ends, 1)}
 
 
 def _offloads_off_in(host, dev: str) -> None:

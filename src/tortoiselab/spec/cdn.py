@@ -1,5 +1,5 @@
 """A CDN beside the PoP (the dumbbell's `cdn_rtt_ms`, docs/topologies.md):
-pure pieces of the set-up, shared by topologies/dumbbell.py, the guest
+pure pieces of the set-up, shared by spec/topologies/dumbbell.py, the guest
 and the tests.
 
     client, c2..cN, xr - s1 == last mile == s2 - cdn (static.<domain>, cdn_cc)

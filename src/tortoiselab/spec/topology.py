@@ -1,4 +1,6 @@
-"""Topologies as pure graphs; tortoiselab.guest.net builds them in Mininet."""
+"""Topologies as pure graphs (no Mininet here); guest/topo.py's GraphTopo
+turns one into Mininet's Topo, which the lab (guest/net.py) and `mn
+--custom` (topologies/<name>.py) build (docs/topologies.md)."""
 
 from __future__ import annotations
 
@@ -31,6 +33,8 @@ class Graph:
 
     def validate(self) -> None:
         names = {h.name for h in self.hosts} | set(self.switches)
+        if len({frozenset(link) for link in self.links}) < len(self.links):
+            raise ValueError(f"links {self.links}: two links join the same nodes")
         for a, b in self.links:
             if a not in names or b not in names:
                 raise ValueError(f"link {a}-{b} names a node that is not in the graph")
@@ -62,12 +66,10 @@ WEB_PATH = Graph(
 SERVER_IP2 = "10.0.0.3"
 
 
-# --- topology files (topologies/<name>.py) --------------------------------
+# --- topology definitions (spec/topologies/<name>.py) ---------------------
 #
-# Each file holds a parameter model (a TopoParams), a pure `graph(params,
-# web)` and a Mininet Topo built from that graph, listed in `topos = {...}`
-# for `mn --custom`. Nothing here imports Mininet: add_graph takes any object
-# with Topo's addHost/addSwitch/addLink (docs/topologies.md).
+# Each holds a parameter model (a TopoParams) and a pure `graph(params,
+# web)`; nothing here imports Mininet (docs/topologies.md).
 
 
 class TopologyError(ValueError):
@@ -108,25 +110,26 @@ class TopoParams(BaseModel):
         splits the path over both links (the dumbbell's CDN: spec/cdn.py)."""
         return path, self.backhaul_path()
 
-    def wan_link_opts(self) -> dict:
-        """Mininet TCLink options of the bottleneck for `mn --custom` (the
-        lab sets its own netem instead: guest/net.py)."""
+    def mn_links(self) -> dict[str, dict]:
+        """Mininet TCLink options (mn_shaping) of the graph's emulated links
+        under `mn --custom`, by which ("wan", "backhaul"); the lab sets its
+        own netem on them instead (guest/net.py)."""
         return {}
 
 
 # the bottleneck's figures for `mn --custom` (the last parameters of a file
 # that has them); in the lab the experiment's path sets the bottleneck, and
-# a topology: that gives them is refused (spec/topologies.py)
+# a topology: that gives them is refused (spec/topologies/__init__.py)
 MN_ONLY_RTT = Field(200.0, ge=0, le=10_000, json_schema_extra={"mn_only": "rtt_ms"},
                     description="mn --custom only: the bottleneck's round-trip time, ms")
 MN_ONLY_RATE = Field(10.0, gt=0, le=1000, json_schema_extra={"mn_only": "rate_mbit"},
                      description="mn --custom only: the bottleneck's rate, Mbit/s")
 
 
-def mn_wan_link(link_cls: type, rtt_ms: float, rate_mbit: float) -> dict:
-    """TCLink options of the bottleneck for Mininet's CLI: half the RTT on
-    each of its two interfaces, the rate on both."""
-    return {"cls": link_cls, "delay": f"{rtt_ms / 2:g}ms", "bw": rate_mbit}
+def mn_shaping(rtt_ms: float, rate_mbit: float) -> dict:
+    """TCLink options of an emulated link for Mininet's CLI: half the RTT
+    on each of its two interfaces, the rate on both."""
+    return {"delay": f"{rtt_ms / 2:g}ms", "bw": rate_mbit}
 
 
 def _describe(exc: ValidationError, topology: str, model: type[BaseModel]) -> list[str]:
@@ -140,16 +143,3 @@ def _describe(exc: ValidationError, topology: str, model: type[BaseModel]) -> li
         msg = err["msg"].removeprefix("Value error, ")
         lines.append(f"topology.{loc}: {msg} (got {err.get('input')!r})" + (f"; {hint}" if hint else ""))
     return lines
-
-
-def add_graph(topo, graph: Graph, wan_opts: dict | None = None) -> None:
-    """A graph into a Mininet Topo (duck-typed: addHost, addSwitch,
-    addLink), in the graph's order; the WAN link gets wan_opts."""
-    graph.validate()
-    for h in graph.hosts:
-        topo.addHost(h.name, ip=h.ip)
-    for s in graph.switches:
-        topo.addSwitch(s)
-    for a, b in graph.links:
-        opts = (wan_opts or {}) if (a, b) == graph.wan else {}
-        topo.addLink(a, b, **opts)

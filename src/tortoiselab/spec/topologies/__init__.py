@@ -1,65 +1,58 @@
-"""The lab's topologies: the files in topologies/ (docs/topologies.md).
+"""The lab's topologies: one module each in this package, named here
+(docs/topologies.md).
 
-Each `topologies/<name>.py` is read as Mininet's `mn --custom` reads it (the
-file executed into a fresh namespace), and must define `Params` (a
-TopoParams), `graph(params, web)` (a Graph) and `topos = {name: Topo
-subclass}`. An experiment names one as ``topology: {name: dumbbell,
-clients: 3}``; the default, `wan`, is today's one path.
+Each `spec/topologies/<name>.py` defines `Params` (a TopoParams) and a pure
+`graph(params, web)` (a Graph); nothing here imports Mininet or reads a
+checkout. Mininet's CLI reads `topologies/<name>.py`, a thin file whose
+`topos` builds the same graph through guest/topo.py. An experiment names
+one as ``topology: {name: dumbbell, clients: 3}``; the default, `wan`, is
+today's one path.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Callable
+from types import ModuleType
+from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tortoiselab.project import REPO_DIR
 from tortoiselab.spec.pathspec import PathSpec
+from tortoiselab.spec.topologies import cellular, dumbbell, pop, wan
 from tortoiselab.spec.topology import Graph, TopologyError, TopoParams
 
-TOPOLOGY_DIR = REPO_DIR / "topologies"
 DEFAULT = "wan"
+_MODULES: dict[str, ModuleType] = {"cellular": cellular, "dumbbell": dumbbell, "pop": pop, "wan": wan}
 
 
 @dataclass(frozen=True)
-class TopologyFile:
+class Topology:
     name: str
     params: type[TopoParams]
     graph: Callable[[TopoParams, bool], Graph]
-    topo: type
 
 
 def names() -> list[str]:
-    """The topologies the lab has: every topologies/<name>.py."""
-    return sorted(p.stem for p in TOPOLOGY_DIR.glob("*.py") if not p.stem.startswith("_"))
+    """The topologies the lab has."""
+    return sorted(_MODULES)
 
 
-@lru_cache(maxsize=None)
-def load(name: str) -> TopologyFile:
-    """topologies/<name>.py, executed as `mn --custom` does."""
-    if name not in names():
+def load(name: str) -> Topology:
+    """The topology `name` (spec/topologies/<name>.py); TopologyError naming
+    the field and the lab's topologies for a name it does not have."""
+    if name not in _MODULES:
         raise TopologyError(f"topology.name: no topology {name!r}; the lab has: {', '.join(names())} "
-                            f"(files in {TOPOLOGY_DIR})")
-    file = TOPOLOGY_DIR / f"{name}.py"
-    ns: dict[str, Any] = {"__name__": f"tortoiselab_topology_{name}"}
-    exec(compile(file.read_text(), str(file), "exec"), ns, ns)  # noqa: S102 - the repository's own file, as mn reads it
-    for what in ("Params", "graph", "topos"):
-        if what not in ns:
-            raise TopologyError(f"{file}: defines no {what} (docs/topologies.md)")
-    if name not in ns["topos"]:
-        raise TopologyError(f"{file}: its topos dict has no entry {name!r}")
-    return TopologyFile(name, ns["Params"], ns["graph"], ns["topos"][name])
+                            f"(docs/topologies.md)")
+    return Topology(name, _MODULES[name].Params, _MODULES[name].graph)
 
 
 class TopologyCfg(BaseModel):
     """An experiment's or a probe's topology: a name and its parameters
-    (checked by the file's Params: unknown or ill-typed ones are refused,
+    (checked by the topology's Params: unknown or ill-typed ones are refused,
     naming the field)."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
-    name: str = Field(DEFAULT, description=f"a file in topologies/: {', '.join(names())}")
+    name: str = Field(DEFAULT, description=f"a topology of the lab: {', '.join(names())}")
 
     @model_validator(mode="before")
     @classmethod
@@ -119,12 +112,28 @@ class TopologyCfg(BaseModel):
         return PathSpec.model_validate({**path.model_dump(exclude_none=True), **update})
 
 
+def split_topo_arg(text: str) -> tuple[str, list, dict]:
+    """Mininet's `--topo` syntax, ``name,a,b,k=v``, split into the name,
+    the positional values and the keyword ones, each value an int, else a
+    float, else the text as typed (as `mn --topo` passes them to a Topo)."""
+    def value(v: str) -> int | float | str:
+        for kind in (int, float):
+            try:
+                return kind(v)
+            except ValueError:
+                pass
+        return v
+
+    name, *parts = text.split(",")
+    args = [value(p) for p in parts if "=" not in p]
+    kw = {k: value(v) for k, _, v in (p.partition("=") for p in parts if "=" in p)}
+    return name, args, kw
+
+
 def parse_topology(text: str) -> TopologyCfg:
     """Mininet's `--topo` syntax: ``dumbbell,2,bulk_flows=3``; positional
-    values in the order of the file's parameters."""
-    from mininet.util import splitArgs  # noqa: PLC0415 - Mininet's own parser, only for this syntax
-
-    name, args, kw = splitArgs(text)
+    values in the order of the topology's parameters."""
+    name, args, kw = split_topo_arg(text)
     p = load(name).params.from_args(tuple(args), kw, name)
     try:
         return TopologyCfg(name=name, **p.model_dump(exclude_defaults=True))
