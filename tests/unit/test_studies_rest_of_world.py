@@ -76,6 +76,6 @@ def test_the_rest_of_world_is_the_seeds_not_us_and_germany():
 def test_every_pair_identical_is_a_tie_by_construction():
     df = _runs({r: 0.0 for r in MOBILE})
     df.loc[df["server.cc"] == "hybla", "plt_ms"] = df.loc[df["server.cc"] == "htcp", "plt_ms"].to_numpy()
-    m = change_of_change(df, "plt_ms", "server.cc", "htcp", "hybla", base={"path__region": list(MOBILE[:2])},
-                         other={"path__region": list(MOBILE[2:])})
+    m = change_of_change(df, "plt_ms", "server.cc", "htcp", "hybla", base={"path.region": list(MOBILE[:2])},
+                         other={"path.region": list(MOBILE[2:])})
     assert m.tie

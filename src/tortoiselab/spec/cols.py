@@ -11,9 +11,10 @@ studies, the figures and the notebooks read columns by these names
   each with its meaning and, for those the report shows per sweep point, its
   axis label. host/columns.py makes the table's columns from it, so a new
   metric is one entry here plus the code that measures it.
-- A claim's filter spells a column with ``__`` for ``.`` (a keyword
-  argument, ``path__region="india-desktop-2017"``): ``kwarg_column`` is that
-  one rule, and refuses a name that is no column.
+- A claim filters runs by a mapping keyed by these names (studies/measure.py
+  ``where``: ``{cols.REGION: "india-desktop-2017", cols.PAGE: "base.html"}``);
+  ``where_column`` refuses a key that is no column of the table, naming it,
+  so a misspelt filter fails instead of selecting nothing.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ def setting(section: str, field: str) -> str:
 CC = setting("server", "cc")
 INITCWND = setting("server", "initcwnd_pkts")
 MODULE_PARAMS = setting("server", "module_params")
+TLS = setting("server", "tls")
+CERT = setting("server", "cert")
+SLOW_START_AFTER_IDLE = setting("server", "slow_start_after_idle")
 REGION = setting("path", "region")
 RTT = setting("path", "rtt_ms")
 LOSS = setting("path", "loss_pct")
@@ -92,11 +96,11 @@ def reported_metrics() -> tuple[tuple[str, str], ...]:
     return tuple((m.name, m.label) for m in METRICS.values() if m.label)
 
 
-def kwarg_column(name: str, columns) -> str:
-    """The column a claim's keyword filter names (``path__region`` is
-    ``path.region``); KeyError naming the filter when the table has no such
-    column."""
-    col = name.replace("__", ".")
-    if col not in columns:
-        raise KeyError(f"{name}: the runs table has no column {col!r}")
-    return col
+def where_column(name: str, columns) -> str:
+    """name, when the runs table (its columns) has that column: a key of a
+    claim's filter (studies/measure.py where). KeyError naming the key
+    otherwise (a name spelt with "__" for "." is told the dotted one)."""
+    if name in columns:
+        return name
+    hint = f"; columns are spelled with dots: {name.replace('__', '.')!r}" if "__" in name else ""
+    raise KeyError(f"where: {name!r} is no column of the runs table (spec/cols.py names them){hint}")

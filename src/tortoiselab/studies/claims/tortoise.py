@@ -26,6 +26,8 @@ from tortoiselab.studies.population import measure_over_users, population_change
 S000 = SEEDS["000"]
 THREE = ("hybla", "scalable", "yeah")
 CLEAN, RICH = "clean", "rich"
+# the study's own columns beside the runs table's: a run's profile set (with_sets), a run's (region, page)
+PROFILE_SET, LOAD = "profile_set", "load"
 # the seed's two emerging markets, desktop ("in each of these geographies")
 GEOGRAPHIES = ("india-desktop-2017", "china-desktop-2017")
 # where a profile set puts each market's mobile load (the rich India path also follows the LTE trace)
@@ -71,14 +73,14 @@ def rich_mask(df: pd.DataFrame) -> pd.Series:
 
 
 def with_sets(df: pd.DataFrame) -> pd.DataFrame:
-    """The runs with a column profile_set: "rich" or "clean"."""
-    return df.assign(profile_set=np.where(rich_mask(df), RICH, CLEAN))
+    """The runs with a column PROFILE_SET: "rich" or "clean"."""
+    return df.assign(**{PROFILE_SET: np.where(rich_mask(df), RICH, CLEAN)})
 
 
 def _vs_htcp(region, page: str, metric: str, pset: str, statistic: str = "p90", arm: str = "hybla"):
     regions = region if isinstance(region, (list, tuple)) else [region]
     return lambda df: change(with_sets(df), metric, cols.CC, "htcp", arm, statistic,
-                             path__region=regions, client__page=page, profile_set=pset)
+                             where={cols.REGION: regions, cols.PAGE: page, PROFILE_SET: pset})
 
 
 def _per_geography(df: pd.DataFrame, pset: str, arms=THREE) -> dict[tuple[str, str], Measurement]:
@@ -89,7 +91,7 @@ def _per_geography(df: pd.DataFrame, pset: str, arms=THREE) -> dict[tuple[str, s
     for region in GEOGRAPHIES:
         for a in arms:
             out[region, a] = change(d, cols.CDT, cols.CC, "htcp", a, "p90",
-                                    path__region=region, client__page="base.html", profile_set=pset)
+                                    where={cols.REGION: region, cols.PAGE: "base.html", PROFILE_SET: pset})
     return out
 
 
@@ -129,7 +131,7 @@ def _best_of_three(pset: str):
     def measure(df: pd.DataFrame) -> Measurement:
         d = with_sets(df)
         ms = {(region, other): change(d, cols.CDT, cols.CC, other, "hybla", "p90",
-                                      path__region=region, client__page="base.html", profile_set=pset)
+                                      where={cols.REGION: region, cols.PAGE: "base.html", PROFILE_SET: pset})
               for region in GEOGRAPHIES for other in THREE if other != "hybla"}
         return weakest(ms, "hybla against each other arm per geography")
     return measure
@@ -145,7 +147,7 @@ def _all_three(pset: str):
 
 
 def _screen(df: pd.DataFrame, pset: str) -> Measurement:
-    d = ok_rows(with_sets(df), cols.CDT, profile_set=pset)
+    d = ok_rows(with_sets(df), cols.CDT, {PROFILE_SET: pset})
     if d.empty:
         raise NoData(f"no screen runs on the {pset} profiles")
     med = d.groupby(cols.CC)[cols.CDT].median().sort_values()
@@ -253,10 +255,10 @@ def _rest_of_world(pset: str):
     def measure(df: pd.DataFrame) -> Measurement:
         d = with_sets(df)
         return change_of_change(d, cols.PLT, cols.CC, "htcp", "hybla",
-                                base={"path__region": list(MOBILE[pset][m] for m in ("india", "china")),
-                                      "client__page": "app.html", "profile_set": pset},
-                                other={"path__region": list(REST_OF_WORLD[pset]), "client__page": "app.html",
-                                       "profile_set": pset})
+                                base={cols.REGION: list(MOBILE[pset][m] for m in ("india", "china")),
+                                      cols.PAGE: "app.html", PROFILE_SET: pset},
+                                other={cols.REGION: list(REST_OF_WORLD[pset]), cols.PAGE: "app.html",
+                                       PROFILE_SET: pset})
     return measure
 
 
@@ -266,10 +268,10 @@ def _other_markets(pset: str):
     pages (India desktop's feed, India and China mobile's app)."""
     def measure(df: pd.DataFrame) -> Measurement:
         d = with_sets(df)
-        d = d.assign(load=list(zip(d[cols.REGION], d[cols.PAGE])))
+        d = d.assign(**{LOAD: list(zip(d[cols.REGION], d[cols.PAGE]))})
         return change_of_change(d, cols.PLT, cols.CC, "htcp", "hybla",
-                                base={"load": _loads(pset, False), "profile_set": pset},
-                                other={"load": _loads(pset, True), "profile_set": pset})
+                                base={LOAD: _loads(pset, False), PROFILE_SET: pset},
+                                other={LOAD: _loads(pset, True), PROFILE_SET: pset})
     return measure
 
 
@@ -297,7 +299,7 @@ def _users(cid: str, text: str, market: str, metric: str, page: str, judge_rule)
     return tuple(claim("tortoise", f"{cid}-users{'-groups' if groups else ''}", S000, text, POPULATION,
                        f"{metric} {USERS_NOTE}, {PAGE_NOTE[page]}, {market}" + (", two groups" if groups else ""),
                        measure_over_users(metric, cols.CC, "htcp", "hybla", market, groups=groups,
-                                          client__page=page), judge_rule,
+                                          where={cols.PAGE: page}), judge_rule,
                        setup="population", sentence=cid,
                        variant="over users, two groups (a between-group test)" if groups else "over users, paired")
                  for groups in (False, True))
@@ -307,7 +309,7 @@ def _all_three_users(df: pd.DataFrame) -> Measurement:
     """Every (geography, arm) over the desktop markets' users must improve
     (the base HTML's content download, as the single-path claim), read as
     an intersection-union test (weakest)."""
-    ms = {(g, a): population_change(df, cols.CDT, cols.CC, "htcp", a, g, client__page="base.html")
+    ms = {(g, a): population_change(df, cols.CDT, cols.CC, "htcp", a, g, where={cols.PAGE: "base.html"})
           for g in GEOGRAPHIES for a in THREE}
     return weakest(ms, "each (market, arm) against htcp over users")
 
