@@ -8,11 +8,12 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+import typing
 
 import pandas as pd
 import pytest
 
-from tortoiselab.host.columns import COLUMNS, SUMMARY_METRICS
+from tortoiselab.host.columns import COLUMNS, SUMMARY_METRICS, topology_cells
 from tortoiselab.project import PKG_DIR
 from tortoiselab.spec import cols
 from tortoiselab.studies.measure import ok_rows
@@ -33,6 +34,8 @@ def test_a_name_outside_the_registry_is_refused():
         cols.metric("plt_msec")
     with pytest.raises(KeyError, match="no such section"):
         cols.setting("servr", "cc")
+    with pytest.raises(KeyError, match="a topology parameter is one name"):
+        cols.topology("dumbbell.clients")
     df = pd.DataFrame(columns=["path.region", "client.page"])
     assert cols.where_column(cols.REGION, df.columns) == "path.region"
     with pytest.raises(KeyError, match="where: 'path.regoin' is no column of the runs table"):
@@ -50,6 +53,25 @@ def test_a_claims_filter_refuses_a_key_that_is_no_column():
     assert len(ok_rows(df, cols.PLT, {cols.REGION: ["a", "b"]})) == 2
     with pytest.raises(KeyError, match="'path.regoin' is no column"):
         ok_rows(df, cols.PLT, {"path.regoin": "a"})
+
+
+def test_the_registry_lists_every_topology_parameter():
+    """TOPOLOGY_PARAMS against the files in topologies/ (their Params but
+    mn --custom's only fields), numbers where the field is a number: a new
+    parameter of a topology fails here until it has its column."""
+    from tortoiselab.spec.topologies import load, names  # noqa: PLC0415 - executes topologies/*.py (Mininet)
+
+    params: dict[str, bool] = {}
+    for name in names():
+        for key, field in load(name).params.model_fields.items():
+            if not (isinstance(field.json_schema_extra, dict) and "mn_only" in field.json_schema_extra):
+                params.setdefault(key, set(typing.get_args(field.annotation) or (field.annotation,))
+                                  <= {int, float, type(None)})
+    assert params == cols.TOPOLOGY_PARAMS
+    assert {cols.topology(k) for k in params} | {cols.TOPOLOGY_NAME} <= set(COLUMNS)
+    assert topology_cells(None)[cols.TOPOLOGY_NAME] == "wan"
+    cells = topology_cells({"name": "dumbbell", "cdn_rtt_ms": 27, "clients": 2})
+    assert (cells[cols.CDN_RTT], cells[cols.CLIENTS], cells[cols.BULK_FLOWS]) == (27, 2, None)
 
 
 def _bare(path) -> list[str]:

@@ -11,6 +11,11 @@ studies, the figures and the notebooks read columns by these names
   each with its meaning and, for those the report shows per sweep point, its
   axis label. host/columns.py makes the table's columns from it, so a new
   metric is one entry here plus the code that measures it.
+- A topology parameter's column is ``topology.<param>`` (``topology(field)``:
+  the run's ``topology:`` as its configuration gives it, ``topology.name``
+  ``wan`` for a run that names none); ``TOPOLOGY_PARAMS`` lists every
+  parameter of the files in topologies/ (tests/unit/test_cols.py checks the
+  list against them), and host/columns.py makes a column of each.
 - A claim filters runs by a mapping keyed by these names (studies/measure.py
   ``where``: ``{cols.REGION: "india-desktop-2017", cols.PAGE: "base.html"}``);
   ``where_column`` refuses a key that is no column of the table, naming it,
@@ -29,6 +34,14 @@ def setting(section: str, field: str) -> str:
     if section not in SECTIONS:
         raise KeyError(f"{section}: no such section ({', '.join(SECTIONS)})")
     return f"{section}.{field}"
+
+
+def topology(field: str) -> str:
+    """The column of a topology parameter (topology.field; field "name":
+    the topology's name)."""
+    if not field or "." in field:
+        raise KeyError(f"{field!r}: a topology parameter is one name, e.g. cdn_rtt_ms")
+    return f"topology.{field}"
 
 
 # the settings the code reads by name
@@ -51,6 +64,22 @@ COALESCING = setting("client", "coalescing")
 CACHE_HIT_RATIO = setting("client", "cache_hit_ratio")
 RESOLUTION = setting("client", "resolution")
 LOADER = setting("client", "loader")
+
+# every parameter of the lab's topologies (topologies/*.py Params but mn --custom's only fields) -> whether it
+# is a number: each is a column (host/columns.py); tests/unit/test_cols.py checks this against the files
+TOPOLOGY_PARAMS = {
+    "trace_down": False, "trace_up": False, "buffer_ms": True,  # cellular
+    "clients": True, "bulk_flows": True, "bulk_cc": False, "bulk_start_s": True, "web_loads_per_s": True,
+    "web_page_bytes": True, "lead_s": True, "cdn_rtt_ms": True, "cdn_cc": False,  # dumbbell
+    "backhaul_rtt_ms": True, "backhaul_rate_mbit": True, "backhaul_loss_pct": True, "origin_cc": False,  # pop
+}
+
+# the topology parameters the code reads by name
+TOPOLOGY_NAME = topology("name")
+CDN_RTT = topology("cdn_rtt_ms")
+CLIENTS = topology("clients")
+BULK_FLOWS = topology("bulk_flows")
+WEB_LOADS = topology("web_loads_per_s")
 
 
 @dataclass(frozen=True)
