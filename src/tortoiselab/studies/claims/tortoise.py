@@ -47,9 +47,9 @@ SETUP_VARIANT = "single server: static objects on the arm's algorithm"
 
 def setup_of(df: pd.DataFrame) -> pd.Series:
     """Each run's set-up: CDN_SETUP when its topology has a CDN host
-    (cdn_rtt_ms), else ONE_SERVER."""
-    topo = df["topology"].fillna("").astype(str) if "topology" in df else pd.Series("", index=df.index)
-    return pd.Series(np.where(topo.str.contains("cdn_rtt_ms="), CDN_SETUP, ONE_SERVER), index=df.index)
+    (topology.cdn_rtt_ms), else ONE_SERVER."""
+    cdn = df[cols.CDN_RTT].notna() if cols.CDN_RTT in df else pd.Series(False, index=df.index)
+    return pd.Series(np.where(cdn, CDN_SETUP, ONE_SERVER), index=df.index)
 
 
 def on_setup(setup: str, measure):
@@ -60,15 +60,15 @@ def on_setup(setup: str, measure):
 def rich_mask(df: pd.DataFrame) -> pd.Series:
     """Runs of the rich set: a bursty-loss profile, a capacity trace, or
     cross traffic on the bottleneck (a topology with bulk flows or
-    background loads)."""
+    background loads: topology.bulk_flows or topology.web_loads_per_s
+    above 0)."""
     none = pd.Series(False, index=df.index)
     bursty = df[cols.REGION].fillna("").astype(str).str.endswith("-bursty") if cols.REGION in df else none
     trace = df[cols.TRACE_DOWN].notna() if cols.TRACE_DOWN in df else none
     cross = none
-    if "topology" in df:  # e.g. "dumbbell,bulk_flows=1,clients=2,web_loads_per_s=0.5,...": a parameter may be 0
-        topo = df["topology"].fillna("").astype(str)
-        for param in ("bulk_flows", "web_loads_per_s"):
-            cross = cross | (pd.to_numeric(topo.str.extract(rf"{param}=([0-9.]+)")[0], errors="coerce").fillna(0) > 0)
+    for col in (cols.BULK_FLOWS, cols.WEB_LOADS):
+        if col in df:
+            cross = cross | (pd.to_numeric(df[col], errors="coerce").fillna(0) > 0)
     return bursty | trace | cross
 
 
