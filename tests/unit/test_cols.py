@@ -6,14 +6,17 @@ used by the store, the report, the studies and the figures)."""
 from __future__ import annotations
 
 import io
+import re
 import tokenize
+import typing
 
 import pandas as pd
 import pytest
 
-from tortoiselab.host.columns import COLUMNS, SUMMARY_METRICS
+from tortoiselab.host.columns import COLUMNS, SUMMARY_METRICS, topology_cells
 from tortoiselab.project import PKG_DIR
 from tortoiselab.spec import cols
+from tortoiselab.studies.measure import ok_rows
 
 NAMES = {k: v for k, v in vars(cols).items() if k.isupper() and isinstance(v, str)}
 
@@ -31,10 +34,44 @@ def test_a_name_outside_the_registry_is_refused():
         cols.metric("plt_msec")
     with pytest.raises(KeyError, match="no such section"):
         cols.setting("servr", "cc")
+    with pytest.raises(KeyError, match="a topology parameter is one name"):
+        cols.topology("dumbbell.clients")
     df = pd.DataFrame(columns=["path.region", "client.page"])
-    assert cols.kwarg_column("path__region", df.columns) == "path.region"
-    with pytest.raises(KeyError, match="path__regoin: the runs table has no column 'path.regoin'"):
-        cols.kwarg_column("path__regoin", df.columns)
+    assert cols.where_column(cols.REGION, df.columns) == "path.region"
+    with pytest.raises(KeyError, match="where: 'path.regoin' is no column of the runs table"):
+        cols.where_column("path.regoin", df.columns)
+    with pytest.raises(KeyError, match="spelled with dots: 'path.region'"):
+        cols.where_column("path" + "__region", df.columns)
+
+
+def test_a_claims_filter_refuses_a_key_that_is_no_column():
+    """studies/measure.py's where: keyed by the table's column names; a key
+    the table lacks (a misspelling, the old keyword spelling) is a KeyError
+    naming it, never an empty selection."""
+    df = pd.DataFrame({"ok": [True, True], cols.REGION: ["a", "b"], cols.PLT: [1.0, 2.0]})
+    assert list(ok_rows(df, cols.PLT, {cols.REGION: "b"})[cols.PLT]) == [2.0]
+    assert len(ok_rows(df, cols.PLT, {cols.REGION: ["a", "b"]})) == 2
+    with pytest.raises(KeyError, match="'path.regoin' is no column"):
+        ok_rows(df, cols.PLT, {"path.regoin": "a"})
+
+
+def test_the_registry_lists_every_topology_parameter():
+    """TOPOLOGY_PARAMS against the lab's topologies (spec/topologies/: their
+    Params but mn --custom's only fields), numbers where the field is a number: a new
+    parameter of a topology fails here until it has its column."""
+    from tortoiselab.spec.topologies import load, names  # noqa: PLC0415 - the registry, beside the pure cols
+
+    params: dict[str, bool] = {}
+    for name in names():
+        for key, field in load(name).params.model_fields.items():
+            if not (isinstance(field.json_schema_extra, dict) and "mn_only" in field.json_schema_extra):
+                params.setdefault(key, set(typing.get_args(field.annotation) or (field.annotation,))
+                                  <= {int, float, type(None)})
+    assert params == cols.TOPOLOGY_PARAMS
+    assert {cols.topology(k) for k in params} | {cols.TOPOLOGY_NAME} <= set(COLUMNS)
+    assert topology_cells(None)[cols.TOPOLOGY_NAME] == "wan"
+    cells = topology_cells({"name": "dumbbell", "cdn_rtt_ms": 27, "clients": 2})
+    assert (cells[cols.CDN_RTT], cells[cols.CLIENTS], cells[cols.BULK_FLOWS]) == (27, 2, None)
 
 
 def _bare(path) -> list[str]:
@@ -58,3 +95,31 @@ def test_no_module_spells_a_registered_column_itself():
     hits = [h for p in sorted(PKG_DIR.rglob("*.py")) if str(p.relative_to(PKG_DIR)) not in own
             and not str(p.relative_to(PKG_DIR)).startswith(outside) for h in _bare(p)]
     assert not hits, "spell these through spec/cols.py:\n" + "\n".join(hits)
+
+
+# a column in the keyword spelling (path__region=..., or "server__cc" as a key): sections of the table's columns
+KEYWORD_SPELLING = re.compile(r"^(path|server|client|topology|population)__[a-z]\w*$")
+
+
+def _keyword_spelt(path, root=PKG_DIR) -> list[str]:
+    """Names and string literals of a module that spell a column section__field."""
+    out = []
+    for t in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+        text = t.string[1:-1] if t.type == tokenize.STRING and t.string[0] in "\"'" else t.string
+        if t.type in (tokenize.NAME, tokenize.STRING) and KEYWORD_SPELLING.match(text):
+            out.append(f"{path.relative_to(root)}:{t.start[0]}: {t.string}")
+    return out
+
+
+def test_no_module_spells_a_column_as_a_keyword():
+    """A claim filters by the registry's names ({cols.REGION: ...}), not by
+    keyword arguments that spell path.region as path__region (issue 40:
+    one spelling of a column)."""
+    hits = [h for p in sorted(PKG_DIR.rglob("*.py")) for h in _keyword_spelt(p)]
+    assert not hits, "spell these as spec/cols.py's names, in a where mapping:\n" + "\n".join(hits)
+
+
+def test_the_keyword_spelling_check_can_fail(tmp_path):
+    bad = tmp_path / "claim.py"
+    bad.write_text('ok_rows(df, "plt_ms", server__cc="cubic")\nbase = {"path__region": "x"}\n')
+    assert [h.split(": ", 1)[1] for h in _keyword_spelt(bad, tmp_path)] == ["server__cc", '"path__region"']

@@ -94,19 +94,35 @@ def test_failed_runs_exit_3_before_4_and_unjudged_is_not_off(folder: Path):
 
 def test_sweep_points_are_labelled_by_the_names_the_experiment_file_uses():
     """A traced path by its trace's name, not its stored {file, name,
-    sha256}; a swept topology field by the table's topology column, labelled
-    by the fields that differ (a CDN set-up and its one-server twin are two
-    rows, not one); none as "-" (issue 40, console output)."""
+    sha256}; a swept topology field by its own column (topology.<param>),
+    a count without a decimal point (a CDN set-up and its one-server twin
+    are two rows, not one); none as "-" (issue 40, console output)."""
     trace = json.dumps({"file": "topologies/traces/lte.down", "name": "lte.down", "sha256": "af9b"})
     df = pd.DataFrame({
         "server.cc": ["htcp"] * 4, "path.trace_down": [trace, trace, None, None],
-        "topology": ["dumbbell,cdn_rtt_ms=27,clients=1", "dumbbell,clients=1"] * 2,
+        "topology.cdn_rtt_ms": [27.0, None] * 2, "topology.clients": [1.0, 1.0] * 2,
         "ok": [True] * 4, "error": [None] * 4, "plt_ms": [100.0, 200.0, 300.0, 400.0],
         "throughput_mbit": [None] * 4})
     swept = ["server.cc", "path.trace_down", "topology.cdn_rtt_ms", "topology.clients"]
     keys = runsummary.summary_keys(df, swept)
-    assert keys == ["path.trace_down", "topology"]
+    assert keys == ["path.trace_down", "topology.cdn_rtt_ms"]
     labels = [r[0] for r in runsummary.summary_rows(df, keys)]
-    assert labels == ["lte.down cdn_rtt_ms=27", "lte.down cdn_rtt_ms=-", "- cdn_rtt_ms=27", "- cdn_rtt_ms=-"]
+    assert labels == ["lte.down 27", "lte.down -", "- 27", "- -"]
     # nothing swept varies (a sweep of one point): one row, by the algorithm
     assert runsummary.summary_keys(df.iloc[:1], swept) == ["server.cc"]
+
+
+def test_a_topology_swept_in_a_stored_folder_labels_by_the_columns_the_store_makes(folder: Path):
+    """The table the store rebuilds from the records has topology.<param>
+    columns (host/columns.py), so a sweep over a topology parameter tells
+    its points apart with no text parsed: one of the two runs moved onto a
+    CDN set-up."""
+    run_dir = _runs(folder)[0]
+    rec = json.loads((run_dir / "run.json").read_text())
+    rec["config"]["topology"] = {"name": "dumbbell", "cdn_rtt_ms": 27, "clients": 2}
+    (run_dir / "run.json").write_text(json.dumps(rec, indent=1))
+    df = _table(folder)
+    assert runsummary.summary_keys(df, ["topology.name", "topology.cdn_rtt_ms", "topology.clients"]) == [
+        "topology.name", "topology.cdn_rtt_ms", "topology.clients"]
+    labels = [r[0] for r in runsummary.summary_rows(df, ["topology.name", "topology.cdn_rtt_ms"])]
+    assert labels == ["dumbbell 27", "wan -"]

@@ -143,6 +143,32 @@ def test_runs_table_is_rebuilt_the_same_and_a_stale_one_is_noticed(runs):
     assert rebuilt and len(df) == len(a) - 1
 
 
+def test_a_runs_table_of_the_columns_before_is_rebuilt_never_trusted(tmp_path):
+    """A runs.parquet written before the table had topology.<param>
+    columns (only the text column topology) disagrees with the records:
+    read_table rebuilds the table in memory, with the topology's parameters
+    as columns (a folder's existing results pick them up), and a table
+    rewritten by rebuild_table is read as it is."""
+    folder = tmp_path / "coalescing@ci"
+    shutil.copytree(CANNED / "coalescing@ci", folder)
+    cdn = store.run_dirs(folder)[0]
+    rec = json.loads((cdn / "run.json").read_text())
+    rec["config"]["topology"] = {"name": "dumbbell", "cdn_rtt_ms": 27, "clients": 2}
+    (cdn / "run.json").write_text(json.dumps(rec))
+    before = store.table_of(st.record for st in store.read_records(folder))
+    before.drop(columns=[c for c in before if c.startswith("topology.")]).to_parquet(folder / store.TABLE, index=False)
+    df, rebuilt = store.read_table(folder)
+    assert rebuilt and list(df.columns) == list(store.COLUMNS)
+    row = df.set_index("run_id").loc[cdn.name]
+    assert (row["topology"], row["topology.name"], row["topology.cdn_rtt_ms"], row["topology.clients"]) == (
+        "dumbbell,cdn_rtt_ms=27,clients=2", "dumbbell", 27, 2)
+    others = df[df["run_id"] != cdn.name]
+    assert len(others) and (others["topology.name"] == "wan").all() and others["topology.cdn_rtt_ms"].isna().all()
+    store.rebuild_table(folder)
+    again, rebuilt = store.read_table(folder)
+    assert not rebuilt and list(again["topology.name"]) == list(df["topology.name"])
+
+
 def test_extra_columns_come_after_the_table_and_before_run_dir():
     df = store.load_runs(CANNED / "tortoise@ci", extra={"n_conns": lambda r: len(r.connections)})
     assert list(df.columns)[-2:] == ["n_conns", "run_dir"] and (df["n_conns"] >= 1).all()

@@ -25,7 +25,7 @@ def _runs(throughput, reps=5):
             for r in range(reps):
                 point = {"server.cc+server.module_params": ["cubic_plus", {"cubic_plus": params}],
                          "path.rtt_ms": rtt, "path.loss_pct": 0}
-                rows.append({"ok": True, "arm": arm, "url": C.OBJ_1M, "path.rtt_ms": rtt, "path.loss_pct": 0,
+                rows.append({"ok": True, "arm": arm, "client.url": C.OBJ_1M, "path.rtt_ms": rtt, "path.loss_pct": 0,
                              "server.initcwnd_pkts": 10, "repetition": r, "cond": json.dumps(point, sort_keys=True),
                              "throughput_mbit": float(throughput(arm, rtt, r))})
     return pd.DataFrame(rows)

@@ -9,11 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tortoiselab.host.columns import topology_cells
 from tortoiselab.studies.claims import tortoise as T
 from tortoiselab.studies.measure import change_of_change
 from tortoiselab.studies.model import NoData
 
 MOBILE = ("india-mobile-2017", "china-mobile-2016", "singapore-mobile-2018", "sa-cellular-2017")
+CDN = topology_cells({"name": "dumbbell", "cdn_rtt_ms": 20, "clients": 1})
 
 
 def _runs(gain: dict[str, float], reps: int = 12, page: str = "app.html") -> pd.DataFrame:
@@ -29,7 +31,7 @@ def _runs(gain: dict[str, float], reps: int = 12, page: str = "app.html") -> pd.
                 v = base * (1 + g + 0.01 * rng.standard_normal()) if cc == "hybla" else base
                 rows.append({"ok": True, "server.cc": cc, "path.region": region, "client.page": page,
                              "repetition": r, "cond": json.dumps(point, sort_keys=True), "plt_ms": v,
-                             "topology": "dumbbell,cdn_rtt_ms=20,clients=1"})  # the primary set-up (a CDN)
+                             **CDN})  # the primary set-up (a CDN)
     return pd.DataFrame(rows)
 
 
@@ -76,6 +78,6 @@ def test_the_rest_of_world_is_the_seeds_not_us_and_germany():
 def test_every_pair_identical_is_a_tie_by_construction():
     df = _runs({r: 0.0 for r in MOBILE})
     df.loc[df["server.cc"] == "hybla", "plt_ms"] = df.loc[df["server.cc"] == "htcp", "plt_ms"].to_numpy()
-    m = change_of_change(df, "plt_ms", "server.cc", "htcp", "hybla", base={"path__region": list(MOBILE[:2])},
-                         other={"path__region": list(MOBILE[2:])})
+    m = change_of_change(df, "plt_ms", "server.cc", "htcp", "hybla", base={"path.region": list(MOBILE[:2])},
+                         other={"path.region": list(MOBILE[2:])})
     assert m.tie

@@ -6,6 +6,7 @@ import json
 
 import pandas as pd
 
+from tortoiselab.host.columns import topology_cells
 from tortoiselab.studies.claims import tortoise as T
 from tortoiselab.studies.registry import verdict_of
 
@@ -13,17 +14,23 @@ CLAIMS = {c.id: c for c in T.CLAIMS}
 
 
 def test_rich_conditions_are_cross_traffic_bursty_loss_or_a_trace():
+    topologies = [{"name": "dumbbell", "bulk_flows": 0, "clients": 1, "web_loads_per_s": 0},
+                  {"name": "dumbbell", "bulk_flows": 1, "clients": 2}, {"name": "dumbbell"}, None,
+                  {"name": "dumbbell", "clients": 2, "web_loads_per_s": 0.5}]
     df = pd.DataFrame({
         "path.region": ["india-desktop-2017", "india-desktop-2017", "india-mobile-2017-bursty", "india-mobile-2017",
                         "us-desktop-2017"],
-        "path.trace_down": [None, None, None, '{"name": "lte.down"}', None],
-        "topology": ["dumbbell,bulk_flows=0,clients=1,web_loads_per_s=0", "dumbbell,bulk_flows=1,clients=2",
-                     "dumbbell", "wan", "dumbbell,clients=2,web_loads_per_s=0.5"]})
-    assert list(T.with_sets(df)["profile_set"]) == ["clean", "rich", "rich", "rich", "rich"]
-    assert list(T.with_sets(df[["path.region"]])["profile_set"]) == ["clean", "clean", "rich", "clean", "clean"]
+        "path.trace_down": [None, None, None, '{"name": "lte.down"}', None]}).join(_topology(topologies))
+    assert list(T.with_sets(df)[T.PROFILE_SET]) == ["clean", "rich", "rich", "rich", "rich"]
+    assert list(T.with_sets(df[["path.region"]])[T.PROFILE_SET]) == ["clean", "clean", "rich", "clean", "clean"]
 
 
-CDN = "dumbbell,cdn_rtt_ms=27,clients=1"  # the primary set-up (a CDN host beside the PoP)
+def _topology(configs: list) -> pd.DataFrame:
+    """The runs table's topology.<param> columns of these topology: configurations."""
+    return pd.DataFrame([topology_cells(c) for c in configs])
+
+
+CDN = {"name": "dumbbell", "cdn_rtt_ms": 27, "clients": 1}  # the primary set-up (a CDN host beside the PoP)
 
 
 def _runs(gains: dict[tuple[str, str], float], n=8, topology=CDN):
@@ -34,7 +41,7 @@ def _runs(gains: dict[tuple[str, str], float], n=8, topology=CDN):
             for cc, v in (("htcp", 100.0 + rep), (arm, (100.0 + rep) * g)):
                 point = {"path.region": region, "client.page": "base.html", "server.cc": cc}
                 rows.append({"ok": True, "server.cc": cc, "path.region": region, "client.page": "base.html",
-                             "topology": topology, "repetition": rep, "content_download_ms": v,
+                             **topology_cells(topology), "repetition": rep, "content_download_ms": v,
                              "cond": json.dumps(point, sort_keys=True)})
     return pd.DataFrame(rows).drop_duplicates(["cond", "repetition"])
 
@@ -49,7 +56,7 @@ def test_all_three_must_improve_in_each_geography():
     assert v.verdict == "disagree" and "significantly the other way: china scalable" in v.detail
     # the clean claim reads no rich runs and the rich one no clean runs
     assert verdict_of(CLAIMS["tortoise.all-three-improve-rich"], _runs(every), "f").verdict == "no data"
-    rich = _runs(every, topology="dumbbell,bulk_flows=1,cdn_rtt_ms=27,clients=2")
+    rich = _runs(every, topology={"name": "dumbbell", "bulk_flows": 1, "cdn_rtt_ms": 27, "clients": 2})
     assert verdict_of(CLAIMS["tortoise.all-three-improve-rich"], rich, "f").verdict == "agree"
     assert verdict_of(CLAIMS["tortoise.all-three-improve"], rich, "f").verdict == "no data"
 
@@ -86,9 +93,9 @@ def test_the_primary_rows_read_the_cdn_set_up_and_the_variant_one_server():
     variant only the second, and says what it varies."""
     gains = {("india-desktop-2017", "hybla"): 0.9}
     slower = {("india-desktop-2017", "hybla"): 1.1}
-    df = pd.concat([_runs(gains), _runs(slower, topology="dumbbell,clients=1")], ignore_index=True)
-    df["cond"] = [json.dumps({**json.loads(c), "topology": t}, sort_keys=True)  # the set-ups: two conditions
-                  for c, t in zip(df["cond"], df["topology"])]
+    df = pd.concat([_runs(gains), _runs(slower, topology={"name": "dumbbell", "clients": 1})], ignore_index=True)
+    df["cond"] = [json.dumps({**json.loads(c), "topology.cdn_rtt_ms": t}, sort_keys=True)  # the set-ups: two
+                  for c, t in zip(df["cond"], df["topology.cdn_rtt_ms"].fillna(0))]  # conditions
     primary = verdict_of(CLAIMS["tortoise.india-desktop-cdt"], df, "f")
     single = CLAIMS["tortoise.india-desktop-cdt-single"]
     variant = verdict_of(single, df, "f")

@@ -1,7 +1,8 @@
-"""The runs table's columns (runs.parquet, docs/architecture.md): each a name,
-its meaning and a function of a run record. Every field of the
-experiment's path, server and client sections is a column of its own, so a
-new setting reaches the table without a change here."""
+"""The runs table's columns (runs.parquet, docs/architecture.md, "The runs
+table"): each a name, its meaning and a function of a run record. Every
+field of the experiment's path, server and client sections and every
+parameter of the lab's topologies is a column of its own, so a new setting
+reaches the table without a change here."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from pydantic import BaseModel
 
 from tortoiselab.analysis.fidelity import cross_rates_mbit
 from tortoiselab.spec import cols
-from tortoiselab.spec.cols import METRICS
+from tortoiselab.spec.cols import METRICS, TOPOLOGY_NAME, TOPOLOGY_PARAMS, topology
 from tortoiselab.spec.experiment import ClientCfg, PathCfg, ServerCfg
+from tortoiselab.spec.topologies import DEFAULT as DEFAULT_TOPOLOGY
 
 # a run record (host/store.RunRecord; not imported: the store imports this module)
 RunRecord = Any
@@ -58,6 +60,19 @@ def _setting_columns(section: str, model: type[BaseModel]) -> dict[str, str]:
     return {f"{section}.{k}": f.description or k for k, f in model.model_fields.items()}
 
 
+def _topology_name(cfg: dict | None) -> str:
+    return (cfg or {}).get("name") or DEFAULT_TOPOLOGY
+
+
+def topology_cells(cfg: dict | None) -> dict[str, Any]:
+    """A run's topology (its configuration's `topology:`) as the table's
+    topology.<param> cells: topology.name (wan when the run names none),
+    then each parameter of cols.TOPOLOGY_PARAMS as the run gives it (None
+    where it leaves it at its default or its topology has no such one)."""
+    return {cols.TOPOLOGY_NAME: _topology_name(cfg),
+            **{cols.topology(k): _setting((cfg or {}).get(k)) for k in cols.TOPOLOGY_PARAMS}}
+
+
 @dataclass(frozen=True)
 class Column:
     name: str
@@ -88,6 +103,12 @@ def _columns() -> list[Column]:
     cols.append(Column("topology", "the topology and its parameters as tortoise probe --topology takes them "
                        "(dumbbell,bulk_flows=2,clients=2); wan when the run names none",
                        lambda r: _topology(r.config.get("topology"))))
+    cols.append(Column(TOPOLOGY_NAME, "the topology (a file in topologies/; wan when the run names none)",
+                       lambda r: _topology_name(r.config.get("topology"))))
+    for k in TOPOLOGY_PARAMS:  # topology_cells, column by column
+        cols.append(Column(topology(k), f"the topology's {k} as the run gives it (none: the topology's default, "
+                           "or a topology without it)",
+                           lambda r, k=k: _setting((r.config.get("topology") or {}).get(k))))
     for section, model in (("server", ServerCfg), ("client", ClientCfg)):
         for name, desc in _setting_columns(section, model).items():
             key = name.split(".", 1)[1]
@@ -133,7 +154,8 @@ COLUMNS = {c.name: c.description for c in SCHEMA}
 TEXT_PATH = (cols.REGION, cols.TRACE_DOWN, cols.TRACE_UP)
 NUMERIC = [c for c in COLUMNS if c.startswith("path.") and c not in TEXT_PATH] + list(SUMMARY_METRICS) + [
     cols.INITCWND, "server.initrwnd_pkts", cols.CACHE_HIT_RATIO, "sim_seconds", "wall_seconds",
-    "cross_bulk_mbit", "cross_web_mbit", "tcp_connections", "tcp_connections_used"]
+    "cross_bulk_mbit", "cross_web_mbit", "tcp_connections", "tcp_connections_used",
+    *(cols.topology(k) for k, number in cols.TOPOLOGY_PARAMS.items() if number)]
 
 
 def row(record: RunRecord) -> dict:

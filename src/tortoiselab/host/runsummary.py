@@ -55,22 +55,20 @@ def disturbed_note(records: list[dict]) -> str | None:
 
 def summary_keys(df: pd.DataFrame, swept: list[str]) -> list[str]:
     """The runs table's columns that tell the sweep points apart: the swept
-    fields that vary, a topology field by the table's one `topology`
-    column (its --topo text); server.cc when nothing varies."""
-    named = ["topology" if f.startswith("topology.") else f for f in swept]
-    return [k for k in dict.fromkeys(named) if k in df and df[k].nunique(dropna=False) > 1] or [cols.CC]
-
-
-def _topo_fields(text: str) -> dict[str, str]:
-    """A --topo text's named values (`dumbbell,clients=2,cdn_rtt_ms=27`)."""
-    return dict(part.split("=", 1) for part in str(text).split(",")[1:] if "=" in part)
+    fields that vary (a topology field is a column of its own,
+    topology.<param>); server.cc when nothing varies."""
+    return [k for k in dict.fromkeys(swept) if k in df and df[k].nunique(dropna=False) > 1] or [cols.CC]
 
 
 def cell_label(value: object) -> str:
     """A sweep point's value as the experiment file names it: a trace by
-    its name, not its stored {file, name, sha256}; none as "-"."""
+    its name, not its stored {file, name, sha256}; a whole number without
+    a decimal point (a count the table keeps as a float beside a missing
+    one); none as "-"."""
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return "-"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
     if isinstance(value, str) and value.startswith("{"):
         try:
             named = json.loads(value)
@@ -80,25 +78,14 @@ def cell_label(value: object) -> str:
     return str(value)
 
 
-def topology_labels(texts: pd.Series) -> dict[str, str]:
-    """Each --topo text of the table labelled by the fields that differ
-    between them (`cdn_rtt_ms=27 clients=2`; `cdn_rtt_ms=-` where one has
-    none)."""
-    fields = {t: _topo_fields(t) for t in texts.dropna().unique()}
-    names = sorted({k for f in fields.values() for k in f})
-    varying = [k for k in names if len({f.get(k) for f in fields.values()}) > 1]
-    return {t: " ".join(f"{k}={f.get(k, '-')}" for k in varying) or str(t) for t, f in fields.items()}
-
-
 def summary_rows(df: pd.DataFrame, keys: list[str]) -> list[tuple[str, ...]]:
     """One row per sweep point (summary_keys): its label, then HEADERS's
     columns; "disturbed" counts the runs stored failed because the real
     clock did not keep their path (disturbed)."""
-    topo = topology_labels(df["topology"]) if "topology" in keys else {}
     rows = []
     for key, g in df.groupby(keys, dropna=False, sort=True):
         values = key if isinstance(key, tuple) else (key,)
-        label = " ".join(topo.get(v, "-") if k == "topology" else cell_label(v) for k, v in zip(keys, values))
+        label = " ".join(cell_label(v) for v in values)
         ok = g[g["ok"].astype(bool)]
         off = int(g["error"].fillna("").astype(str).str.startswith(f"{DISTURBED}:").sum()) if "error" in g else 0
         plt = pd.to_numeric(ok[cols.PLT], errors="coerce").dropna()

@@ -11,9 +11,15 @@ studies, the figures and the notebooks read columns by these names
   each with its meaning and, for those the report shows per sweep point, its
   axis label. host/columns.py makes the table's columns from it, so a new
   metric is one entry here plus the code that measures it.
-- A claim's filter spells a column with ``__`` for ``.`` (a keyword
-  argument, ``path__region="india-desktop-2017"``): ``kwarg_column`` is that
-  one rule, and refuses a name that is no column.
+- A topology parameter's column is ``topology.<param>`` (``topology(field)``:
+  the run's ``topology:`` as its configuration gives it, ``topology.name``
+  ``wan`` for a run that names none); ``TOPOLOGY_PARAMS`` lists every
+  parameter of the lab's topologies (spec/topologies/) (tests/unit/test_cols.py checks the
+  list against them), and host/columns.py makes a column of each.
+- A claim filters runs by a mapping keyed by these names (studies/measure.py
+  ``where``: ``{cols.REGION: "india-desktop-2017", cols.PAGE: "base.html"}``);
+  ``where_column`` refuses a key that is no column of the table, naming it,
+  so a misspelt filter fails instead of selecting nothing.
 """
 
 from __future__ import annotations
@@ -30,10 +36,21 @@ def setting(section: str, field: str) -> str:
     return f"{section}.{field}"
 
 
+def topology(field: str) -> str:
+    """The column of a topology parameter (topology.field; field "name":
+    the topology's name)."""
+    if not field or "." in field:
+        raise KeyError(f"{field!r}: a topology parameter is one name, e.g. cdn_rtt_ms")
+    return f"topology.{field}"
+
+
 # the settings the code reads by name
 CC = setting("server", "cc")
 INITCWND = setting("server", "initcwnd_pkts")
 MODULE_PARAMS = setting("server", "module_params")
+TLS = setting("server", "tls")
+CERT = setting("server", "cert")
+SLOW_START_AFTER_IDLE = setting("server", "slow_start_after_idle")
 REGION = setting("path", "region")
 RTT = setting("path", "rtt_ms")
 LOSS = setting("path", "loss_pct")
@@ -47,6 +64,22 @@ COALESCING = setting("client", "coalescing")
 CACHE_HIT_RATIO = setting("client", "cache_hit_ratio")
 RESOLUTION = setting("client", "resolution")
 LOADER = setting("client", "loader")
+
+# every parameter of the lab's topologies (spec/topologies/*.py Params but mn --custom's only fields) -> whether it
+# is a number: each is a column (host/columns.py); tests/unit/test_cols.py checks this against the files
+TOPOLOGY_PARAMS = {
+    "trace_down": False, "trace_up": False, "buffer_ms": True,  # cellular
+    "clients": True, "bulk_flows": True, "bulk_cc": False, "bulk_start_s": True, "web_loads_per_s": True,
+    "web_page_bytes": True, "lead_s": True, "cdn_rtt_ms": True, "cdn_cc": False,  # dumbbell
+    "backhaul_rtt_ms": True, "backhaul_rate_mbit": True, "backhaul_loss_pct": True, "origin_cc": False,  # pop
+}
+
+# the topology parameters the code reads by name
+TOPOLOGY_NAME = topology("name")
+CDN_RTT = topology("cdn_rtt_ms")
+CLIENTS = topology("clients")
+BULK_FLOWS = topology("bulk_flows")
+WEB_LOADS = topology("web_loads_per_s")
 
 
 @dataclass(frozen=True)
@@ -92,11 +125,11 @@ def reported_metrics() -> tuple[tuple[str, str], ...]:
     return tuple((m.name, m.label) for m in METRICS.values() if m.label)
 
 
-def kwarg_column(name: str, columns) -> str:
-    """The column a claim's keyword filter names (``path__region`` is
-    ``path.region``); KeyError naming the filter when the table has no such
-    column."""
-    col = name.replace("__", ".")
-    if col not in columns:
-        raise KeyError(f"{name}: the runs table has no column {col!r}")
-    return col
+def where_column(name: str, columns) -> str:
+    """name, when the runs table (its columns) has that column: a key of a
+    claim's filter (studies/measure.py where). KeyError naming the key
+    otherwise (a name spelt with "__" for "." is told the dotted one)."""
+    if name in columns:
+        return name
+    hint = f"; columns are spelled with dots: {name.replace('__', '.')!r}" if "__" in name else ""
+    raise KeyError(f"where: {name!r} is no column of the runs table (spec/cols.py names them){hint}")

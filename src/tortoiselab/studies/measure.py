@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -28,12 +28,17 @@ from tortoiselab.studies.power import Effect
 # --- the runs that count, paired ------------------------------------------------------
 
 
-def select(df: pd.DataFrame, **where) -> pd.DataFrame:
-    """The runs filtered by where: column=value, a list of values, or a
-    function of the column (a__b is column a.b), failed ones included."""
+# a claim's filter: column (spec/cols.py's names) -> a value, a list of values, or a function of the column
+Where = Mapping[str, Any]
+
+
+def select(df: pd.DataFrame, where: Where | None = None) -> pd.DataFrame:
+    """The runs filtered by where (column -> value, a list of values, or a
+    function of the column), failed ones included; KeyError naming a key
+    that is no column of df (cols.where_column)."""
     d = df
-    for col, val in where.items():
-        col = cols.kwarg_column(col, d.columns)
+    for col, val in (where or {}).items():
+        col = cols.where_column(col, d.columns)
         if isinstance(val, (list, tuple, set)):
             d = d[d[col].isin(list(val))]
         elif callable(val):
@@ -43,17 +48,17 @@ def select(df: pd.DataFrame, **where) -> pd.DataFrame:
     return d
 
 
-def ok_rows(df: pd.DataFrame, metric: str, **where) -> pd.DataFrame:
+def ok_rows(df: pd.DataFrame, metric: str, where: Where | None = None) -> pd.DataFrame:
     """The ok runs with a value of metric, filtered by where (select)."""
-    d = select(df[df["ok"].astype(bool)], **where)
+    d = select(df[df["ok"].astype(bool)], where)
     return d[d[metric].notna()]
 
 
-def failed_runs(df: pd.DataFrame, metric: str, arm_col: str, arms: tuple, **where) -> int:
+def failed_runs(df: pd.DataFrame, metric: str, arm_col: str, arms: tuple, where: Where | None = None) -> int:
     """The runs of the arms (values of arm_col) in the selection that
     failed or gave no value of metric: they are in no pair, and a claim
     says how many."""
-    d = select(df[df[arm_col].isin(list(arms))], **where)
+    d = select(df[df[arm_col].isin(list(arms))], where)
     return int((~d["ok"].astype(bool) | d[metric].isna()).sum())
 
 
@@ -68,11 +73,12 @@ def pair_key(cond: str, arm_col: str) -> str:
     return json.dumps({k: v for k, v in point.items() if not set(k.split("+")) & set(fields)}, sort_keys=True)
 
 
-def pairs(df: pd.DataFrame, metric: str, arm_col: str, control, arm, **where) -> pd.DataFrame:
-    """control and arm values of `metric` matched on (the sweep point without
-    the arm's own fields, repetition): the same condition and, experiments
-    here being paired, the same seed. Column cond is that key."""
-    d = ok_rows(df, metric, **where).copy()
+def pairs(df: pd.DataFrame, metric: str, arm_col: str, control, arm, where: Where | None = None) -> pd.DataFrame:
+    """control and arm values of `metric` in the runs where selects,
+    matched on (the sweep point without the arm's own fields, repetition):
+    the same condition and, experiments here being paired, the same seed.
+    Column cond is that key."""
+    d = ok_rows(df, metric, where).copy()
     d["cond"] = [pair_key(c, arm_col) for c in d["cond"]]
     key = ["cond", "repetition"]
     c = d[d[arm_col] == control][key + [metric]].rename(columns={metric: "control"})
@@ -156,17 +162,17 @@ def at_level(m: Measurement, alpha: float, seed: int = 0) -> Measurement:
 
 
 def change(df: pd.DataFrame, metric: str, arm_col: str, control, arm, statistic: str = "ratio",
-           seed: int = 0, **where) -> Measurement:
-    """The arm against the control, in %, runs paired on condition and
-    seed: statistic "p90" = the paired p90 ratio (the seed's statistic,
+           seed: int = 0, where: Where | None = None) -> Measurement:
+    """The arm against the control, in %, over the runs where selects,
+    paired on condition and seed: statistic "p90" = the paired p90 ratio (the seed's statistic,
     for one condition), "ratio" = the Hodges-Lehmann median of per-pair
     changes (pooled over conditions, where p90s of different scales must
     not be mixed). Value, interval and p from one test (infer), at ALPHA
     until the study's family sets its level (at_level). The pairs ride
     along (control, arm, statistic) for power, and tie says when all are
     equal."""
-    p = pairs(df, metric, arm_col, control, arm, **where)
-    failed = failed_runs(df, metric, arm_col, (control, arm), **where)
+    p = pairs(df, metric, arm_col, control, arm, where)
+    failed = failed_runs(df, metric, arm_col, (control, arm), where)
     if p.empty:
         raise NoData(f"no paired runs of {arm} and {control} for {metric}"
                      + (f" ({failed} of their runs failed)" if failed else ""))
@@ -188,7 +194,7 @@ def change(df: pd.DataFrame, metric: str, arm_col: str, control, arm, statistic:
                        statistic=statistic, tie=tie_reason(c, a), level=ALPHA, min_p=r.min_p, failed=failed)
 
 
-def change_of_change(df: pd.DataFrame, metric: str, arm_col: str, control, arm, base: dict, other: dict,
+def change_of_change(df: pd.DataFrame, metric: str, arm_col: str, control, arm, base: Where, other: Where,
                      seed: int = 0) -> Measurement:
     """How much smaller the arm's gain is in the runs `other` selects than
     in those `base` selects, in %: each set's per-pair ratios arm / control
@@ -198,8 +204,8 @@ def change_of_change(df: pd.DataFrame, metric: str, arm_col: str, control, arm, 
     Positive = a smaller gain (or a larger loss) in `other`. Per-pair ratios
     because the sets hold paths of different scales, whose p90s must not be
     pooled; each path's own p90 change is in the detail."""
-    sets = {name: pairs(df, metric, arm_col, control, arm, **where) for name, where in (("base", base),
-                                                                                       ("other", other))}
+    sets = {name: pairs(df, metric, arm_col, control, arm, where) for name, where in (("base", base),
+                                                                                     ("other", other))}
     empty = [name for name, p in sets.items() if p.empty]
     if empty:
         raise NoData(f"no paired runs of {arm} and {control} for {metric} in the {' and '.join(empty)} set")

@@ -29,7 +29,7 @@ from tortoiselab.analysis.population import MIN_USERS_FOR_TEST, quantiles_over_u
 from tortoiselab.host import store
 from tortoiselab.spec import cols
 from tortoiselab.studies.data import load_runs
-from tortoiselab.studies.measure import infer, pair_key, tie_reason
+from tortoiselab.studies.measure import Where, infer, pair_key, select, tie_reason
 from tortoiselab.studies.model import Measurement, NoData
 
 # what a run records of its user (config.population), as columns (vary: a sensitivity setting's changed
@@ -78,21 +78,19 @@ def user_values(df: pd.DataFrame, metric: str) -> pd.Series:
     return df[second].where(warm, df[metric])
 
 
-def _select(df: pd.DataFrame, market: str | None, where: dict[str, Any]) -> pd.DataFrame:
+def _select(df: pd.DataFrame, market: str | None, where: Where | None) -> pd.DataFrame:
+    """The users' rows (of one market, unless None) that where selects (measure.select)."""
     d = with_population(df)
     d = d[d["population.market"].notna()]
     if market is not None:
         d = d[d["population.market"] == market]
-    for col, val in where.items():
-        col = cols.kwarg_column(col, d.columns)
-        d = d[d[col].isin(list(val))] if isinstance(val, (list, tuple, set)) else (
-            d[val(d[col])] if callable(val) else d[d[col] == val])
-    return d
+    return select(d, where)
 
 
 def user_pairs(df: pd.DataFrame, metric: str, arm_col: str, control, arm, market: str | None = None,
-               **where) -> tuple[pd.DataFrame, int]:
-    """(control and arm value per user, pairs dropped): rows matched on
+               where: Where | None = None) -> tuple[pd.DataFrame, int]:
+    """(control and arm value per user, pairs dropped) in the rows where
+    selects (measure.select): rows matched on
     (market, user, repetition, other sweep values) where both loads are
     ok; the second figure counts the users whose load failed in either arm."""
     d = _select(df, market, where).copy()
@@ -120,7 +118,7 @@ def _rest_of(cond: str, arm_col: str) -> str:
 
 def population_change(df: pd.DataFrame, metric: str, arm_col: str, control, arm, market: str | None = None,
                       q: float = 0.9, seed: int = 0, n_resamples: int = 4000, groups: bool = False,
-                      **where) -> Measurement:
+                      where: Where | None = None) -> Measurement:
     """The arm's p90 over users against the control's, in %: users paired
     (both arms loaded by the same simulated user; the paired permutation
     test of the p90 ratio over users, and the interval that inverts it:
@@ -131,7 +129,7 @@ def population_change(df: pd.DataFrame, metric: str, arm_col: str, control, arm,
     market's users pooled). NoData without a pair."""
     if q != 0.9:
         raise ValueError(f"population_change: q = {q}: the claims' tests are for the p90 (q = 0.9)")
-    p, dropped = user_pairs(df, metric, arm_col, control, arm, market, **where)
+    p, dropped = user_pairs(df, metric, arm_col, control, arm, market, where)
     if p.empty:
         raise NoData(f"no users with ok loads of both {arm} and {control} for {metric}"
                      + (f" in {market}" if market else ""))
@@ -165,7 +163,8 @@ def population_change(df: pd.DataFrame, metric: str, arm_col: str, control, arm,
 
 
 def population_quantiles(df: pd.DataFrame, metric: str, arm_col: str, market: str | None = None,
-                         by: str | list[str] | None = None, seed: int = 0, **where) -> pd.DataFrame:
+                         by: str | list[str] | None = None, seed: int = 0,
+                         where: Where | None = None) -> pd.DataFrame:
     """Per arm (and per `by` group, e.g. rho_class or population.access):
     users, failed loads, p50 and p90 over users with bootstrap intervals."""
     d = _select(df, market, where).copy()

@@ -48,15 +48,15 @@ def _coalesce_gain(region: str, cache_ratio: float):
     """PLT with coalescing on against off (on = arm) in one market at one
     cache-hit ratio: the paired p90 ratio (the seed's statistic) over that
     condition's pairs, never pooled over cache ratios."""
-    return lambda df: change(df, cols.PLT, cols.COALESCING, False, True, "p90", path__region=region,
-                             client__cache_hit_ratio=cache_ratio)
+    return lambda df: change(df, cols.PLT, cols.COALESCING, False, True, "p90",
+                             where={cols.REGION: region, cols.CACHE_HIT_RATIO: cache_ratio})
 
 
 def _coalesce_gain_pooled(region: str):
     """PLT with coalescing on against off (on = arm), pooled over the cache
     ratios: the median per-pair change (the reading before issue 39, a
     variant now: the seed's metric is the p90)."""
-    return lambda df: change(df, cols.PLT, cols.COALESCING, False, True, "ratio", path__region=region)
+    return lambda df: change(df, cols.PLT, cols.COALESCING, False, True, "ratio", where={cols.REGION: region})
 
 
 def _gain_vs_connect(df: pd.DataFrame) -> Measurement:
@@ -66,10 +66,10 @@ def _gain_vs_connect(df: pd.DataFrame) -> Measurement:
     test that inverts it (statistic "location": the ratio against 1). The
     drop of the p90 over the same pairs, in connect times, is in the detail
     (no test: a difference of p90s over a median connect time)."""
-    p = pairs(df, cols.PLT, cols.COALESCING, False, True, client__cache_hit_ratio=0.0)
+    p = pairs(df, cols.PLT, cols.COALESCING, False, True, {cols.CACHE_HIT_RATIO: 0.0})
     if p.empty:
         raise NoData("no paired coalescing runs without cache hits")
-    on = ok_rows(df, "connect_ms", client__coalescing=True, client__cache_hit_ratio=0.0).copy()
+    on = ok_rows(df, "connect_ms", {cols.COALESCING: True, cols.CACHE_HIT_RATIO: 0.0}).copy()
     on["cond"] = [pair_key(c, cols.COALESCING) for c in on["cond"]]
     p = p.merge(on[["cond", "repetition", "connect_ms"]], on=["cond", "repetition"])
     r = ((p["control"] - p["arm"]) / p["connect_ms"]).to_numpy(float)
@@ -129,7 +129,7 @@ def _shown(by: dict[str, tuple[float, int]]) -> str:
 
 def _reuse(df: pd.DataFrame) -> Measurement:
     """Reuse ratio in connections with coalescing on, per market."""
-    d = ok_rows(df, "conns_reused", client__coalescing=True)
+    d = ok_rows(df, "conns_reused", {cols.COALESCING: True})
     if d.empty:
         raise NoData("no coalescing-on runs")
     by = _conn_reuse_by_market(d)
@@ -151,7 +151,7 @@ def _cache_shrinks(df: pd.DataFrame, arm_col: str = cols.COALESCING, off=False, 
     hi = df[cols.CACHE_HIT_RATIO].max()
     g = {}
     for ratio in (0.0, hi):
-        p = pairs(df, cols.PLT, arm_col, off, on, client__cache_hit_ratio=ratio)
+        p = pairs(df, cols.PLT, arm_col, off, on, {cols.CACHE_HIT_RATIO: ratio})
         if len(p) < 2 or ratio == 0 and hi == 0:
             raise NoData("needs two or more pairs with and without cache hits")
         g[ratio] = (p["control"] - p["arm"]).to_numpy(float)
@@ -172,15 +172,15 @@ def _browser_gain(region: str):
     """Chromium's PLT with coalescing possible (one IP) against not (two IPs
     of the server, the same certificate): the paired p90 ratio, as the
     loader's primary gain, over the market's pairs without cache hits."""
-    return lambda df: change(df, cols.PLT, cols.RESOLUTION, "two-ip", "same-ip", "p90", path__region=region,
-                             client__cache_hit_ratio=SEED_CACHE_RATIO)
+    return lambda df: change(df, cols.PLT, cols.RESOLUTION, "two-ip", "same-ip", "p90",
+                             where={cols.REGION: region, cols.CACHE_HIT_RATIO: SEED_CACHE_RATIO})
 
 
 def _browser_reuse(df: pd.DataFrame) -> Measurement:
     """Per market, with coalescing possible (one IP): the reuse ratio in
     requests (reuse_ratio) and in connections (conn_reuse_ratio), and the
     TCP connections the server capture saw with one IP and with two."""
-    d = ok_rows(df, "conns_reused", client__resolution="same-ip")
+    d = ok_rows(df, "conns_reused", {cols.RESOLUTION: "same-ip"})
     if d.empty:
         raise NoData("no runs with coalescing possible (client.resolution same-ip)")
     by = _conn_reuse_by_market(d)
@@ -251,7 +251,7 @@ USER_CLAIMS = tuple(
           f"plt_ms p90 over the market's simulated users, feed.html, coalescing on vs off, {market}"
           + (", two groups" if groups else ""),
           measure_over_users(cols.PLT, cols.COALESCING, False, True, market, groups=groups,
-                             client__page="feed.html"), judge,  # the single-path rows' page (the desktop feed)
+                             where={cols.PAGE: "feed.html"}), judge,  # the single-path rows' page (the desktop feed)
           setup="population", sentence=f"gain-{name}",
           variant="over users, two groups (a between-group test)" if groups else "over users, paired")
     for groups in (False, True)

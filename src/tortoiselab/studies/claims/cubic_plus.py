@@ -14,7 +14,7 @@ import pandas as pd
 
 from tortoiselab.analysis.rankci import shift_between_groups
 from tortoiselab.spec import cols
-from tortoiselab.studies.measure import change, direction, equivalent, pairs
+from tortoiselab.studies.measure import Where, change, direction, equivalent, pairs
 from tortoiselab.studies.model import ALPHA, SEEDS, Measurement, NoData, claim
 
 S002 = SEEDS["002"]
@@ -31,7 +31,7 @@ STOCK = "cubic"  # Linux's tcp_cubic, with HyStart: a secondary comparison only
 # the paper's size classes (Table 1; Figures 3-5 and 7-11): 1-10 KB "medium",
 # 10-100 KB and > 1 MB "larger"
 OBJ_5K, OBJ_50K, OBJ_1M = "objects/5000.bin", "objects/50000.bin", "objects/1000000.bin"
-LOSSY = {"path__loss_pct": lambda s: s > 0}
+LOSSY = {cols.LOSS: lambda s: s > 0}
 TIE_5K = ("the 5 KB object is left out: its ~4-segment responses fit the window after almost any back-off, so "
           "beta' can act only where a cut leaves fewer (IW 3): a tie by construction elsewhere")
 
@@ -49,36 +49,37 @@ def _distinct(df: pd.DataFrame, metric: str) -> pd.DataFrame:
     return d.drop(index=drop.difference(first)).drop(columns="_key")
 
 
-def _tie_note(df: pd.DataFrame, url: str, **where) -> str:
-    """How many control/arm pairs of url are identical, with TIE_5K."""
-    p = pairs(df, cols.THROUGHPUT, "arm", CONTROL, BETA_ONLY, url=url, **where)
+def _tie_note(df: pd.DataFrame, url: str, where: Where) -> str:
+    """How many control/arm pairs of url in the runs where selects are
+    identical, with TIE_5K."""
+    p = pairs(df, cols.THROUGHPUT, "arm", CONTROL, BETA_ONLY, {cols.URL: url, **where})
     same = int((p["arm"] == p["control"]).sum())
     return f"; {TIE_5K}: {same} of {len(p)} pairs identical" if len(p) else ""
 
 
-def _vs_control(metric: str, arm: str, tie_url: str | None = None, **where):
-    """The arm's median per-pair change against the n = 1 control, with
-    the same arm against stock cubic in the detail (and how many of
-    tie_url's lossy pairs are identical)."""
+def _vs_control(metric: str, arm: str, where: Where, tie_url: str | None = None):
+    """The arm's median per-pair change against the n = 1 control over the
+    runs where selects, with the same arm against stock cubic in the
+    detail (and how many of tie_url's lossy pairs are identical)."""
     def measure(df: pd.DataFrame) -> Measurement:
-        m = change(df, metric, "arm", CONTROL, arm, "ratio", **where)
-        note = _tie_note(df, tie_url, **LOSSY) if tie_url else ""
+        m = change(df, metric, "arm", CONTROL, arm, "ratio", where=where)
+        note = _tie_note(df, tie_url, LOSSY) if tie_url else ""
         return replace(m, detail=m.detail + _stock(df, metric, arm, where) + note)
     return measure
 
 
-def _stock(df: pd.DataFrame, metric: str, arm: str, where: dict) -> str:
+def _stock(df: pd.DataFrame, metric: str, arm: str, where: Where) -> str:
     """The arm against Linux's stock cubic, for the detail line ("" without
     stock-cubic runs)."""
     try:
-        s = change(df, metric, "arm", STOCK, arm, "ratio", **where)
+        s = change(df, metric, "arm", STOCK, arm, "ratio", where=where)
     except NoData:
         return ""
     return f"; secondary, {arm} against stock cubic (which has HyStart): {s.text()}"
 
 
 def _gains(df: pd.DataFrame, url: str) -> np.ndarray:
-    p = pairs(df, cols.THROUGHPUT, "arm", CONTROL, BETA_ONLY, url=url, **LOSSY)
+    p = pairs(df, cols.THROUGHPUT, "arm", CONTROL, BETA_ONLY, {cols.URL: url, **LOSSY})
     if p.empty:
         raise NoData(f"no lossy h2load runs of {url} in both arms")
     return (100 * (p["arm"] / p["control"] - 1)).to_numpy(float)
@@ -109,15 +110,15 @@ def _size_effect(df: pd.DataFrame) -> Measurement:
                        control=tuple(med.tolist()), arm=tuple(big.tolist()), statistic="shift-groups")
 
 
-def _worst_of(metric: str, arms: tuple[str, ...], pick: str, tie_url: str | None = None,
-              tie_where: dict | None = None, **where):
-    """The CUBIC+ variant whose change against the n = 1 control is the
-    largest ("max") or the largest in size ("abs"), the others and the
-    stock-cubic comparison in detail."""
+def _worst_of(metric: str, arms: tuple[str, ...], pick: str, where: Where, tie_url: str | None = None,
+              tie_where: Where | None = None):
+    """The CUBIC+ variant whose change against the n = 1 control over the
+    runs where selects is the largest ("max") or the largest in size
+    ("abs"), the others and the stock-cubic comparison in detail."""
     def measure(df: pd.DataFrame) -> Measurement:
-        df_lossless = where.get("path__loss_pct") == 0
+        df_lossless = where.get(cols.LOSS) == 0
         df = _distinct(df, metric)
-        ms = {a: change(df, metric, "arm", CONTROL, a, "ratio", **where) for a in arms}
+        ms = {a: change(df, metric, "arm", CONTROL, a, "ratio", where=where) for a in arms}
         key = (lambda a: ms[a].value) if pick == "max" else (lambda a: abs(ms[a].value))
         w = max(ms, key=key)
         m = ms[w]
@@ -127,18 +128,18 @@ def _worst_of(metric: str, arms: tuple[str, ...], pick: str, tie_url: str | None
                       f"is {m.min_p if m.min_p is not None else 1:.2g}, and repetitions add none; testable with "
                       "loss or jitter on the path (seeded variation) or more delay levels")
         return replace(m, exact_repeats=df_lossless, tie=m.tie or copies, detail=f"shown: {w} vs {CONTROL}; " + "; ".join(f"{a}: {ms[a].text()}" for a in ms)
-                       + _stock(df, metric, w, where) + (_tie_note(df, tie_url, **(tie_where or {})) if tie_url else "")
+                       + _stock(df, metric, w, where) + (_tie_note(df, tie_url, tie_where or {}) if tie_url else "")
                        + ("; loss-free repetitions that repeat exactly counted once" if df_lossless else ""))
     return measure
 
 
-def _k_sensitivity(cid: str, text: str, metric_text: str, pick: str, judge_rule, **where) -> tuple:
+def _k_sensitivity(cid: str, text: str, metric_text: str, pick: str, judge_rule, where: Where) -> tuple:
     """Variants of a delay claim read on the RTT-aware K alone, at each
     reference RTT of K_REFS_MS: how far the lab's choice of f moves the
     verdict."""
     return tuple(claim("cubic_plus", f"{cid}-k-ref-{r}ms", S002, text, "cubic_plus",
                        f"{metric_text}; CUBIC+ with the RTT-aware K at R = {r} ms alone",
-                       _worst_of(cols.THROUGHPUT, (beta_k(r),), pick, **where), judge_rule, sentence=cid,
+                       _worst_of(cols.THROUGHPUT, (beta_k(r),), pick, where), judge_rule, sentence=cid,
                        variant=f"the lab's RTT-aware K with R = {r} ms (K x {2 * r / (r + 100):.1f} at 100 ms)")
                  for r in K_REFS_MS)
 
@@ -149,6 +150,8 @@ DELAY_SMALL = ("throughput of the two modified versions ... is close to that of 
                "objects and medium sized objects")
 DELAY_LARGE_WHAT = "h2load throughput, 1 MB, RTT 20/100/200 ms, no netem loss (3 MB overflow the one-BDP queue), vs n = 1"
 DELAY_SMALL_WHAT = "h2load throughput, 50 KB, RTT 20/100/200 ms, 2 % loss, vs n = 1"
+DELAY_LARGE_WHERE = {cols.URL: OBJ_1M, cols.LOSS: 0, cols.INITCWND: 10}
+DELAY_SMALL_WHERE = {cols.URL: OBJ_50K, cols.LOSS: 2, cols.INITCWND: 10}
 
 
 CLAIMS = (
@@ -156,7 +159,7 @@ CLAIMS = (
           "We observe that the throughput of webpages with CUBIC+ [beta only] is better than that of original "
           "version [under packet loss]", "cubic_plus",
           "h2load throughput, 50 KB and 1 MB objects, loss 2/6/10 %, pooled; control: the module with n = 1",
-          _vs_control(cols.THROUGHPUT, BETA_ONLY, tie_url=OBJ_5K, url=[OBJ_50K, OBJ_1M], **LOSSY),
+          _vs_control(cols.THROUGHPUT, BETA_ONLY, {cols.URL: [OBJ_50K, OBJ_1M], **LOSSY}, tie_url=OBJ_5K),
           direction("higher", "CUBIC+'s throughput")),
     claim("cubic_plus", "larger-objects-gain-more", S002,
           "For webpages with larger object size, we see considerable variation in throughput ... (Figure 3,4) For "
@@ -166,34 +169,29 @@ CLAIMS = (
     claim("cubic_plus", "plt-low-loss-equal", S002,
           "page load time for webpages using CUBIC+ almost equals that of default CUBIC TCP under low percentage "
           "of packet loss", "cubic_plus", "PLT of the >1 MB page, loss 2 % (the lowest non-zero level), vs n = 1",
-          _vs_control(cols.PLT, BETA_ONLY, client__loader="loader", path__loss_pct=2), equivalent(5)),
+          _vs_control(cols.PLT, BETA_ONLY, {cols.LOADER: "loader", cols.LOSS: 2}), equivalent(5)),
     claim("cubic_plus", "plt-high-loss-better", S002,
           "as packet loss% increases, CUBIC+ was observed to outperform default TCP CUBIC (Figure 6, >1 MB)",
           "cubic_plus", "PLT of the >1 MB page, loss 6 and 10 %, vs n = 1",
-          _vs_control(cols.PLT, BETA_ONLY, client__loader="loader", path__loss_pct=[6, 8, 10]),
+          _vs_control(cols.PLT, BETA_ONLY, {cols.LOADER: "loader", cols.LOSS: [6, 8, 10]}),
           direction("lower", "CUBIC+'s PLT")),
     claim("cubic_plus", "delay-large-cubic-wins", S002, DELAY_LARGE, "cubic_plus",
           DELAY_LARGE_WHAT + " (the better variant shown)",
-          _worst_of(cols.THROUGHPUT, (BETA_ONLY, BETA_K), "max", url=OBJ_1M, path__loss_pct=0,
-                    server__initcwnd_pkts=10),
+          _worst_of(cols.THROUGHPUT, (BETA_ONLY, BETA_K), "max", DELAY_LARGE_WHERE),
           direction("lower", "the better variant's throughput")),
     claim("cubic_plus", "delay-small-close", S002, DELAY_SMALL, "cubic_plus",
           "h2load throughput, 50 KB, RTT 20/100/200 ms, 2 % loss (loss-free, every arm runs the same slow start; "
           "5 KB ties even with loss), vs n = 1",
-          _worst_of(cols.THROUGHPUT, (BETA_ONLY, BETA_K), "abs", tie_url=OBJ_5K,
-                    tie_where={"path__loss_pct": 2, "server__initcwnd_pkts": 10}, url=OBJ_50K, path__loss_pct=2,
-                    server__initcwnd_pkts=10), equivalent(5)),
+          _worst_of(cols.THROUGHPUT, (BETA_ONLY, BETA_K), "abs", DELAY_SMALL_WHERE, tie_url=OBJ_5K,
+                    tie_where={cols.LOSS: 2, cols.INITCWND: 10}), equivalent(5)),
     claim("cubic_plus", "initcwnd-little-role", S002,
           "initial congestion window has very less role ... All three variants are observed to perform the same "
           "under varying values of initial congestion window size", "cubic_plus",
           "h2load throughput, 50 KB, IW 3/10/32, RTT 100 ms, 2 % loss (loss-free, every arm runs the same slow "
           "start; 5 KB ties even with loss), vs n = 1",
-          _worst_of(cols.THROUGHPUT, (BETA_ONLY, BETA_K), "abs", tie_url=OBJ_5K,
-                    tie_where={"path__loss_pct": 2, "path__rtt_ms": 100}, url=OBJ_50K, path__loss_pct=2,
-                    path__rtt_ms=100), equivalent(5)),
+          _worst_of(cols.THROUGHPUT, (BETA_ONLY, BETA_K), "abs", {cols.URL: OBJ_50K, cols.LOSS: 2, cols.RTT: 100},
+                    tie_url=OBJ_5K, tie_where={cols.LOSS: 2, cols.RTT: 100}), equivalent(5)),
     *_k_sensitivity("delay-large-cubic-wins", DELAY_LARGE, DELAY_LARGE_WHAT, "max",
-                    direction("lower", "the better variant's throughput"), url=OBJ_1M, path__loss_pct=0,
-                    server__initcwnd_pkts=10),
-    *_k_sensitivity("delay-small-close", DELAY_SMALL, DELAY_SMALL_WHAT, "abs", equivalent(5), url=OBJ_50K,
-                    path__loss_pct=2, server__initcwnd_pkts=10),
+                    direction("lower", "the better variant's throughput"), DELAY_LARGE_WHERE),
+    *_k_sensitivity("delay-small-close", DELAY_SMALL, DELAY_SMALL_WHAT, "abs", equivalent(5), DELAY_SMALL_WHERE),
 )

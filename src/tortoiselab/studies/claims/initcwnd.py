@@ -16,17 +16,18 @@ from tortoiselab.analysis import napkin
 from tortoiselab.host import readfiles, store
 from tortoiselab.spec import cols
 from tortoiselab.studies.connections import MSS, first_conn, handshake_grew_window, second_load_window, transfer
-from tortoiselab.studies.measure import exact, ok_rows, span
+from tortoiselab.studies.measure import Where, exact, ok_rows, span
 from tortoiselab.studies.model import SEEDS, Measurement, NoData, claim
 
 S003 = SEEDS["003"]
 
 
-ARTICLE_PATH = {"path__rtt_ms": 130, "path__rate_mbit": 15}  # the article's path (not the 2G rows)
+ARTICLE_PATH = {cols.RTT: 130, cols.RATE: 15}  # the article's path (not the 2G rows)
 
 
-def _cubic_runs(df: pd.DataFrame, **where) -> pd.DataFrame:
-    return ok_rows(df, cols.PLT, server__cc="cubic", **ARTICLE_PATH, **where)
+def _cubic_runs(df: pd.DataFrame, where: Where | None = None) -> pd.DataFrame:
+    """The ok cubic runs on the article's path that where also selects."""
+    return ok_rows(df, cols.PLT, {cols.CC: "cubic", **ARTICLE_PATH, **(where or {})})
 
 
 def _first_round(iw: int):
@@ -38,7 +39,7 @@ def _first_round(iw: int):
     of full-size packets (x MSS) that the seed's figure assumes."""
     def measure(df: pd.DataFrame) -> Measurement:
         segs, nbytes = [], []
-        for _, r in _cubic_runs(df, server__initcwnd_pkts=iw).iterrows():
+        for _, r in _cubic_runs(df, {cols.INITCWND: iw}).iterrows():
             c = first_conn(r["run_dir"])
             if c is None or handshake_grew_window(c, iw):
                 continue
@@ -58,7 +59,7 @@ def _tls_rtts(df: pd.DataFrame) -> Measurement:
     """TLS 1.2 with the large chain: handshake round trips at IW 3 (the
     article's case), with IW 10 and 30 in detail."""
     by: dict[int, list[float]] = {}
-    for _, r in _cubic_runs(df, server__tls="1.2", server__cert="large").iterrows():
+    for _, r in _cubic_runs(df, {cols.TLS: "1.2", cols.CERT: "large"}).iterrows():
         c = first_conn(r["run_dir"])
         if c and c.get("tls") and c["tls"].get("rtts") is not None:
             by.setdefault(int(r[cols.INITCWND]), []).append(c["tls"]["rtts"])
@@ -99,7 +100,7 @@ def _floor(run_dir: str) -> dict | None:
 def _napkin_rtts(df: pd.DataFrame) -> Measurement:
     """The article's case (IW 3, TLS 1.2, large chain, 160 KB at 130 ms):
     the load without its DNS lookup, in round trips."""
-    d = _cubic_runs(df, server__initcwnd_pkts=3, server__tls="1.2", server__cert="large")
+    d = _cubic_runs(df, {cols.INITCWND: 3, cols.TLS: "1.2", cols.CERT: "large"})
     if d.empty:
         raise NoData("no run of the article's case")
     rtts = ((d[cols.PLT] - d["dns_ms"].fillna(0)) / d[cols.RTT]).to_numpy(float)
@@ -123,12 +124,12 @@ def _napkin_rtts(df: pd.DataFrame) -> Measurement:
 
 def _iw_faster(df: pd.DataFrame) -> Measurement:
     """PLT at the largest IW against IW 3, per TLS version and chain."""
-    d = _cubic_runs(df, slow_start_after_idle=True)
+    d = _cubic_runs(df, {cols.SLOW_START_AFTER_IDLE: True})
     hi = d[cols.INITCWND].max()
     if not hi > 3:
         raise NoData("needs runs at IW 3 and a larger IW")
     out, parts = [], []
-    for (tls, cert), g in d.groupby(["server.tls", "server.cert"]):
+    for (tls, cert), g in d.groupby([cols.TLS, cols.CERT]):
         a, b = g[g[cols.INITCWND] == 3][cols.PLT], g[g[cols.INITCWND] == hi][cols.PLT]
         if len(a) and len(b):
             out.append(100 * (b.median() / a.median() - 1))
@@ -139,10 +140,10 @@ def _iw_faster(df: pd.DataFrame) -> Measurement:
 def _ssai(df: pd.DataFrame) -> Measurement:
     """The second load on the same connection after 2 s idle, with
     tcp_slow_start_after_idle 0 against 1 (same IW, TLS and chain)."""
-    d = ok_rows(df, "plt2_ms", server__cc="cubic", **ARTICLE_PATH)
+    d = ok_rows(df, "plt2_ms", {cols.CC: "cubic", **ARTICLE_PATH})
     out, parts = [], []
-    for key, g in d.groupby([cols.INITCWND, "server.tls", "server.cert"]):
-        ssai = g["slow_start_after_idle"].astype(bool)
+    for key, g in d.groupby([cols.INITCWND, cols.TLS, cols.CERT]):
+        ssai = g[cols.SLOW_START_AFTER_IDLE].astype(bool)
         on, off = g[ssai]["plt2_ms"], g[~ssai]["plt2_ms"]
         if len(on) and len(off):
             out.append(100 * (off.median() / on.median() - 1))

@@ -85,7 +85,7 @@ def _low_loss(df: pd.DataFrame, reading: Reading) -> Measurement:
     largest change shown, every one in the detail."""
     ms = {}
     for b in _betas_present(df, reading)[1:]:
-        ms[b] = change(df, cols.PLT, "beta", reading.beta(DEFAULT), b, "ratio", path__loss_pct=2)
+        ms[b] = change(df, cols.PLT, "beta", reading.beta(DEFAULT), b, "ratio", where={cols.LOSS: 2})
     if not ms:
         raise NoData(f"no runs of beta {', '.join(f'{b:g}' for b in reading.betas()[1:])} ({reading.scope()})")
     w = max(ms, key=lambda b: abs(ms[b].value))
@@ -95,7 +95,7 @@ def _low_loss(df: pd.DataFrame, reading: Reading) -> Measurement:
 
 def _penalty(df: pd.DataFrame, reading: Reading, loss) -> np.ndarray:
     """Per pair: the largest factor's PLT minus the default's (0.5), in s."""
-    p = pairs(df, cols.PLT, "beta", reading.beta(DEFAULT), reading.beta(LARGEST), path__loss_pct=loss)
+    p = pairs(df, cols.PLT, "beta", reading.beta(DEFAULT), reading.beta(LARGEST), {cols.LOSS: loss})
     return ((p["arm"] - p["control"]) / 1000).to_numpy(float)
 
 
@@ -123,7 +123,7 @@ def _smaller_better(df: pd.DataFrame, reading: Reading) -> Measurement:
     each PLT divided by its condition's median (loss levels differ in
     scale); positive = the smaller factor is faster. Fisher z interval and
     test (analysis.rankci)."""
-    d = ok_rows(df, cols.PLT, path__loss_pct=HIGH_LOSS)
+    d = ok_rows(df, cols.PLT, {cols.LOSS: HIGH_LOSS})
     d = d[pd.to_numeric(d["beta"], errors="coerce").round(3).isin(reading.betas())]
     if len(d) < 5 or d["beta"].nunique() < 2:
         raise NoData(f"needs 5 or more high-loss runs over several of beta "

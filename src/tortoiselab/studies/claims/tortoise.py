@@ -26,6 +26,8 @@ from tortoiselab.studies.population import measure_over_users, population_change
 S000 = SEEDS["000"]
 THREE = ("hybla", "scalable", "yeah")
 CLEAN, RICH = "clean", "rich"
+# the study's own columns beside the runs table's: a run's profile set (with_sets), a run's (region, page)
+PROFILE_SET, LOAD = "profile_set", "load"
 # the seed's two emerging markets, desktop ("in each of these geographies")
 GEOGRAPHIES = ("india-desktop-2017", "china-desktop-2017")
 # where a profile set puts each market's mobile load (the rich India path also follows the LTE trace)
@@ -45,9 +47,9 @@ SETUP_VARIANT = "single server: static objects on the arm's algorithm"
 
 def setup_of(df: pd.DataFrame) -> pd.Series:
     """Each run's set-up: CDN_SETUP when its topology has a CDN host
-    (cdn_rtt_ms), else ONE_SERVER."""
-    topo = df["topology"].fillna("").astype(str) if "topology" in df else pd.Series("", index=df.index)
-    return pd.Series(np.where(topo.str.contains("cdn_rtt_ms="), CDN_SETUP, ONE_SERVER), index=df.index)
+    (topology.cdn_rtt_ms), else ONE_SERVER."""
+    cdn = df[cols.CDN_RTT].notna() if cols.CDN_RTT in df else pd.Series(False, index=df.index)
+    return pd.Series(np.where(cdn, CDN_SETUP, ONE_SERVER), index=df.index)
 
 
 def on_setup(setup: str, measure):
@@ -58,27 +60,27 @@ def on_setup(setup: str, measure):
 def rich_mask(df: pd.DataFrame) -> pd.Series:
     """Runs of the rich set: a bursty-loss profile, a capacity trace, or
     cross traffic on the bottleneck (a topology with bulk flows or
-    background loads)."""
+    background loads: topology.bulk_flows or topology.web_loads_per_s
+    above 0)."""
     none = pd.Series(False, index=df.index)
     bursty = df[cols.REGION].fillna("").astype(str).str.endswith("-bursty") if cols.REGION in df else none
     trace = df[cols.TRACE_DOWN].notna() if cols.TRACE_DOWN in df else none
     cross = none
-    if "topology" in df:  # e.g. "dumbbell,bulk_flows=1,clients=2,web_loads_per_s=0.5,...": a parameter may be 0
-        topo = df["topology"].fillna("").astype(str)
-        for param in ("bulk_flows", "web_loads_per_s"):
-            cross = cross | (pd.to_numeric(topo.str.extract(rf"{param}=([0-9.]+)")[0], errors="coerce").fillna(0) > 0)
+    for col in (cols.BULK_FLOWS, cols.WEB_LOADS):
+        if col in df:
+            cross = cross | (pd.to_numeric(df[col], errors="coerce").fillna(0) > 0)
     return bursty | trace | cross
 
 
 def with_sets(df: pd.DataFrame) -> pd.DataFrame:
-    """The runs with a column profile_set: "rich" or "clean"."""
-    return df.assign(profile_set=np.where(rich_mask(df), RICH, CLEAN))
+    """The runs with a column PROFILE_SET: "rich" or "clean"."""
+    return df.assign(**{PROFILE_SET: np.where(rich_mask(df), RICH, CLEAN)})
 
 
 def _vs_htcp(region, page: str, metric: str, pset: str, statistic: str = "p90", arm: str = "hybla"):
     regions = region if isinstance(region, (list, tuple)) else [region]
     return lambda df: change(with_sets(df), metric, cols.CC, "htcp", arm, statistic,
-                             path__region=regions, client__page=page, profile_set=pset)
+                             where={cols.REGION: regions, cols.PAGE: page, PROFILE_SET: pset})
 
 
 def _per_geography(df: pd.DataFrame, pset: str, arms=THREE) -> dict[tuple[str, str], Measurement]:
@@ -89,7 +91,7 @@ def _per_geography(df: pd.DataFrame, pset: str, arms=THREE) -> dict[tuple[str, s
     for region in GEOGRAPHIES:
         for a in arms:
             out[region, a] = change(d, cols.CDT, cols.CC, "htcp", a, "p90",
-                                    path__region=region, client__page="base.html", profile_set=pset)
+                                    where={cols.REGION: region, cols.PAGE: "base.html", PROFILE_SET: pset})
     return out
 
 
@@ -129,7 +131,7 @@ def _best_of_three(pset: str):
     def measure(df: pd.DataFrame) -> Measurement:
         d = with_sets(df)
         ms = {(region, other): change(d, cols.CDT, cols.CC, other, "hybla", "p90",
-                                      path__region=region, client__page="base.html", profile_set=pset)
+                                      where={cols.REGION: region, cols.PAGE: "base.html", PROFILE_SET: pset})
               for region in GEOGRAPHIES for other in THREE if other != "hybla"}
         return weakest(ms, "hybla against each other arm per geography")
     return measure
@@ -145,7 +147,7 @@ def _all_three(pset: str):
 
 
 def _screen(df: pd.DataFrame, pset: str) -> Measurement:
-    d = ok_rows(with_sets(df), cols.CDT, profile_set=pset)
+    d = ok_rows(with_sets(df), cols.CDT, {PROFILE_SET: pset})
     if d.empty:
         raise NoData(f"no screen runs on the {pset} profiles")
     med = d.groupby(cols.CC)[cols.CDT].median().sort_values()
@@ -253,10 +255,10 @@ def _rest_of_world(pset: str):
     def measure(df: pd.DataFrame) -> Measurement:
         d = with_sets(df)
         return change_of_change(d, cols.PLT, cols.CC, "htcp", "hybla",
-                                base={"path__region": list(MOBILE[pset][m] for m in ("india", "china")),
-                                      "client__page": "app.html", "profile_set": pset},
-                                other={"path__region": list(REST_OF_WORLD[pset]), "client__page": "app.html",
-                                       "profile_set": pset})
+                                base={cols.REGION: list(MOBILE[pset][m] for m in ("india", "china")),
+                                      cols.PAGE: "app.html", PROFILE_SET: pset},
+                                other={cols.REGION: list(REST_OF_WORLD[pset]), cols.PAGE: "app.html",
+                                       PROFILE_SET: pset})
     return measure
 
 
@@ -266,10 +268,10 @@ def _other_markets(pset: str):
     pages (India desktop's feed, India and China mobile's app)."""
     def measure(df: pd.DataFrame) -> Measurement:
         d = with_sets(df)
-        d = d.assign(load=list(zip(d[cols.REGION], d[cols.PAGE])))
+        d = d.assign(**{LOAD: list(zip(d[cols.REGION], d[cols.PAGE]))})
         return change_of_change(d, cols.PLT, cols.CC, "htcp", "hybla",
-                                base={"load": _loads(pset, False), "profile_set": pset},
-                                other={"load": _loads(pset, True), "profile_set": pset})
+                                base={LOAD: _loads(pset, False), PROFILE_SET: pset},
+                                other={LOAD: _loads(pset, True), PROFILE_SET: pset})
     return measure
 
 
@@ -297,7 +299,7 @@ def _users(cid: str, text: str, market: str, metric: str, page: str, judge_rule)
     return tuple(claim("tortoise", f"{cid}-users{'-groups' if groups else ''}", S000, text, POPULATION,
                        f"{metric} {USERS_NOTE}, {PAGE_NOTE[page]}, {market}" + (", two groups" if groups else ""),
                        measure_over_users(metric, cols.CC, "htcp", "hybla", market, groups=groups,
-                                          client__page=page), judge_rule,
+                                          where={cols.PAGE: page}), judge_rule,
                        setup="population", sentence=cid,
                        variant="over users, two groups (a between-group test)" if groups else "over users, paired")
                  for groups in (False, True))
@@ -307,7 +309,7 @@ def _all_three_users(df: pd.DataFrame) -> Measurement:
     """Every (geography, arm) over the desktop markets' users must improve
     (the base HTML's content download, as the single-path claim), read as
     an intersection-union test (weakest)."""
-    ms = {(g, a): population_change(df, cols.CDT, cols.CC, "htcp", a, g, client__page="base.html")
+    ms = {(g, a): population_change(df, cols.CDT, cols.CC, "htcp", a, g, where={cols.PAGE: "base.html"})
           for g in GEOGRAPHIES for a in THREE}
     return weakest(ms, "each (market, arm) against htcp over users")
 
