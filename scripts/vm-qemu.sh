@@ -54,7 +54,7 @@ port_free() { python3 -c 'import socket,sys; socket.socket().bind(("127.0.0.1", 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 vm_ssh() { ssh -F "$state/ssh-config" default "$@"; }
 # qemu's pid is signalled only while it is the qemu this script started (scripts/procid.sh):
-# qemu.id records its start time and the boot, taken when it came up
+# qemu.id records its start time, the boot and its command line, taken when it came up
 # shellcheck source=scripts/procid.sh
 . "$here/scripts/procid.sh"
 running() { proc_ours "$state/qemu.id" 2>/dev/null; }

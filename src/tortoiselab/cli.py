@@ -219,7 +219,9 @@ def cmd_ls(a: argparse.Namespace) -> int:
         total = r["total"] if r["total"] is not None else "?"
         print(f"{r['experiment']:<24} {r['done']}/{total} done, {r['failed']} failed, "
               f"{r['running']} running, {r['in_progress'] - r['running']} interrupted"
-              + f", {r['damaged']} damaged (tortoise verify {Path(a.results) / r['experiment']})" * bool(r["damaged"]))
+              + f", {r['damaged']} damaged" * bool(r["damaged"])
+              + f", {r.get('foreign', 0)} not of this experiment (left out)" * bool(r.get("foreign"))
+              + f" (tortoise verify {Path(a.results) / r['experiment']})" * bool(r["damaged"] or r.get("foreign")))
         for j in (r.get("slurm") or {}).get("jobs", []):
             print(f"{'':<24} slurm job {j['job_id']}: {j['tasks']} array tasks: " + ", ".join(
                 f"{j[k]} {k}" for k in ("queued", "running", "done", "failed", "unknown") if j[k] or k != "unknown"))
@@ -377,7 +379,7 @@ def cmd_map(a: argparse.Namespace) -> int:
 def cmd_verify(a: argparse.Namespace) -> int:
     from tortoiselab.host.verify import cli_verify
 
-    return cli_verify(Path(a.folder), a.rebuild_table)
+    return cli_verify(Path(a.folder), a.rebuild_table, a.adopt_unmanifested)
 
 
 def cmd_regions(a: argparse.Namespace) -> int:
@@ -578,6 +580,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="check every run's manifest and record and runs.parquet against them")
     p.add_argument("folder", help="an experiment's results folder, or a results root")
     p.add_argument("--rebuild-table", action="store_true", help="rewrite runs.parquet from the run records")
+    p.add_argument("--adopt-unmanifested", action="store_true",
+                   help="write manifests for runs stored before manifests (format 3 or older), trusting their "
+                        "files as they are now")
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("regions", help="the region path profiles (topologies/regions.yaml + yours)")

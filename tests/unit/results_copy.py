@@ -1,8 +1,9 @@
 """Results folders for the record tests (test_records.py,
 test_results_damage.py): a canned CI folder of tests/data/runs (real runs,
-format 1, no manifests) copied and stored again as this version's runner
-stores a run: the record written by host/store.write_record, then the
-manifest (host/verify.write_manifest), then runs.parquet."""
+format 1, their manifests written when manifests became required: issue 35)
+copied and stored again as this version's runner stores a run: the record
+written by host/store.write_record, then the manifest
+(host/verify.write_manifest), then runs.parquet."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ def stored_copy(name: str, root: Path, manifests: bool = True) -> Path:
     (with manifests unless manifests=False), its table written."""
     dst = Path(root) / name
     shutil.copytree(CANNED / name, dst)
-    if manifests:
-        for st in store.read_records(dst):
+    for st in store.read_records(dst):
+        (st.run_dir / verify.MANIFEST).unlink()  # the canned one: over the record as canned
+        if manifests:
             store.write_record(st.run_dir, st.record)
             verify.write_manifest(st.run_dir)
     store.rebuild_table(dst)

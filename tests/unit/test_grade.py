@@ -10,6 +10,7 @@ from tortoiselab import cli
 from tortoiselab import studies
 from tortoiselab.analysis.fidelity import handshake_rtt_check, judged_fidelity
 from tortoiselab.course import grade, handout
+from tortoiselab.host import verify
 from tortoiselab.spec.experiment import expand, load
 from tortoiselab.spec.pathspec import PathSpec
 
@@ -69,9 +70,9 @@ def repo(tmp_path):
 
 def write_runs(results: Path, exp_file: Path, grid: str, reps: int | None = None, fail=(), off=(), edit=None):
     """Run folders as the runner writes them: experiment.yaml (the file as
-    given) and <run_id>/run.json. fail / off: (point label, repetition)
-    pairs that failed / measured the wrong RTT; edit(config) changes the
-    configuration the runs claim."""
+    given), <run_id>/run.json and then its manifest.json. fail / off: (point
+    label, repetition) pairs that failed / measured the wrong RTT;
+    edit(config) changes the configuration the runs claim."""
     exp = load(exp_file, grid=grid)
     folder = results / exp.name
     folder.mkdir(parents=True, exist_ok=True)
@@ -93,6 +94,7 @@ def write_runs(results: Path, exp_file: Path, grid: str, reps: int | None = None
                "meta": {"backend": "uml", "clock": "virtual"}}
         (folder / spec.run_id).mkdir()
         (folder / spec.run_id / "run.json").write_text(json.dumps(rec))
+        verify.write_manifest(folder / spec.run_id)
     return folder
 
 

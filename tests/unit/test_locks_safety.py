@@ -8,6 +8,7 @@ and ends it by its own pid."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -233,11 +234,15 @@ def _sh(script: str, *args: str) -> subprocess.CompletedProcess:
 
 def test_the_scripts_record_and_check_a_pid_as_the_host_does(tmp_path, sleeper):
     rec = _sh('proc_record "$1"', str(sleeper.pid))
-    pid, start, boot = rec.stdout.split()
+    pid, start, boot, cmd = rec.stdout.split()
     assert (int(pid), int(start), boot) == (sleeper.pid, procid.start_ticks(sleeper.pid), procid.boot_id())
+    assert cmd == hashlib.sha256(Path(f"/proc/{sleeper.pid}/cmdline").read_bytes()).hexdigest()[:16]
     f = tmp_path / "x.id"
     for text, rc, why in [
         (rec.stdout, 0, ""),
+        (f"{pid} {start} {boot}\n", 0, ""),  # recorded before the command line was: the other two checked
+        (f"{pid} {start} {boot} 0123456789abcdef\n", 1, f"pid {pid} runs another command line than the one "
+                                                       "recorded"),
         (f"{pid} {int(start) + 1} {boot}\n", 1, f"pid {pid} is another process now"),
         (f"{pid} {start} 00000000-0000-0000-0000-000000000000\n", 1, "another machine or boot"),
         (f"1 {start} {boot}\n", 1, "not a pid record"),

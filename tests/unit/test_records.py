@@ -108,21 +108,59 @@ def test_an_edited_run_json_is_named(folder, capsys):
     assert store.run_dirs(folder) == [folder / a, folder / b]  # outside the block every run is read again
 
 
-def test_a_deleted_manifest_of_a_new_record_is_damage_an_old_folder_is_not(folder, tmp_path, capsys):
-    a, _ = _ids(folder)
+def test_a_deleted_manifest_of_a_new_record_is_damage_an_old_folder_is_adopted_by_name(folder, tmp_path, capsys):
+    a, b = _ids(folder)
     (folder / a / verify.MANIFEST).unlink()
     assert set(verify.verify_folder(folder).damaged) == {a}
     old = tmp_path / "old"
     old.mkdir()
-    shutil.copytree(CANNED / NAME, old / NAME)  # format 1, no manifests, no table
+    shutil.copytree(CANNED / NAME, old / NAME)  # format 1, as stored before manifests: none, no table
+    for rid in (a, b):
+        (old / NAME / rid / verify.MANIFEST).unlink()
     check = verify.verify_folder(old / NAME)
-    assert check.ok and sum(n.endswith(verify.NO_MANIFEST) for n in check.notes) == 2
-    assert cli.main(["verify", str(old / NAME)]) == 0
-    assert "2 runs have no manifest: written before manifests" in capsys.readouterr().out
+    assert {p.run for p in check.problems} == {a, b} and not check.damaged  # named; a resume does not redo them
+    assert cli.main(["verify", str(old / NAME)]) == 1
+    out = capsys.readouterr().out
+    assert f"run {a}: {old / NAME / a / verify.MANIFEST}: missing: nothing shows its files are those stored" in out
+    assert f"`tortoise verify {old / NAME} --adopt-unmanifested` writes their manifests" in out
+    assert cli.main(["report", str(old / NAME), "--out", str(tmp_path / "r.html")]) == 2  # refused, as damaged
+    assert f"2 damaged runs ({NAME}/{a}, {NAME}/{b})" in capsys.readouterr().err
+    # adopted by name: the manifests are written over the files as they are, and said so
+    assert cli.main(["verify", str(old / NAME), "--adopt-unmanifested"]) == 0
+    out = capsys.readouterr().out
+    assert f"adopted {old / NAME / a}: wrote its manifest.json over its files as they are now (trusted" in out
+    assert verify.verify_folder(old / NAME).ok
     # the table of an old folder is still checked against its records
     store.rebuild_table(old / NAME)
     _set_table_cell(old / NAME, a, "plt_ms", 1.0)
     assert _named(old / NAME) == {a}
+
+
+def test_a_record_downgraded_to_before_manifests_is_not_verified(folder, tmp_path, capsys):
+    """Seen (issue 35 audit, session 8): format_version 3 in run.json,
+    summary.plt_ms halved, manifest.json removed: `tortoise verify
+    --rebuild-table` exited 0 and report and grade took the run."""
+    a, b = _ids(folder)
+    f = folder / a / store.RECORD
+    raw = json.loads(f.read_text())
+    raw["format_version"], raw["summary"]["plt_ms"] = 3, raw["summary"]["plt_ms"] / 2
+    f.write_text(json.dumps(raw, indent=1, sort_keys=True))
+    (folder / a / verify.MANIFEST).unlink()
+    assert cli.main(["verify", str(folder), "--rebuild-table"]) == 1
+    out = capsys.readouterr().out
+    assert f"{NAME}: 2 runs, 1 failing: {a}" in out
+    assert f"run {a}: {folder / a / verify.MANIFEST}: missing: nothing shows its files are those stored (its " \
+           "record says format 3" in out
+    assert cli.main(["report", str(folder), "--out", str(tmp_path / "r.html")]) == 2
+    assert f"1 damaged runs ({NAME}/{a})" in capsys.readouterr().err
+    assert cli.main(["report", str(folder), "--out", str(tmp_path / "r.html"), "--skip-damaged"]) == 0
+    assert f"left out (damaged): {NAME}/{a}: manifest.json: missing" in capsys.readouterr().out
+    # adopt takes only what has no other problem: here it is the user's word that the files are as stored
+    (folder / b / verify.MANIFEST).unlink()
+    (folder / b / "cwnd.json").write_text("[]")
+    assert cli.main(["verify", str(folder), "--adopt-unmanifested"]) == 1
+    out = capsys.readouterr().out
+    assert f"adopted {folder / a}" in out and f"adopted {folder / b}" not in out  # b: format 5, damaged
 
 
 def test_a_truncated_run_json_is_named_by_every_reader(folder, capsys):
@@ -174,6 +212,49 @@ def test_grade_never_turns_an_unreadable_record_into_a_run(tmp_path, monkeypatch
     assert cli.main(["grade", "labs/09", "--skip-damaged"]) == 0  # 3 of 4 repetitions are enough
     out = capsys.readouterr().out
     assert "runs of 'None'" not in out and f"left out (damaged): toy@reduced/{bad.name}: run.json" in out
+
+
+def test_a_run_copied_in_from_another_experiment_is_named_and_left_out(tmp_path, monkeypatch, capsys):
+    """Seen (issue 35 audit, session 8): an initcwnd run folder, manifest and
+    all, copied into tortoise@ci: verify "3 runs, ok", ls "3/2 done", report
+    a traceback (report/plots.py: a float among the strata labels)."""
+    results = tmp_path / "results"
+    exp, other = stored_copy("tortoise@ci", results), stored_copy(NAME, tmp_path / "elsewhere")
+    foreign = _ids(other)[0]
+    shutil.copytree(other / foreign, exp / foreign)
+    assert verify.verify_folder(other).ok  # whole where it came from
+    assert cli.main(["verify", str(exp)]) == 1
+    out = capsys.readouterr().out
+    assert f"tortoise@ci: 3 runs, 1 failing: {foreign}" in out
+    assert (f"run {foreign}: {exp / foreign}: not a run of tortoise@ci (no run of its experiment.yaml's sweep has "
+            "this id): copied from elsewhere?") in out and f"fix: move it out of {exp}" in out
+    assert not verify.verify_folder(exp).damaged  # a resume leaves it where it is: not a run of its sweep
+    assert cli.main(["ls", "--results", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "tortoise@ci              2/2 done, 0 failed" in out and "1 not of this experiment (left out)" in out
+    html = tmp_path / "r.html"
+    assert cli.main(["report", str(exp), "--out", str(html)]) == 2  # refused, no traceback
+    err = capsys.readouterr().err
+    assert f"1 damaged runs (tortoise@ci/{foreign}); refused" in err and "not a run of tortoise@ci" in err
+    assert cli.main(["report", str(exp), "--out", str(html), "--skip-damaged"]) == 0
+    assert f"left out (damaged): tortoise@ci/{foreign}: not a run of tortoise@ci" in capsys.readouterr().out
+    # without its experiment.yaml the folder's runs are told by their records' experiment
+    (exp / "experiment.yaml").unlink()
+    check = verify.verify_folder(exp)
+    assert {p.run for p in check.problems} == {foreign}
+    assert any("checked by their records' experiment name" in n for n in check.notes)
+    # grade: the same
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "labs").mkdir()
+    (tmp_path / "experiments" / "toy.yaml").write_text(EXP)
+    (tmp_path / "labs" / "09-toy.md").write_text(LAB.format(extra=""))
+    monkeypatch.chdir(tmp_path)
+    toy = write_runs(Path("results"), Path("experiments/toy.yaml"), "reduced")
+    shutil.copytree(other / foreign, toy / foreign)
+    assert cli.main(["grade", "labs/09"]) == 2
+    assert f"1 damaged runs (toy@reduced/{foreign}); refused" in capsys.readouterr().err
+    assert cli.main(["grade", "labs/09", "--skip-damaged"]) == 0
+    assert f"left out (damaged): toy@reduced/{foreign}: not a run of toy@reduced" in capsys.readouterr().out
 
 
 def test_plan_resume_moves_the_damaged_aside_and_redoes_them():

@@ -7,7 +7,9 @@ records.
 
 Each kind of damage is a function registered in DAMAGES: it damages the
 experiment folder, drawing what it needs from Hypothesis, and says what it
-damaged (Damage). More kinds (links, stale work folders naming live
+damaged (Damage): among them a run copied in from another experiment and a
+record that claims a format of before manifests without one (issue 35
+audit, session 8). More kinds (links, stale work folders naming live
 foreign pids) are added by registering more functions."""
 
 from __future__ import annotations
@@ -155,9 +157,49 @@ def replace_table(exp: Path, data: st.DataObject) -> Damage:
     return Damage({df.at[i, "run_id"]}, table=False)
 
 
+OTHER = "initcwnd@ci"  # another experiment's stored runs, beside the folder: what a copied-in run comes from
+
+
+@damage("copy in a run of another experiment")
+def foreign_run(exp: Path, data: st.DataObject) -> Damage:
+    """Seen (issue 35 audit, session 8): verify "3 runs, ok", ls "3/2 done",
+    report a traceback."""
+    others = [d for d in verify.run_folders(exp.parent / (OTHER if exp.name != OTHER else NAME)) if d.is_dir()]
+    if not others:
+        return Damage()
+    other = data.draw(st.sampled_from(others), label="foreign run")
+    rid = other.name
+    if not os.path.lexists(exp / rid):
+        shutil.copytree(other, exp / rid)  # manifest and all: whole where it came from
+    return Damage({rid})
+
+
+@damage("claim a format of before manifests and drop the manifest")
+def downgraded(exp: Path, data: st.DataObject) -> Damage:
+    """Seen (issue 35 audit, session 8): format_version 3, plt_ms edited,
+    manifest.json removed: verify exit 0, report and grade took the run."""
+    records = []
+    for d in _runs(exp):
+        with contextlib.suppress(OSError, ValueError):
+            raw = json.loads((d / store.RECORD).read_text())
+            records += [(d, raw)] if isinstance(raw, dict) else []
+    if not records:
+        return Damage()
+    d, raw = data.draw(st.sampled_from(records), label="run")
+    raw["format_version"] = data.draw(st.sampled_from([1, 2, 3]), label="format claimed")
+    if data.draw(st.booleans(), label="and edit plt_ms") and isinstance(raw.get("summary"), dict):
+        raw["summary"]["plt_ms"] = 1.0
+    (d / store.RECORD).write_text(json.dumps(raw, indent=1, sort_keys=True))
+    if os.path.lexists(d / verify.MANIFEST):
+        (d / verify.MANIFEST).unlink()
+    return Damage({d.name})
+
+
 @pytest.fixture(scope="module")
 def base(tmp_path_factory) -> Path:
-    return stored_copy(NAME, tmp_path_factory.mktemp("stored") / "results").parent
+    root = tmp_path_factory.mktemp("stored") / "results"
+    stored_copy(OTHER, root)
+    return stored_copy(NAME, root).parent
 
 
 def _readable_records(exp: Path) -> list[store.RunRecord]:
@@ -349,7 +391,9 @@ RUN_IDS = {"1072698669c7", "b1a05207aa21"}
 
 @pytest.fixture(scope="module")
 def hostile_base(tmp_path_factory) -> Path:
-    return stored_copy(HOSTILE_NAME, tmp_path_factory.mktemp("stored") / "results").parent
+    root = tmp_path_factory.mktemp("stored") / "results"
+    stored_copy(NAME, root)  # the runs a copied-in run comes from
+    return stored_copy(HOSTILE_NAME, root).parent
 
 
 def _victims(t: Path, base: Path) -> list[Path]:

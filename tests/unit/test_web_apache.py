@@ -163,9 +163,13 @@ def test_a_pid_used_again_by_another_process_is_not_signalled(tmp_path):
         started = apache.start_ticks(foreign.pid)
         assert started is not None
         assert apache.stop_by_pidfile(pidf, timeout=1, started=started - 1) is False
+        # the same start time, another command line (a record forged or mixed up): not the server
+        assert apache.stop_by_pidfile(pidf, timeout=1, started=started, cmd=b"/usr/sbin/apache2\0-k\0start\0") \
+            is False
         time.sleep(0.2)
         assert foreign.poll() is None
-        assert apache.stop_by_pidfile(pidf, timeout=5, started=started) is True
+        assert apache.cmdline(foreign.pid) == b"sleep\x0060\x00"
+        assert apache.stop_by_pidfile(pidf, timeout=5, started=started, cmd=apache.cmdline(foreign.pid)) is True
         assert foreign.wait(timeout=5) == -15
     finally:
         if foreign.poll() is None:

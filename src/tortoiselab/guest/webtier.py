@@ -61,7 +61,8 @@ class WebLab:
         WEB_RUN.mkdir(parents=True, exist_ok=True)
         self.apache_key: tuple | None = None
         self.apache_pidfile: Path | None = None
-        self.started: dict[Path, int | None] = {}  # pid file -> its server's start time (web/apache.py)
+        # pid file -> its server's start time and command line (web/apache.py)
+        self.started: dict[Path, tuple[int | None, bytes | None]] = {}
         self.dns_key: tuple | None = None
         self.dns_proc: subprocess.Popen | None = None
 
@@ -106,7 +107,8 @@ class WebLab:
         pidfile.unlink(missing_ok=True)  # one left by an earlier boot names no server of this one
         self.ctx.ex.run(apache.apache_argv(conf), host=host)
         pid = apache.wait_for_pid(pidfile, timeout=APACHE_START_S, error_log=run_dir / apache.ERROR_LOG)
-        self.started[pidfile] = apache.start_ticks(pid)  # signalled later only while it is this server
+        # signalled later only while it is this server: its start time and command line
+        self.started[pidfile] = (apache.start_ticks(pid), apache.cmdline(pid))
         return pidfile
 
     def stop_apache(self) -> None:
@@ -118,8 +120,7 @@ class WebLab:
                         (self.ctx.work / f"{name}-{kind}.log").write_text(log.read_text()[-20000:])
         try:
             if self.apache_pidfile is not None:
-                apache.stop_by_pidfile(self.apache_pidfile, timeout=PROCESS_STOP_S,
-                                       started=self.started.pop(self.apache_pidfile, None))
+                self._stop(self.apache_pidfile)
         finally:
             try:
                 self._stop_other(self.origin_pidfile)
@@ -130,7 +131,12 @@ class WebLab:
     def _stop_other(self, pidfile: Path | None) -> None:
         """The origin's or the CDN host's Apache stopped, if it was started."""
         if pidfile is not None:
-            apache.stop_by_pidfile(pidfile, timeout=PROCESS_STOP_S, started=self.started.pop(pidfile, None))
+            self._stop(pidfile)
+
+    def _stop(self, pidfile: Path) -> None:
+        """The Apache of pidfile stopped, while its pid is the server started."""
+        started, cmd = self.started.pop(pidfile, (None, None))
+        apache.stop_by_pidfile(pidfile, timeout=PROCESS_STOP_S, started=started, cmd=cmd)
 
     def dns(self, names: dict[str, str]) -> None:
         key = tuple(sorted(names.items()))

@@ -10,7 +10,7 @@ from pathlib import Path
 from tortoiselab.host import safefs, slurm, store
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import RUN_TMP, probe_claim, stale_work
-from tortoiselab.spec.experiment import expand, load
+from tortoiselab.host.versions import folder_runs
 
 
 def list_experiments(results: Path) -> list[dict]:
@@ -21,22 +21,32 @@ def list_experiments(results: Path) -> list[dict]:
                         "points)", "total": None, "done": 0, "damaged": 0, "failed": 0, "in_progress": 0,
                         "running": 0, "slurm": {}})
             continue
-        exp_file = d / "experiment.yaml"
-        total = None
-        if os.path.lexists(exp_file):
-            try:
-                safefs.check_regular(exp_file, f"listing {d}")  # a FIFO would hang the listing
-                total = len(expand(load(exp_file, grid=d.name.partition("@")[2] or None)))
-            except (ValueError, OSError, *safefs.REFUSED):  # a listing must not fail on one bad file
-                total = None
+        ids = _sweep(d)
         recs = store.read_records(d, strict=False)
-        # an unreadable record is a damaged run, not a run (tortoise verify names it and the fix)
-        out.append({"experiment": d.name, "total": total, "done": sum(1 for r in recs if r.record is not None),
-                    "damaged": sum(1 for r in recs if r.record is None),
-                    "failed": sum(1 for r in recs if r.record is not None and not r.record.ok),
+        # an unreadable record is a damaged run, not a run, and a run not of the folder's sweep was copied in:
+        # neither is counted (tortoise verify names them and the fix)
+        foreign = [r for r in recs if ids is not None and r.run_dir.name not in ids]
+        mine = [r for r in recs if ids is None or r.run_dir.name in ids]
+        out.append({"experiment": d.name, "total": len(ids) if ids is not None else None,
+                    "done": sum(1 for r in mine if r.record is not None),
+                    "damaged": sum(1 for r in mine if r.record is None), "foreign": len(foreign),
+                    "failed": sum(1 for r in mine if r.record is not None and not r.record.ok),
                     "in_progress": len(stale_work(d)),
                     "running": _running(d), "slurm": slurm.status(d)})
     return out
+
+
+def _sweep(exp_dir: Path) -> frozenset[str] | None:
+    """The run ids of the folder's experiment (host/versions.folder_runs), or
+    None (a listing must not fail on one bad file)."""
+    exp_file = exp_dir / "experiment.yaml"
+    if not os.path.lexists(exp_file):
+        return None
+    try:
+        safefs.check_regular(exp_file, f"listing {exp_dir}")  # a FIFO would hang the listing
+    except (OSError, *safefs.REFUSED):
+        return None
+    return folder_runs(exp_dir)[0]
 
 
 def _running(exp_dir: Path) -> int:

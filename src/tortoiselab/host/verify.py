@@ -10,21 +10,30 @@ every file of the run folder but the manifest itself, by its path relative
 to the folder. `verify_folder` checks, for each run folder of an experiment:
 
 - the manifest: a file missing, a file the manifest does not list, a file
-  whose size or sha256 changed, a link. A record of format 3 or older
-  (host/store/) was written before manifests: noted, not failed;
+  whose size or sha256 changed, a link. A run without one is not verified,
+  whatever format its record claims (a format 3 record was written before
+  manifests, and any record can be edited to say 3): named, with the fix.
+  A folder honestly stored before manifests is adopted by name
+  (`tortoise verify FOLDER --adopt-unmanifested`, `adopt`): its manifests
+  are written over its files as they are now, which the user then trusts;
 - the record: readable and valid (host/store.read_record), and its run id
   the folder's name;
+- the run belongs here: its id is a run of the folder's experiment (its
+  experiment.yaml as the folder's grid runs it, host/versions.folder_runs);
+  a run copied in from another experiment is named ("not a run of ...");
 - runs.parquet against the records (host/tablediff.py): a row that differs
   in any column, or a row without a record, names its run. The table is a
   cache of the records: readers rebuild it (store.read_table), so a table
   that is unreadable or merely stale is named with the command that
   rewrites it.
 
-A damaged run (its manifest or its record fails) is what `tortoise report`,
-`grade` and the reproduction refuse (or leave out with --skip-damaged,
-`admitted`), and what a resume moves aside into <exp>/.damaged/<run_id>-<utc>/
-and redoes (`move_aside`, host/runner.run_experiment). Nothing here deletes
-anything.
+A run named by any of these is what `tortoise report`, `grade` and the
+reproduction refuse (or leave out with --skip-damaged, `admitted`); a
+damaged one (its manifest or its record fails) is what a resume moves aside
+into <exp>/.damaged/<run_id>-<utc>/ and redoes (`move_aside`,
+host/runner.run_experiment), while a run without a manifest that claims an
+old format, or one of another experiment, is left where it is for the user
+(adopt it, or move it out). Nothing here deletes anything.
 """
 
 from __future__ import annotations
@@ -42,7 +51,7 @@ from typing import Iterable, Iterator
 
 import pyarrow as pa
 
-from tortoiselab.host import readfiles, safefs, store
+from tortoiselab.host import readfiles, safefs, store, versions
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import claim, setup_lock
 from tortoiselab.host.store import files
@@ -52,7 +61,7 @@ MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
 FIRST_VERSION_WITH_MANIFEST = 4  # host/store.FORMAT_VERSION that began writing manifests
 RUN_ID = re.compile(r"^[0-9a-f]{12}$")
-NO_MANIFEST = "no manifest: written before manifests"
+ADOPT = "--adopt-unmanifested"
 
 
 class DamagedFolder(RunnerError):
@@ -213,8 +222,11 @@ def check_run(run_dir: Path) -> tuple[list[Problem], list[str]]:
         version = store.record_version(run_dir) if store.RECORD not in odd else None
         if version is not None and version >= FIRST_VERSION_WITH_MANIFEST:
             problems.append(Problem(rid, mf, f"missing: a record of format {version} is stored with one", fix))
-            return problems, []
-        return problems, [f"run {rid}: {NO_MANIFEST}"] if rec is not None else []
+        elif rec is not None:  # an unreadable record is named already
+            problems.append(Problem(rid, mf, f"missing: nothing shows its files are those stored (its record says "
+                                             f"format {version}, written before manifests, which any edit can "
+                                             "say)", adopt_fix(run_dir), redo=False))
+        return problems, []
     try:  # not a link nor a FIFO: _walk named those (host/safefs.py)
         listed = json.loads(safefs.read_bytes_regular(mf, doing=f"reading {mf}"))
         listed_files = listed["files"] if isinstance(listed, dict) else None
@@ -226,6 +238,44 @@ def check_run(run_dir: Path) -> tuple[list[Problem], list[str]]:
     now = {rel: dict(zip(("bytes", "sha256"), _digest(p))) for rel, p in present.items()}
     problems += [Problem(rid, run_dir / rel, what, fix) for rel, what in manifest_differences(listed_files, now)]
     return problems, []
+
+
+def adopt_fix(run_dir: Path) -> str:
+    """What to do about a run without a manifest whose record claims a
+    format of before manifests: adopt the folder, or move the run out and
+    run it again (a resume does not: it cannot tell such a run from one
+    stored before manifests)."""
+    exp_dir = Path(run_dir).parent
+    grid, aside = exp_dir.name.partition("@")[2], exp_dir / store.DAMAGED
+    return (f"if the folder was stored before manifests (format 3 or older) and you trust its files as they are "
+            f"now, `tortoise verify {exp_dir} {ADOPT}` writes their manifests; else move the run out (mkdir -p "
+            f"{aside} && mv {run_dir} {aside}/) and `tortoise run {exp_dir / 'experiment.yaml'}"
+            f"{f' --grid {grid}' if grid else ''} --results {exp_dir.parent}` runs it again")
+
+
+def check_membership(exp_dir: Path, dirs: list[Path]) -> tuple[list[Problem], list[str]]:
+    """The run folders whose id is not a run of the folder's experiment
+    (host/versions.folder_runs); when its runs cannot be known, those whose
+    record names another experiment, and a note saying why."""
+    exp_dir = Path(exp_dir)
+    ids, why = versions.folder_runs(exp_dir)
+    out, notes = [], []
+    for d in dirs:
+        move = f"move it out of {exp_dir} (back where it came from); no reader counts it while it is here"
+        if ids is not None and d.name not in ids:
+            out.append(Problem(d.name, d, f"not a run of {exp_dir.name} (no run of its experiment.yaml's sweep "
+                                          "has this id): copied from elsewhere?", move, redo=False))
+        elif ids is None and RUN_ID.match(d.name) and d.is_dir() and not d.is_symlink():
+            try:
+                name = store.read_record(d).experiment
+            except store.StoreError:
+                continue  # named by check_run
+            if name != exp_dir.name:
+                out.append(Problem(d.name, d, f"not a run of {exp_dir.name} (its record is of {name}): copied "
+                                              "from elsewhere?", move, redo=False))
+    if ids is None and dirs:
+        notes.append(f"its runs are checked by their records' experiment name, not by id: {why}")
+    return out, notes
 
 
 def rebuild_fix(exp_dir: Path) -> str:
@@ -274,11 +324,15 @@ def verify_folder(exp_dir: Path, run_ids: set[str] | None = None, table: bool = 
     """Every run folder of an experiment (run_ids: only these), then the table."""
     exp_dir = Path(exp_dir)
     out = FolderCheck(exp_dir)
-    for d in run_folders(exp_dir, run_ids):
+    dirs = run_folders(exp_dir, run_ids)
+    for d in dirs:
         problems, notes = check_run(d)
         out.problems += problems
         out.notes += notes
         out.runs += 1
+    problems, notes = check_membership(exp_dir, dirs)
+    out.problems += problems
+    out.notes += notes
     if table:
         problems, notes = check_table(exp_dir, store.read_records(exp_dir, run_ids, strict=False))
         out.problems += problems
@@ -310,20 +364,49 @@ def format_checks(checks: list[FolderCheck]) -> str:
         lines.append(f"{c.exp_dir}: {c.runs} runs, " + (f"{len(runs)} failing: {', '.join(runs)}" if runs else
                                                           "table failing" if c.problems else "ok"))
         lines += problem_lines(c.problems)
-        no_manifest = [n for n in c.notes if n.endswith(NO_MANIFEST)]
-        lines += [f"  note: {n}" for n in c.notes if not n.endswith(NO_MANIFEST)]
-        if no_manifest:
-            lines.append(f"  note: {len(no_manifest)} runs have {NO_MANIFEST} (their records and the table are "
-                         "still checked)")
+        lines += [f"  note: {n}" for n in c.notes]
     return "\n".join(lines)
 
 
-def cli_verify(folder: Path, rebuild_table: bool = False) -> int:
-    """`tortoise verify FOLDER`: 0 when every run and table is whole, 1 otherwise."""
+def unmanifested(check: FolderCheck) -> list[str]:
+    """The runs of a check whose one problem is a missing manifest under a
+    record of format 3 or older: what adopt takes."""
+    by_run: dict[str, list[Problem]] = {}
+    for p in check.problems:
+        if p.run:
+            by_run.setdefault(p.run, []).append(p)
+    return sorted(r for r, ps in by_run.items()
+                  if len(ps) == 1 and ps[0].file.name == MANIFEST and not ps[0].redo)
+
+
+def adopt(check: FolderCheck) -> list[str]:
+    """Write the manifest of every run `unmanifested` names, over its files
+    as they are now (under the folder's set-up lock and each run's claim);
+    returns a line per run. A run with any other problem is not adopted."""
+    lines = []
+    with setup_lock(check.exp_dir):
+        for rid in unmanifested(check):
+            with claim(check.exp_dir, rid):
+                again = verify_folder(check.exp_dir, {rid}, table=False)
+                if unmanifested(again) == [rid]:
+                    write_manifest(check.exp_dir / rid)
+                    lines.append(f"adopted {check.exp_dir / rid}: wrote its {MANIFEST} over its files as they are "
+                                 "now (trusted as stored: nothing showed whether they had been changed)")
+    return lines
+
+
+def cli_verify(folder: Path, rebuild_table: bool = False, adopt_unmanifested: bool = False) -> int:
+    """`tortoise verify FOLDER`: 0 when every run and table is whole, 1
+    otherwise; with adopt_unmanifested, runs stored before manifests get
+    theirs first (adopt)."""
     checks = [verify_folder(d) for d in experiment_folders(folder)]
     if not checks:
         print(f"{folder}: no experiment folders")
         return 0
+    if adopt_unmanifested:
+        lines = [line for c in checks for line in adopt(c)]
+        print("\n".join(lines) if lines else "adopt: no run without a manifest to adopt")
+        checks = [verify_folder(c.exp_dir) for c in checks]
     if rebuild_table:
         for c in checks:
             if any(p.file.name == store.TABLE for p in c.problems) or any(store.TABLE in n for n in c.notes):
@@ -358,7 +441,8 @@ def admitted(folders: Iterable[Path], skip_damaged: bool, what: str) -> Iterator
                             + "\n".join(problem_lines(problems))
                             + f"\n  or go on without them: {what} --skip-damaged")
     with store.leaving_out(damaged.values()):
-        yield [f"left out (damaged): {k}: " + "; ".join(f"{p.file.name}: {p.what}" for p in problems
+        yield [f"left out (damaged): {k}: " + "; ".join(f"{p.file.name + ': ' if p.file != v else ''}{p.what}"
+                                                       for p in problems
                                                        if p.run == Path(v).name and p.file.is_relative_to(v))
                for k, v in sorted(damaged.items())]
 

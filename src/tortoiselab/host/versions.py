@@ -15,6 +15,10 @@ same sweep: the same hash. A folder made before the hash existed is taken
 if its experiment.yaml expands to the same runs (the hash is then written),
 refused if not; a folder without either is refused if it holds a run the
 sweep does not have.
+
+Readers ask the same question of every run folder (`folder_runs`, used by
+host/verify.py): a run whose id is not a run of the folder's experiment
+was copied in from elsewhere and is named and left out, never pooled.
 """
 
 from __future__ import annotations
@@ -28,8 +32,11 @@ from typing import Any
 from tortoiselab.host import safefs
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.store import files
-from tortoiselab.spec.experiment import Experiment, ExperimentError, RunSpec, expand, load
+from pydantic import ValidationError
+
+from tortoiselab.spec.experiment import Experiment, ExperimentError, RunSpec, apply_grid, expand, load
 from tortoiselab.spec.sweep import canonical
+from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
 
 RECORD = "experiment.json"
 RUN_DIR = re.compile(r"^[0-9a-f]{12}$")
@@ -149,3 +156,34 @@ def one_experiment(exp_dir: Path, exp: Experiment, runs: list[RunSpec]) -> None:
     found = _parse(exp_dir, data) if data is not None else _record(exp_dir, mine)
     if found is not None and found.get("sha256") != mine["sha256"]:
         raise _refuse(exp_dir, exp, _why_other(exp_dir, exp, grid, found.get("runs")))
+
+
+def folder_runs(exp_dir: Path) -> tuple[frozenset[str] | None, str]:
+    """(the run ids of the folder's experiment: its experiment.yaml as the
+    folder's grid runs it, checked against experiment.json's hash when there
+    is one; "") or (None, why they cannot be known). The folder's grid alone
+    is expanded (its other grids are not checked: a reader's question)."""
+    exp_dir = Path(exp_dir)
+    f = exp_dir / "experiment.yaml"
+    try:
+        data = _read_no_follow(f)
+        if data is None:
+            return None, f"it has no experiment.yaml (the runner copies the file there at the folder's first run)"
+        raw = read_yaml(f, "experiment file")
+        if not isinstance(raw, dict):
+            raise ExperimentError("not a mapping")
+        exp = apply_grid(Experiment(**raw), exp_dir.name.partition("@")[2] or None)
+        ids = [r.run_id for r in expand(exp)]
+    except (OtherVersion, YamlFileError, ExperimentError, ValidationError, ValueError, OSError,
+            *safefs.REFUSED) as exc:
+        return None, f"its experiment.yaml does not give its runs ({str(exc).splitlines()[0][:200]})"
+    recorded = _read_no_follow(exp_dir / RECORD)
+    if recorded is not None:
+        try:
+            found = _parse(exp_dir, recorded)
+        except OtherVersion as exc:
+            return None, str(exc).split("; ")[0]
+        if found.get("sha256") != version(exp.name, ids)["sha256"]:
+            return None, (f"its experiment.yaml expands to other runs than {RECORD} records "
+                          f"({found.get('runs')} runs): edited after the folder's first run?")
+    return frozenset(ids), ""

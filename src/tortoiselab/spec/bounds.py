@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 MAX_RUNS = 100_000
@@ -35,11 +37,56 @@ MAX_FOLDER_NAME = CN_MAX - len(CA_LABEL) - len(RSA_SUFFIX)
 # upper bound)
 EXACT_EXCLUSIONS = 12
 ENUMERATE_MAX = 100_000
+# what the exclusions cost before a run is counted or built: the points of
+# the sweep before them (each walked once, tested against the exclusions) and
+# the exclusions themselves (the shipped experiments: 2,700 points and 52
+# exclusions at most)
+MAX_SWEEP_POINTS = 100_000
+MAX_EXCLUSIONS = 1_000
+# each point is tested once per set of axes the exclusions name (about 0.2 us
+# a test): at most this many tests, some 0.5 s (the shipped: 124 points x 1 set at most)
+MAX_EXCLUSION_TESTS = 2_000_000
 
 
-def _matches(value: Any, wanted: Any) -> bool:
-    """An exclusion's test of one axis value (as spec/experiment.py's: ==)."""
-    return bool(value == wanted)
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in for a YAML value, equal (==) where the values are:
+    lists as tuples, mappings and sets as frozensets."""
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return frozenset((k, _frozen(v)) for k, v in value.items())
+    if isinstance(value, set):
+        return frozenset(value)
+    return value
+
+
+def _classes(values: list[Any]) -> tuple[list[int], dict[Any, int]]:
+    """(each value's class, the class of each distinct value): the index of
+    the first value equal to it, so that equal values test alike."""
+    first: dict[Any, int] = {}
+    return [first.setdefault(_frozen(v), i) for i, v in enumerate(values)], first
+
+
+def _excluded_test(keys: list[str], classes: dict[str, tuple[list[int], dict[Any, int]]],
+                   exclude: list[dict[str, Any]]) -> Callable[[tuple[int, ...]], bool]:
+    """Whether a point, given as the classes of its values on `keys`, matches
+    an exclusion (as `all(point.get(k) == v)` would): one set lookup per
+    set of axes the exclusions name, not one test per exclusion. A key that
+    is no axis is None at every point (expand reports the key)."""
+    shapes: dict[tuple[int, ...], set[Any]] = {}
+    for ex in exclude:
+        if any(k not in classes and v is not None for k, v in ex.items()):
+            continue  # None never equals the value: no point matches
+        named = sorted((keys.index(k), classes[k][1].get(_frozen(v), -1)) for k, v in ex.items() if k in classes)
+        if any(c < 0 for _, c in named):
+            continue  # a value the axis does not have
+        shape = tuple(i for i, _ in named)
+        shapes.setdefault(shape, set()).add(tuple(c for _, c in named))
+    if () in shapes:
+        return lambda point: True  # an exclusion that names no axis drops every point
+    tests = [(operator.itemgetter(*shape), wanted if len(shape) > 1 else {c for (c,) in wanted})
+             for shape, wanted in shapes.items()]
+    return lambda point: any(get(point) in wanted for get, wanted in tests)
 
 
 def _subset_count(sweep: dict[str, list[Any]], constraints: list[dict[str, Any]]) -> int:
@@ -53,19 +100,31 @@ def _subset_count(sweep: dict[str, list[Any]], constraints: list[dict[str, Any]]
         if k not in merged:
             n *= size
             continue
-        n *= sum(1 for val in sweep[k] if all(_matches(val, w) for w in merged[k]))
+        n *= sum(1 for val in sweep[k] if all(val == w for w in merged[k]))
         if n == 0:
             return 0
     # a key that is no axis: a point has None there (expand reports the key)
     return n if all(all(w is None for w in ws) for k, ws in merged.items() if k not in sweep) else 0
 
 
+def _walk(sweep: dict[str, list[Any]], exclude: list[dict[str, Any]]) -> Iterator[tuple[int, ...]]:
+    """The indices of the sweep's points the exclusions leave, in the
+    sweep's order, one at a time."""
+    keys = list(sweep)
+    classes = {k: _classes(sweep[k]) for k in keys}
+    excluded = _excluded_test(keys, classes, exclude)
+    indices = itertools.product(*(range(len(sweep[k])) for k in keys))
+    for index, point in zip(indices, itertools.product(*(classes[k][0] for k in keys))):
+        if not excluded(point):
+            yield index
+
+
 def sweep_points(sweep: dict[str, list[Any]], exclude: list[dict[str, Any]]) -> tuple[int, bool]:
     """(points of the sweep left by the exclusions, whether that is exact):
     the product of the axes' lengths, less the excluded points, counted
     without building the sweep. Exact by inclusion-exclusion over up to
-    EXACT_EXCLUSIONS exclusions, or by walking the excluded axes alone;
-    otherwise the product, an upper bound."""
+    EXACT_EXCLUSIONS exclusions, or by walking the excluded axes alone (up to
+    ENUMERATE_MAX of their points); otherwise the product, an upper bound."""
     total = math.prod(len(v) for v in sweep.values())
     if not all(exclude):
         return 0, True  # an empty exclusion drops every point (expand says so)
@@ -82,8 +141,7 @@ def sweep_points(sweep: dict[str, list[Any]], exclude: list[dict[str, Any]]) -> 
     sub = math.prod(len(sweep[k]) for k in axes)
     if sub > ENUMERATE_MAX:
         return total, False
-    left = sum(1 for combo in itertools.product(*(sweep[k] for k in axes))
-               if not any(_subset_count({k: [v] for k, v in zip(axes, combo)}, [ex]) for ex in live))
+    left = sum(1 for _ in _walk({k: sweep[k] for k in axes}, live))
     return left * (total // sub if sub else 0), True
 
 
@@ -110,8 +168,38 @@ def run_count(exp: Any) -> tuple[int, bool]:
     return points * users * exp.repetitions, exact and fixed_users
 
 
+def exclusion_problem(exp: Any, where: str = "") -> str | None:
+    """Why the exclusions would cost too much to apply, with the fix: more
+    than MAX_EXCLUSIONS of them, or a sweep of more than MAX_SWEEP_POINTS
+    points before them (each point is walked to leave the excluded ones out);
+    None if neither."""
+    if len(exp.exclude) > MAX_EXCLUSIONS:
+        return (f"{where}exclude: {len(exp.exclude):,} exclusions; at most {MAX_EXCLUSIONS:,} are accepted (each "
+                "is tested at every point of the sweep): leave values out of the sweep's axes instead, or name "
+                "fewer axes in an exclusion ({server.cc: hybla} drops every hybla point)")
+    total = math.prod(len(v) for v in exp.sweep.values())
+    if exp.exclude and total > MAX_SWEEP_POINTS:
+        axes = " x ".join(str(len(v)) for v in exp.sweep.values())
+        return (f"{where}sweep: {total:,} points ({axes} values) before the exclusions; at most "
+                f"{MAX_SWEEP_POINTS:,} are accepted with an exclude: list (every point is walked to leave the "
+                "excluded ones out): give the sweep's axes fewer values, or split it into grids (grids:, "
+                "tortoise run --grid NAME)")
+    shapes = len({frozenset(ex) for ex in exp.exclude})
+    if total * shapes > MAX_EXCLUSION_TESTS:
+        return (f"{where}exclude: the exclusions name {shapes:,} different sets of axes, each tested at every one "
+                f"of the sweep's {total:,} points: {total * shapes:,} tests, at most {MAX_EXCLUSION_TESTS:,} are "
+                "accepted: name the same axes in every exclusion (e.g. each {server.cc: ..., path.loss_pct: ...}), "
+                "or give the sweep's axes fewer values")
+    return None
+
+
 def size_problem(exp: Any, where: str = "") -> str | None:
-    """Why the experiment is too large to run, with the fix; None if it is not."""
+    """Why the experiment is too large to run, with the fix; None if it is
+    not. The exclusions' own cost (exclusion_problem) is checked first, so
+    that counting the runs is bounded too."""
+    problem = exclusion_problem(exp, where)
+    if problem:
+        return problem
     runs, exact = run_count(exp)
     if runs <= MAX_RUNS:
         return None
@@ -144,13 +232,14 @@ def name_problems(exp: Any) -> list[str]:
     return out
 
 
-def points(exp: Any, errors: list[str]) -> list[dict[str, Any]]:
-    """The sweep's points left by the exclusions, built only when the
-    experiment is within MAX_RUNS; else none, the reason appended to errors."""
+def points(exp: Any, errors: list[str]) -> Iterator[dict[str, Any]]:
+    """The sweep's points left by the exclusions, made one at a time in the
+    sweep's order as they are consumed, when the experiment is within its
+    bounds (size_problem, checked at once); else none, the reason appended
+    to errors."""
     problem = size_problem(exp)
     if problem:
         errors.append(problem)
-        return []
+        return iter(())
     keys = list(exp.sweep)
-    pts = [dict(zip(keys, combo)) for combo in itertools.product(*(exp.sweep[k] for k in keys))] or [{}]
-    return [p for p in pts if not any(all(p.get(k) == v for k, v in ex.items()) for ex in exp.exclude)]
+    return ({k: exp.sweep[k][i] for k, i in zip(keys, index)} for index in _walk(exp.sweep, exp.exclude))

@@ -317,7 +317,7 @@ def _where(grid: str) -> str:
 
 
 def _points(exp: Experiment) -> list[dict[str, Any]]:  # the sweep's points (spec/bounds.py: none above the cap)
-    return sweep_points(exp, [])
+    return list(sweep_points(exp, []))
 
 
 def expand(exp: Experiment) -> list[RunSpec]:
@@ -332,10 +332,9 @@ def expand(exp: Experiment) -> list[RunSpec]:
         for k in ex:
             if k not in exp.sweep:
                 errors.append(f"exclude: {k!r} is not a sweep axis ({', '.join(exp.sweep) or 'none'})")
-    points = sweep_points(exp, errors)  # none when the sweep is too large to run (spec/bounds.py)
-    if not points and not errors:
-        errors.append("exclude: the exclusions leave no point of the sweep to run; remove one")
-    for point in points:
+    points = sweep_points(exp, errors)  # made as they are used; none when too large (spec/bounds.py)
+    n_points = 0
+    for n_points, point in enumerate(points, 1):
         base = {"path": copy.deepcopy(exp.path), "server": copy.deepcopy(exp.server),
                 "client": copy.deepcopy(exp.client)}
         if exp.topology:
@@ -367,6 +366,8 @@ def expand(exp: Experiment) -> list[RunSpec]:
                             else {"rep": rep} if exp.paired else {"config": conf, "rep": rep})
                 seed = int(hashlib.sha256(_canonical({"seed": exp.seed, **seed_key}).encode()).hexdigest()[:15], 16)
                 runs.append(RunSpec(exp.name, run_id, run_point, rep, seed, conf, resolved, cfg))
+    if not n_points and not errors:
+        errors.append("exclude: the exclusions leave no point of the sweep to run; remove one")
     if errors:
         raise ExperimentError("\n".join(dict.fromkeys(errors)))
     return runs

@@ -19,7 +19,8 @@ when it listens. Stop it by that pid: `stop_by_pidfile(pid_file, started=...)` s
 SIGTERM to the recorded pid and waits (or run `apache_stop_argv(conf)`, which does the
 same through httpd). `running(...)` wraps both as a context manager. A pid
 is signalled only while it is the server that wrote it: `started`, its start
-time read when it came up (`start_ticks`), must still match, so a pid file
+time read when it came up (`start_ticks`), and `cmd`, its command line then
+(`cmdline`), must still match, so a pid file
 left over, with its pid used again by another process, ends nothing (as
 host/procid.py does for the host's recorded pids).
 """
@@ -228,8 +229,20 @@ def start_ticks(pid: int) -> int | None:
         return None
 
 
-def _same(pid: int, started: int | None) -> bool:
-    return started is None or start_ticks(pid) == started
+def cmdline(pid: int) -> bytes | None:
+    """A process's command line (/proc/<pid>/cmdline: its argv, each
+    followed by a NUL), or None if there is no such process."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def _same(pid: int, started: int | None, cmd: bytes | None = None) -> bool:
+    """Whether pid is still the server recorded: its start time and (cmd
+    given) its command line as they were when it came up."""
+    return (started is None or start_ticks(pid) == started) and (cmd is None or cmdline(pid) == cmd)
 
 
 def wait_for_pid(pid_path: Path, timeout: float = 10.0, error_log: Path | None = None) -> int:
@@ -246,22 +259,23 @@ def wait_for_pid(pid_path: Path, timeout: float = 10.0, error_log: Path | None =
     raise RuntimeError(f"apache did not write {pid_path} within {timeout} s. {tail}")
 
 
-def stop_by_pidfile(pid_path: Path, timeout: float = 10.0, started: int | None = None) -> bool:
+def stop_by_pidfile(pid_path: Path, timeout: float = 10.0, started: int | None = None,
+                    cmd: bytes | None = None) -> bool:
     """SIGTERM the pid recorded in pid_path (httpd's parent: it stops its
     children and removes the file) and wait until it is gone. Returns False
-    if there was nothing to stop, or (started given: its start_ticks when it
-    came up) if the pid is another process's now; SIGKILLs the recorded pid
-    after timeout, if it still is that server."""
+    if there was nothing to stop, or (started, cmd given: its start_ticks
+    and cmdline when it came up) if the pid is another process's now;
+    SIGKILLs the recorded pid after timeout, if it still is that server."""
     pid = read_pid(pid_path)
-    if pid is None or not _alive(pid) or not _same(pid, started):
+    if pid is None or not _alive(pid) or not _same(pid, started, cmd):
         return False
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not _alive(pid) or not _same(pid, started):
+        if not _alive(pid) or not _same(pid, started, cmd):
             return True
         time.sleep(0.05)
-    if _same(pid, started):
+    if _same(pid, started, cmd):
         os.kill(pid, signal.SIGKILL)
     return True
 
@@ -279,11 +293,11 @@ def running(conf_path: Path, *, run: Callable[[list[str]], object] | None = None
         raise RuntimeError(f"{pidf} names a running process; stop it first")
     pidf.unlink(missing_ok=True)  # a stale one (its pid not running) is not the new server's
     (run or (lambda argv: subprocess.run(argv, check=True)))(apache_argv(conf_path))
-    started = None
+    started, cmd = None, None
     try:
         pid = wait_for_pid(pidf, timeout, err)
-        started = start_ticks(pid)
+        started, cmd = start_ticks(pid), cmdline(pid)
         yield pid
     finally:
         # before it came up, the file can only be the new server's (the stale one is gone)
-        stop_by_pidfile(pidf, timeout, started)
+        stop_by_pidfile(pidf, timeout, started, cmd)
