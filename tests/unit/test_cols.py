@@ -1,11 +1,13 @@
 """The registry of the runs table's column names (spec/cols.py): every name
 in it is a column of the table the store writes (host/columns.py), and no
-module spells one of its names as a bare string (issue 40: one registry,
-used by the store, the report, the studies and the figures)."""
+module or notebook spells one of its names as a bare string (issue 40: one
+registry, used by the store, the report, the studies, the figures and the
+notebooks)."""
 
 from __future__ import annotations
 
 import io
+import json
 import re
 import tokenize
 import typing
@@ -14,7 +16,7 @@ import pandas as pd
 import pytest
 
 from tortoiselab.host.columns import COLUMNS, SUMMARY_METRICS, topology_cells
-from tortoiselab.project import PKG_DIR
+from tortoiselab.project import PKG_DIR, REPO_DIR
 from tortoiselab.spec import cols
 from tortoiselab.studies.measure import ok_rows
 
@@ -74,15 +76,29 @@ def test_the_registry_lists_every_topology_parameter():
     assert (cells[cols.CDN_RTT], cells[cols.CLIENTS], cells[cols.BULK_FLOWS]) == (27, 2, None)
 
 
-def _bare(path) -> list[str]:
-    """The registered names a module spells as a string literal of its own."""
+def _bare_in(source: str, where: str) -> list[str]:
+    """The registered names a piece of Python source spells as a string
+    literal of its own, each as "<where>:<line>: <literal>"."""
     values = set(NAMES.values())
     out = []
-    for t in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+    for t in tokenize.generate_tokens(io.StringIO(source).readline):
         if t.type == tokenize.STRING and not t.string.startswith(('"""', "'''")) and t.string[0] in "\"'" \
                 and t.string[1:-1] in values:
-            out.append(f"{path.relative_to(PKG_DIR)}:{t.start[0]}: {t.string}")
+            out.append(f"{where}:{t.start[0]}: {t.string}")
     return out
+
+
+def _bare(path) -> list[str]:
+    """The registered names a module spells as a string literal of its own."""
+    return _bare_in(path.read_text(), str(path.relative_to(PKG_DIR)))
+
+
+def _bare_in_notebook(path, root=REPO_DIR) -> list[str]:
+    """The registered names a notebook's code cells spell as string
+    literals (markdown cells are prose, as docstrings are)."""
+    cells = json.loads(path.read_text())["cells"]
+    return [h for i, c in enumerate(cells) if c["cell_type"] == "code"
+            for h in _bare_in("".join(c["source"]), f"{path.relative_to(root)} cell {i}")]
 
 
 def test_no_module_spells_a_registered_column_itself():
@@ -95,6 +111,27 @@ def test_no_module_spells_a_registered_column_itself():
     hits = [h for p in sorted(PKG_DIR.rglob("*.py")) if str(p.relative_to(PKG_DIR)) not in own
             and not str(p.relative_to(PKG_DIR)).startswith(outside) for h in _bare(p)]
     assert not hits, "spell these through spec/cols.py:\n" + "\n".join(hits)
+
+
+def test_no_notebook_spells_a_registered_column_itself():
+    """The notebooks (notebooks/*.ipynb) read columns as the modules do,
+    `from tortoiselab.spec import cols` then cols.CC, cols.PLT,
+    cols.metric("plt_over_floor"): the rule above over their code cells."""
+    notebooks = sorted((REPO_DIR / "notebooks").glob("*.ipynb"))
+    assert len(notebooks) >= 5
+    hits = [h for p in notebooks for h in _bare_in_notebook(p)]
+    assert not hits, "spell these through spec/cols.py (from tortoiselab.spec import cols):\n" + "\n".join(hits)
+
+
+def test_the_notebook_check_can_fail(tmp_path):
+    """A bare name in a code cell is found with its cell and line; the same
+    name in a markdown cell is not."""
+    nb = {"cells": [{"cell_type": "markdown", "source": ["runs of `\"server.cc\"`\n"]},
+                    {"cell_type": "code", "source": ["x = 1\n", "ok.groupby([\"path.region\", cols.CC])\n"]},
+                    {"cell_type": "code", "source": ["print(len(ok))\n", "y = 'plt_ms'\n"]}]}
+    bad = tmp_path / "n.ipynb"
+    bad.write_text(json.dumps(nb))
+    assert _bare_in_notebook(bad, tmp_path) == ['n.ipynb cell 1:2: "path.region"', "n.ipynb cell 2:2: 'plt_ms'"]
 
 
 # a column in the keyword spelling (path__region=..., or "server__cc" as a key): sections of the table's columns
