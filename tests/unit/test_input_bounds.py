@@ -101,24 +101,30 @@ def _limit_memory() -> None:  # the child: 1 GB of address space at most (the un
     resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 
 
+def _measured(tmp_path: Path, text: str, command: str, timeout_s: int) -> tuple[subprocess.CompletedProcess, dict]:
+    """`tortoise <command>` on an experiment file of this text, in a child
+    under _limit_memory: the process and its measure (_MEASURE's rc,
+    seconds, peak_mb); `run` with --results tmp_path/results."""
+    f = _write(tmp_path, text)
+    argv = [str(f)] + (["--results", str(tmp_path / "results")] if command == "run" else [])
+    p = subprocess.run([sys.executable, "-c", _MEASURE, command, *argv], capture_output=True, text=True,
+                       timeout=timeout_s, preexec_fn=_limit_memory, cwd=tmp_path,
+                       env={**os.environ, "PYTHONPATH": str(SRC)})
+    assert p.stdout, p.stderr[-2000:]
+    return p, json.loads(p.stdout.splitlines()[-1])
+
+
 @pytest.mark.parametrize("command", ["validate", "run"])
 def test_a_sweep_of_a_billion_points_is_refused_in_a_second_and_200_mb(tmp_path, command):
     """Seen: 10^6 points, validate still running after 60 s at 1.2 GB;
     10^9: MemoryError under ulimit -v 3G, without it the machine's memory."""
-    f = _write(tmp_path, BIG)
-    results = tmp_path / "results"
-    argv = [str(f)] + (["--results", str(results)] if command == "run" else [])
-    p = subprocess.run([sys.executable, "-c", _MEASURE, command, *argv], capture_output=True, text=True,
-                       timeout=120, preexec_fn=_limit_memory, cwd=tmp_path,
-                       env={**os.environ, "PYTHONPATH": str(SRC)})
-    assert p.stdout, p.stderr[-2000:]
-    out = json.loads(p.stdout.splitlines()[-1])
+    p, out = _measured(tmp_path, BIG, command, timeout_s=120)
     assert out["rc"] == 2
     assert "sweep: 1,000,000,000 runs (1000 x 1000 x 1000 values x 1 repetitions)" in p.stderr
     assert "at most 100,000 runs" in p.stderr and "give fewer values or repetitions" in p.stderr
     assert out["seconds"] < 1.0, out
     assert out["peak_mb"] < 200, out
-    assert not results.exists()  # run: nothing made
+    assert not (tmp_path / "results").exists()  # run: nothing made
 
 
 def test_the_refusal_says_the_cap_why_and_the_fix(tmp_path):
@@ -177,20 +183,13 @@ def test_a_huge_sweep_cut_by_exclusions_is_refused_in_a_second_and_200_mb(tmp_pa
     counted after the exclusions) and was then built whole: MemoryError at
     2.95 GB after 11.6 s under ulimit -v 3000000; the 10^7 one took 101 s
     and 2.0 GB."""
-    f = _write(tmp_path, text)
-    results = tmp_path / "results"
-    argv = [str(f)] + (["--results", str(results)] if command == "run" else [])
-    p = subprocess.run([sys.executable, "-c", _MEASURE, command, *argv], capture_output=True, text=True,
-                       timeout=300, preexec_fn=_limit_memory, cwd=tmp_path,
-                       env={**os.environ, "PYTHONPATH": str(SRC)})
-    assert p.stdout, p.stderr[-2000:]
-    out = json.loads(p.stdout.splitlines()[-1])
+    p, out = _measured(tmp_path, text, command, timeout_s=300)
     assert out["rc"] == 2, p.stderr[-2000:]
     assert f"sweep: {points} before the exclusions; at most 100,000 are accepted with an exclude: list" in p.stderr
     assert "give the sweep's axes fewer values, or split it into grids" in p.stderr
     assert out["seconds"] < 1.0, out
     assert out["peak_mb"] < 200, out
-    assert not results.exists()
+    assert not (tmp_path / "results").exists()
 
 
 def test_too_many_exclusions_are_refused(tmp_path):
