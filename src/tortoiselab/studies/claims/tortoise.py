@@ -102,11 +102,12 @@ def _geo(region: str) -> str:
 def weakest(ms: dict, what: str) -> Measurement:
     """The intersection-union reading of "every one of these comparisons
     improves" (Berger 1982: each tested at the family's level, no further
-    correction): the comparison that decides it, whose value, interval, p
-    and power the row shows: one significantly the other way if there is
-    one (it refutes the claim), else a tie by construction if there is one
-    (the lab cannot tell that arm apart), else the one with the largest p.
-    The others are listed in the detail."""
+    correction): a composite measurement whose parts are the comparisons
+    (Measurement.parts). The row is decided by registry.deciding, which
+    judges each part by the claim's rule at the family's level and shows
+    the one that decides (disagree before inconclusive, ...). Until then
+    it shows, at 0.05, one significantly the other way if there is one,
+    else a tie by construction, else the one with the largest p."""
     def p_of(k):
         return ms[k].p_value if ms[k].p_value is not None else 1.0
     worse = [k for k in ms if ms[k].p_value is not None and ms[k].low > 0]
@@ -116,7 +117,8 @@ def weakest(ms: dict, what: str) -> Measurement:
     return replace(ms[k], tie=f"{_name(k)}: {ms[k].tie}" if ms[k].tie else "",
                    detail=f"{what}: all {len(ms)} must improve; shown, {why}: {_name(k)}; "
                           + "; ".join(f"{_name(j)} {ms[j].text()}" for j in ms)
-                          + f"; shown comparison: {ms[k].detail}")
+                          + f"; shown comparison: {ms[k].detail}",
+                   parts=tuple((_name(j), ms[j]) for j in ms), composite=what)
 
 
 def _name(k) -> str:
