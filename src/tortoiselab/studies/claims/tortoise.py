@@ -179,15 +179,33 @@ def _judge_screen(m: Measurement) -> tuple[str, str]:
     return "disagree", f"the algorithms differ, and only {int(m.value)} of LinkedIn's three are faster than the median"
 
 
+# "the same median" in the screen: within 10 us. The loader stores times rounded to 1 us (client/timeline.py, ms), and
+# a median of an even count halves that; 10 us is ten of those steps and a thousandth of the smallest effect of
+# interest on these ~200 ms loads (5 %, 10 ms): medians this close are one load, not a ranking (docs/statistics.md)
+SAME_MEDIAN_MS = 0.01
+
+
+def largest_tie(med: pd.Series, tol_ms: float = SAME_MEDIAN_MS) -> tuple[int, float, float]:
+    """The most medians that lie within tol_ms of one another (a window of
+    width tol_ms over the sorted medians): (count, lowest, highest)."""
+    v = np.sort(med.to_numpy(float))
+    if v.size == 0:
+        return 0, math.nan, math.nan
+    ends = np.searchsorted(v, v + tol_ms, side="right")  # window [v[i], v[i] + tol_ms]
+    i = int(np.argmax(ends - np.arange(v.size)))
+    return int(ends[i] - i), float(v[i]), float(v[ends[i] - 1])
+
+
 def _screen_tie(med: pd.Series) -> str:
-    """A tie by construction: half the algorithms or more share one median
-    exactly (a load that ends in slow start runs the same in all of them)."""
-    top = int(med.value_counts().max())
+    """A tie by construction: half the algorithms or more give the same
+    median, within SAME_MEDIAN_MS (a load that ends in slow start runs the
+    same in all of them, up to the loader's microsecond timing)."""
+    top, low, high = largest_tie(med)
     if 2 * top < len(med):
         return ""
-    return (f"{top} of {len(med)} algorithms give exactly the same median ({med.value_counts().idxmax():.0f} ms): "
-            "the load ends before their congestion avoidance differs, a tie by construction; testable on paths where "
-            "losses occur within the load (the rich profile, or more loss)")
+    return (f"{top} of {len(med)} algorithms give the same median within {1000 * SAME_MEDIAN_MS:g} us "
+            f"({low:.4f}-{high:.4f} ms): the load ends before their congestion avoidance differs, a tie by "
+            "construction; testable on paths where losses occur within the load (the rich profile, or more loss)")
 
 
 def _variant(cid: str, pset: str) -> dict:
