@@ -281,3 +281,18 @@ def test_the_power_simulation_runs_the_verdicts_own_test():
                 sides += 1
                 assert side[i] == np.sign(r.estimate) == (1 if r.low > 0 else -1)
     assert sides > 10
+
+
+def test_equivalence_power_is_that_of_the_test_the_label_is_read_from():
+    """reno_beta.low-loss-similar showed power 1.00 with 5 pairs (a 95 %
+    bootstrap CI), although its exact sign-flip test never reaches p <
+    0.0625 there, so its interval is unbounded whatever the pairs: the
+    power of that test at the family's level is 0."""
+    m = _normal_pilot(0.005, 5)  # five tight pairs: a bootstrap CI lies well within +-5 %
+    e = pw.Effect("equivalence", margin=5)
+    assert pw.power(m, e) == 0.0
+    assert pw.power(m, e, alpha=0.05 / 3) == 0.0
+    tight = _normal_pilot(0.005, 500)
+    assert pw.power(tight, e, 6) > 0.9  # 2/2^6 < 0.05: the interval can close
+    assert pw.power(tight, e, 6, alpha=0.05 / 3) == 0.0  # but not at 0.05 / 3 (2/2^6 = 0.031)
+    assert pw.power(tight, e, 8, alpha=0.05 / 3) > 0.9
