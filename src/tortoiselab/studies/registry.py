@@ -24,7 +24,7 @@ from tortoiselab.studies.claims import coalescing, cubic_plus, initcwnd, reno, t
 from tortoiselab.studies.data import (current_points, experiment_name, load_runs, of_loader, report_grids,
                                      study_folder)
 from tortoiselab.studies import power as pw
-from tortoiselab.studies.measure import at_level
+from tortoiselab.studies.measure import STATISTICS, at_level
 from tortoiselab.studies.model import ALPHA, SEEDS, Claim, Measurement, NoData, Study, Verdict
 
 SETTLE_SIMS = 200  # simulated samples per n when the report asks how many pairs would settle a claim
@@ -144,6 +144,25 @@ def deciding(m: Measurement, judge) -> Measurement:
             + f"; shown comparison: {part.detail}"))
 
 
+def settle_note(m: Measurement, effect: pw.Effect | None, level: float) -> tuple[int | None, str]:
+    """What would settle an inconclusive claim, as `tortoise plan` sizes it
+    (studies/plan.py): the pairs with 80 % power for its claimed effect, a
+    shift or an equivalence margin, at its level (power.required_n), or in
+    words why the planner cannot size it (no claimed effect, a test it does
+    not simulate, runs that repeat exactly)."""
+    if effect is None or pw.log_ratios(m) is None:
+        test = STATISTICS.get(m.statistic, "a number without a test")
+        why = f"its claimed effect is in {m.unit}, not a change in %" if effect is None else "it has no such pairs"
+        return None, ("`tortoise plan` cannot size it: it simulates the paired tests of a change in % (a median "
+                      f"change, a paired p90); this row's number is {test}, and {why}")
+    if m.exact_repeats:
+        return None, "more repetitions add no pairs (its loss-free runs repeat exactly); more conditions would"
+    n = pw.required_n(m, effect, alpha=level, sims=SETTLE_SIMS)
+    if n is None:
+        return None, f"more than {pw.N_MAX} pairs would be needed to settle it"
+    return n, f"about {n} pairs would settle it (80 % power for {effect.text()} at this level, `tortoise plan`)"
+
+
 def judge_claim(c: Claim, m: Measurement | None, why_none: str = "", settle: bool = False) -> Verdict:
     """The Verdict of a measured claim: "not testable here" for a claim the
     lab cannot test (c.untestable) or a tie by construction, else the
@@ -167,11 +186,9 @@ def judge_claim(c: Claim, m: Measurement | None, why_none: str = "", settle: boo
             judged = pw.power(m, effect, alpha=level) if level < ALPHA and raw else raw
             m = dataclasses.replace(m, power=judged, power_raw=raw)
         verdict, why = c.judge(m)
-        if verdict == "inconclusive" and effect is not None and effect.kind == "shift":
-            settle_n = pw.required_n(m, effect, alpha=level, sims=SETTLE_SIMS) if settle else None
-            if settle and pw.log_ratios(m) is not None:
-                why += (f"; about {settle_n} pairs would settle it (80 % power for {effect.text()} at this level, "
-                        "`tortoise plan`)" if settle_n else f"; more than {pw.N_MAX} pairs would be needed to settle it")
+        if verdict == "inconclusive" and settle:
+            settle_n, note = settle_note(m, effect, level)
+            why += "; " + note
     if m.failed:
         why += f"; {m.failed} failed runs of its selection are in no pair"
     return Verdict(c.study, c.id, c.seed_file, c.text, c.experiment, c.metric,
