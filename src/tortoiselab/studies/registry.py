@@ -229,14 +229,14 @@ def family_level(claims: tuple[Claim, ...], ms: list[Measurement | None]) -> lis
     of the family, and at a stricter level its interval could leave 0 and
     be judged as a finding."""
     m_family = max(1, sum(in_family(c, m) for c, m in zip(claims, ms)))
-    return [None if m is None else _at_family(m, m_family) for m in ms]
+    return [None if m is None else at_family(m, m_family) for m in ms]
 
 
-def _at_family(m: Measurement, m_family: int) -> Measurement:
+def at_family(m: Measurement, m_family: int) -> Measurement:
     """m at level ALPHA / m_family (family_level), and so each part of a
     composite row (each judged at the family's level, deciding)."""
     if m.parts:
-        m = dataclasses.replace(m, parts=tuple((name, _at_family(part, m_family)) for name, part in m.parts))
+        m = dataclasses.replace(m, parts=tuple((name, at_family(part, m_family)) for name, part in m.parts))
     if tie_of(m):
         return dataclasses.replace(m, family=m_family)
     m = at_level(m, ALPHA / m_family)
