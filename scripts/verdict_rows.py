@@ -1,7 +1,8 @@
 """Canned measurements of the rows issue 36 named, from a reproduction's
 results: for each claim, the numbers its verdict is read from (the paired
 values, or the groups, with the statistic, unit and tie; a measurement
-without pairs as it is) and its study's family size, written to
+without pairs as it is; a composite row's parts, each so) and its
+study's family size, written to
 tests/data/verdict-rows.json for tests/unit/test_verdict_rows.py.
 
     .venv/bin/python scripts/verdict_rows.py RESULTS --grid powered,reduced
@@ -12,20 +13,24 @@ cache, not the results folder)."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
+import re
 from pathlib import Path
 
 from tortoiselab.studies import registry as R
 from tortoiselab.studies.data import current_points, load_runs, study_folder
 
 ROWS = ("tortoise.india-desktop-cdt", "tortoise.china-desktop-cdt", "tortoise.china-desktop-cdt-rich",
-        "tortoise.china-mobile-plt-users", "tortoise.all-three-improve", "tortoise.hybla-best",
-        "tortoise.screen-top3", "coalescing.gain-india", "coalescing.gain-us", "coalescing.gain-germany",
-        "coalescing.gain-india-users", "coalescing.reuse-ratio", "coalescing.gain-us-chromium",
+        "tortoise.china-mobile-plt-users", "tortoise.all-three-improve", "tortoise.all-three-improve-users",
+        "tortoise.hybla-best", "tortoise.screen-top3", "tortoise.screen-top3-rich", "coalescing.gain-india",
+        "coalescing.gain-us", "coalescing.gain-germany", "coalescing.gain-india-users", "coalescing.reuse-ratio",
+        "coalescing.gain-india-chromium", "coalescing.gain-us-chromium", "coalescing.gain-germany-chromium",
+        "coalescing.reuse-ratio-chromium", "coalescing.cache-shrinks-gain-chromium",
         "cubic_plus.plt-high-loss-better", "cubic_plus.larger-objects-gain-more", "cubic_plus.delay-large-cubic-wins",
-        "reno_beta.high-loss-hard-cut-slower")
+        "reno_beta.high-loss-hard-cut-slower", "reno_beta.low-loss-similar")
+FIELDS = ("value", "low", "high", "p_value", "n", "unit", "statistic", "tie", "exact_repeats", "min_p", "n_control",
+          "n_arm")
 OUT = Path(__file__).resolve().parents[1] / "tests" / "data" / "verdict-rows.json"
 
 
@@ -57,6 +62,24 @@ def measured(study_id: str, results: Path, grid: str) -> tuple[dict, int]:
     return {c.id: m for c, m in zip(s.claims, ms)}, family
 
 
+def row(m) -> dict:
+    """A measurement as the canned file keeps it: FIELDS, its pairs (or
+    groups) and, for a composite row, its parts (each a row) and what they
+    are."""
+    out = {k: _num(getattr(m, k)) for k in FIELDS}
+    if m.parts:  # the pairs are the parts' (the row shows one of them: registry.deciding)
+        out["composite"] = m.composite
+        out["parts"] = {name: row(part) for name, part in m.parts}
+    else:
+        out["control"], out["arm"] = list(m.control), list(m.arm)
+    return out
+
+
+def compact(text: str) -> str:
+    """JSON with each list of numbers on one line."""
+    return re.sub(r"\[\s+([^][{}]*?)\s+\]", lambda g: "[" + " ".join(g.group(1).split()) + "]", text)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", type=Path)
@@ -70,12 +93,8 @@ def main() -> int:
         for cid, m in ms.items():
             if cid not in ROWS or m is None:
                 continue
-            d = dataclasses.asdict(m)
-            out["rows"][cid] = {k: _num(d[k]) for k in ("value", "low", "high", "p_value", "n", "unit", "statistic",
-                                                        "tie", "exact_repeats", "min_p", "n_control", "n_arm")}
-            out["rows"][cid]["control"] = list(m.control)
-            out["rows"][cid]["arm"] = list(m.arm)
-    OUT.write_text(json.dumps(out, indent=1) + "\n")
+            out["rows"][cid] = row(m)
+    OUT.write_text(compact(json.dumps(out, indent=1)) + "\n")
     print(f"{len(out['rows'])} rows of {len(ROWS)} -> {OUT}")
     return 0
 

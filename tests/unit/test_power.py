@@ -14,6 +14,7 @@ from hypothesis import strategies as hs
 from tortoiselab import studies as S
 from tortoiselab.analysis import stats
 from tortoiselab.studies import power as pw
+from tortoiselab.studies.measure import at_level
 from tortoiselab.studies.model import claim
 from tortoiselab.studies.registry import family_level, judge_claim, tie_of
 
@@ -281,3 +282,35 @@ def test_the_power_simulation_runs_the_verdicts_own_test():
                 sides += 1
                 assert side[i] == np.sign(r.estimate) == (1 if r.low > 0 else -1)
     assert sides > 10
+
+
+def test_equivalence_power_is_that_of_the_test_the_label_is_read_from():
+    """reno_beta.low-loss-similar showed power 1.00 with 5 pairs (a 95 %
+    bootstrap CI), although its exact sign-flip test never reaches p <
+    0.0625 there, so its interval is unbounded whatever the pairs: the
+    power of that test at the family's level is 0."""
+    m = _normal_pilot(0.005, 5)  # five tight pairs: a bootstrap CI lies well within +-5 %
+    e = pw.Effect("equivalence", margin=5)
+    assert pw.power(m, e) == 0.0
+    assert pw.power(m, e, alpha=0.05 / 3) == 0.0
+    tight = _normal_pilot(0.005, 500)
+    assert pw.power(tight, e, 6) > 0.9  # 2/2^6 < 0.05: the interval can close
+    assert pw.power(tight, e, 6, alpha=0.05 / 3) == 0.0  # but not at 0.05 / 3 (2/2^6 = 0.031)
+    assert pw.power(tight, e, 8, alpha=0.05 / 3) > 0.9
+
+
+def test_an_inconclusive_row_says_what_would_settle_it_or_that_plan_cannot():
+    """Before: only a shift claim on pairs said which runs would settle it;
+    an equivalence claim (which `tortoise plan` sizes) and a two-group
+    test (which it cannot) said nothing."""
+    rng = np.random.default_rng(3)
+    c = rng.uniform(900, 1100, 8)
+    a = c * rng.lognormal(0, 0.04, 8)
+    m = at_level(S.Measurement(0.0, n=8, control=tuple(c), arm=tuple(a), statistic="ratio"), 0.05)
+    v = judge_claim(_claim(S.equivalent(5)), m, settle=True)
+    assert v.verdict == "inconclusive" and v.settle_n and f"about {v.settle_n} pairs would settle it" in v.why
+    groups = S.Measurement(-10.0, -40.0, 15.0, 0.4, 12, unit="ms", statistic="shift-groups", n_control=12, n_arm=12,
+                           control=tuple(c.tolist() * 2)[:12], arm=tuple(a.tolist() * 2)[:12])
+    v = judge_claim(_claim(S.direction("lower", "the gain", 20, "ms")), groups, settle=True)
+    assert v.verdict == "inconclusive" and v.settle_n is None
+    assert "`tortoise plan` cannot size it" in v.why and "the shift between two groups" in v.why

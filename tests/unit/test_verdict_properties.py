@@ -15,7 +15,7 @@ from tortoiselab import studies as S
 from tortoiselab.studies.claims.tortoise import weakest
 from tortoiselab.studies.measure import at_level, interval_of, read_interval, tie_reason
 from tortoiselab.studies.model import claim
-from tortoiselab.studies.registry import family_level, judge_claim, tie_of
+from tortoiselab.studies.registry import family_level, judge_claim, part_label, tie_of
 
 bound = hs.one_of(hs.floats(-60, 60, allow_nan=False), hs.just(math.inf), hs.just(-math.inf))
 size = hs.floats(0.5, 30, allow_nan=False)
@@ -178,3 +178,56 @@ def test_a_tie_at_alpha_stays_untestable_at_the_familys_level():
     assert out[1].level == 0.05 / 2  # the family: the two claims that are not ties
     stricter = at_level(m, 0.05 / 3)
     assert not tie_of(stricter)  # what the family's level did to it before
+
+
+def _part(low, high, p=0.5):
+    return S.Measurement((low + high) / 2 if math.isfinite(low + high) else 0.0, low, high, p, 10)
+
+
+@given(hs.lists(intervals(), min_size=1, max_size=6), size, hs.integers(1, 12))
+@settings(max_examples=300, deadline=None)
+def test_a_composite_row_is_disagree_when_any_part_rejects_the_claimed_size(ivs, interest, family):
+    """An "every part improves" row (weakest) is judged by the rule on each
+    part: disagree when any part is disagree (significant the wrong way, or
+    holding 0 and excluding the claimed size), else inconclusive when any
+    part is (after a part that is a tie by construction: not testable);
+    the row shows one part's value, interval and p."""
+    judge_rule = S.direction("lower", "every pair", effect=interest)
+    parts = {(f"part{i}",): _part(lo, hi, p=0.01 * (i + 1)) for i, (lo, hi) in enumerate(ivs)}
+    composite = weakest(parts, "each part")
+    c = _claim(judge_rule)
+    out = family_level((c,), [composite])[0]
+    v = judge_claim(c, out)
+    labels = [part_label(m, judge_rule[0])[0] for m in parts.values()]
+    assert (v.verdict == "disagree") == ("disagree" in labels)
+    if not {"disagree", "not testable here"} & set(labels):
+        assert (v.verdict == "inconclusive") == ("inconclusive" in labels)
+    if v.verdict == "agree":
+        assert set(labels) == {"agree"}
+    shown = [m for m in parts.values() if (m.low, m.high, m.p_value) == (v.low, v.high, v.p_value)
+             or (math.isinf(m.low) and v.low is None) or (math.isinf(m.high) and v.high is None)]
+    assert shown, (v.low, v.high, v.p_value)
+
+
+def test_a_part_that_rejects_the_claimed_size_decides_the_composite_row():
+    """The India case of all-three-improve-users: two parts hold 0 and
+    exclude the claimed -5 % (each "disagree" alone), while another part
+    holds both (inconclusive, the largest p). Before: the largest p was
+    shown and the row read inconclusive."""
+    rng = np.random.default_rng(7)
+
+    def meas(effect, sd, n=20):
+        c = rng.lognormal(7, 0.2, n)
+        return S.change(_frame(c, c * np.exp(effect + rng.normal(0, sd, n))), "plt_ms", "server.cc", "htcp",
+                        "hybla")
+    ms = {("india", "hybla"): meas(-0.2, 0.03), ("india", "scalable"): meas(0.01, 0.03),
+          ("india", "yeah"): meas(0.012, 0.03), ("china", "hybla"): meas(-0.03, 0.4, 8)}
+    judge_rule = S.direction("lower", "every (market, arm) pair")
+    c = _claim(judge_rule)
+    out = family_level((c,), [weakest(ms, "each (market, arm) against htcp")])[0]
+    alone = {k: judge_claim(c, m).verdict for k, m in zip(ms, family_level((c,) * len(ms), list(ms.values())))}
+    assert alone[("india", "scalable")] == "disagree" and alone[("china", "hybla")] == "inconclusive", alone
+    assert max(ms, key=lambda k: ms[k].p_value) == ("china", "hybla")  # what the row showed before
+    v = judge_claim(c, out)
+    assert v.verdict == "disagree", (v.measured, v.why)
+    assert "india" in v.detail.split("shown, the part that decides")[1].split(";")[0]

@@ -88,6 +88,10 @@ class Measurement:
     level: float | None = None  # the alpha the interval is at (1 - level confidence; ALPHA / family)
     min_p: float | None = None  # the smallest p the test can give at this n
     untestable: str = ""  # non-empty: the lab cannot test this (the reason, and what would make it testable)
+    # a composite row ("every one of these comparisons ..."): its parts, (name, Measurement), each judged by the
+    # claim's rule at the family's level (registry.deciding picks the one shown), and what they are, in words
+    parts: tuple = field(default=(), repr=False, compare=False)
+    composite: str = ""
 
     @property
     def p(self) -> float | None:

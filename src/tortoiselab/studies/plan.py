@@ -34,8 +34,8 @@ from tortoiselab.spec.experiment import load as load_experiment
 from tortoiselab.studies import power as pw
 from tortoiselab.studies.data import current_points, defined_grids, experiment_name, load_runs, study_folder
 from tortoiselab.studies.model import ALPHA, POWER_TARGET, Claim, Measurement, NoData
-from tortoiselab.studies.registry import (STUDIES, claim_grid, claim_grids, experiment_files, in_family, measure_claim,
-                                          tie_of)
+from tortoiselab.studies.registry import (STUDIES, claim_grid, claim_grids, deciding, experiment_files, in_family,
+                                          measure_claim, tie_of)
 
 MAX_USERS_HERE = 200  # users per market a population's powered grid is capped at (--max-users)
 SLURM_TASK_S = 5.2  # sbatch + dispatch + a task's own start, per array task (docs/cluster.md)
@@ -216,7 +216,9 @@ def plan_claim(c: Claim, m: Measurement, reps: int, family: int, sims: int = pw.
     """The plan of one claim from its pilot measurement m over `reps`
     repetitions, at ALPHA / family (its study's m, LEVEL): the pairs needed
     at m's observed spread and at its upper bound (spread_factor at
-    `confidence`, the pairs inflated by it)."""
+    `confidence`, the pairs inflated by it); a composite row plans its
+    deciding part (registry.deciding)."""
+    m = deciding(m, c.judge)
     out = ClaimPlan(c.id, n=m.n, per_rep=m.n / max(reps, 1), family=family)
     effect = pw.effect_of(c.judge)
     if c.untestable or m.untestable:

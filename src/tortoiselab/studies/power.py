@@ -12,8 +12,8 @@ permutation test of the p90 ratio for p90 claims, as paired_quantile).
 Power = the share of samples significant at ALPHA in the claimed
 direction: p < alpha with the interval that inverts the test on the
 claimed side of 0 (docs/statistics.md). An equivalence claim's power
-is the share of samples without a change whose 95 % bootstrap CI falls
-within the margin.
+is the share of samples without a change whose interval from the same
+test at alpha (the family's level) falls within the margin.
 
 The claimed effect of a judge (measure.improvement, direction,
 equivalent): the claimed range's bound nearer to 0 (the smallest effect the
@@ -152,7 +152,7 @@ def power(m: Measurement, effect: Effect, n: int | None = None, sims: int = SIMS
         return 0.0
     rng = np.random.default_rng([seed, n])
     if effect.kind == "equivalence":
-        return _equivalence_power(m, lr, n, effect.margin, sims, rng)
+        return _equivalence_power(m, lr, n, effect.margin, sims, alpha, rng)
     shift = math.log1p(effect.pct / 100)
     c, x = _samples(m, lr, n, shift, sims, rng)
     if m.statistic == "p90":
@@ -166,19 +166,33 @@ def power(m: Measurement, effect: Effect, n: int | None = None, sims: int = SIMS
     return float(np.mean((p < alpha) & (sign == np.sign(shift))))
 
 
-def _equivalence_power(m: Measurement, lr: np.ndarray, n: int, margin: float, sims: int,
+def _equivalence_power(m: Measurement, lr: np.ndarray, n: int, margin: float, sims: int, alpha: float,
                        rng: np.random.Generator) -> float:
-    """The share of samples without a change whose 95 % bootstrap CI of the
-    measurement's statistic lies within +-margin %."""
+    """The share of samples without a change whose interval, the
+    inversion of the measurement's own test at alpha (the family's level,
+    as the label is read), lies within +-margin %: the test rejects both
+    margins at alpha with the estimate between them (two one-sided
+    readings of the same two-sided test; its p falls away from the
+    estimate on either side, so the interval ends inside the margins
+    exactly then). 0 when the test's smallest attainable p, 2/2^n for its
+    sign-flip, signed-rank and exact swap nulls, is not below alpha: the
+    interval is then unbounded whatever the pairs (5 pairs: 0.0625)."""
+    if 2.0 / 2 ** n >= alpha:
+        return 0.0
     c, x = _samples(m, lr, n, 0.0, sims, rng)
-    idx = rng.integers(0, n, size=(INNER, n))
+    bounds = (math.log1p(-margin / 100), math.log1p(margin / 100))
     if m.statistic == "p90":
-        cs, as_ = c[:, idx], (c * np.exp(x))[:, idx]
-        boot = 100 * (np.quantile(as_, 0.9, axis=2) / np.quantile(cs, 0.9, axis=2) - 1)
+        a = c * np.exp(x)
+        tail = alpha * INNER < RESOLVED
+        p_at = [inference.paired_quantile_pvalues(c, a * math.exp(-d), 0.9, INNER, rng, normal_tail=tail)
+                for d in bounds]
+        est = np.log(np.quantile(a, 0.9, axis=1) / np.quantile(c, 0.9, axis=1))
     else:
-        boot = np.median(100 * np.expm1(x[:, idx]), axis=2)
-    lo, hi = np.quantile(boot, [0.025, 0.975], axis=1)
-    return float(np.mean((lo >= -margin) & (hi <= margin)))
+        x = _jitter(x, rng)
+        p_at = [inference.paired_location_pvalues(x - d)[0] for d in bounds]
+        est = inference.paired_location_pvalues(x)[1]
+    inside = (est > bounds[0]) & (est < bounds[1])
+    return float(np.mean(inside & (p_at[0] < alpha) & (p_at[1] < alpha)))
 
 
 def required_n(m: Measurement, effect: Effect, target: float = POWER_TARGET, alpha: float = ALPHA,

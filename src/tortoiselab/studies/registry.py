@@ -24,7 +24,7 @@ from tortoiselab.studies.claims import coalescing, cubic_plus, initcwnd, reno, t
 from tortoiselab.studies.data import (current_points, experiment_name, load_runs, of_loader, report_grids,
                                      study_folder)
 from tortoiselab.studies import power as pw
-from tortoiselab.studies.measure import at_level
+from tortoiselab.studies.measure import STATISTICS, at_level
 from tortoiselab.studies.model import ALPHA, SEEDS, Claim, Measurement, NoData, Study, Verdict
 
 SETTLE_SIMS = 200  # simulated samples per n when the report asks how many pairs would settle a claim
@@ -104,6 +104,65 @@ def tie_of(m: Measurement) -> str:
             "construction, not a finding")
 
 
+# a composite row's labels from the one that refutes "every part ..." to the one that supports it most: the row
+# takes the first label any part has (deciding)
+SEVERITY = ("disagree", "not testable here", "inconclusive", "smaller than claimed", "agree", "larger than claimed")
+
+
+def part_label(part: Measurement, judge) -> tuple[str, str]:
+    """One part of a composite row judged as a row of its own: "not
+    testable here" for a tie by construction, else the claim's judge."""
+    return ("not testable here", tie_of(part)) if tie_of(part) else judge(part)
+
+
+def deciding(m: Measurement, judge) -> Measurement:
+    """The comparison a composite row ("every one of these parts ...",
+    m.parts; an intersection-union test, Berger 1982) is judged and shown
+    by: each part judged by the claim's rule at the level it is at (the
+    family's, after family_level), the first label of SEVERITY that any
+    part has decides (disagree if any part is disagree: significant the
+    wrong way, or rejecting the claimed size; else not testable if any is
+    a tie; else inconclusive if any is, ...), and of the parts with that
+    label the one with the largest p (then value). Its value, interval, p
+    and power are the row's; the detail lists every part with its label.
+    m itself when it has no parts."""
+    if not m.parts:
+        return m
+    labels = {name: part_label(part, judge) for name, part in m.parts}
+    parts = dict(m.parts)
+    rank = {v: i for i, v in enumerate(SEVERITY)}
+
+    def key(name):
+        p = parts[name].p_value
+        return (-rank.get(labels[name][0], len(SEVERITY)), 1.0 if p is None else p, parts[name].value)
+    name = max(parts, key=key)
+    part = parts[name]
+    return dataclasses.replace(
+        part, tie=f"{name}: {tie_of(part)}" if tie_of(part) else "", detail=(
+            f"{m.composite}: all {len(parts)} must hold; shown, the part that decides ({labels[name][0]}): {name}; "
+            + "; ".join(f"{j} {labels[j][0]}: {parts[j].text()}" for j in parts)
+            + f"; shown comparison: {part.detail}"))
+
+
+def settle_note(m: Measurement, effect: pw.Effect | None, level: float) -> tuple[int | None, str]:
+    """What would settle an inconclusive claim, as `tortoise plan` sizes it
+    (studies/plan.py): the pairs with 80 % power for its claimed effect, a
+    shift or an equivalence margin, at its level (power.required_n), or in
+    words why the planner cannot size it (no claimed effect, a test it does
+    not simulate, runs that repeat exactly)."""
+    if effect is None or pw.log_ratios(m) is None:
+        test = STATISTICS.get(m.statistic, "a number without a test")
+        why = f"its claimed effect is in {m.unit}, not a change in %" if effect is None else "it has no such pairs"
+        return None, ("`tortoise plan` cannot size it: it simulates the paired tests of a change in % (a median "
+                      f"change, a paired p90); this row's number is {test}, and {why}")
+    if m.exact_repeats:
+        return None, "more repetitions add no pairs (its loss-free runs repeat exactly); more conditions would"
+    n = pw.required_n(m, effect, alpha=level, sims=SETTLE_SIMS)
+    if n is None:
+        return None, f"more than {pw.N_MAX} pairs would be needed to settle it"
+    return n, f"about {n} pairs would settle it (80 % power for {effect.text()} at this level, `tortoise plan`)"
+
+
 def judge_claim(c: Claim, m: Measurement | None, why_none: str = "", settle: bool = False) -> Verdict:
     """The Verdict of a measured claim: "not testable here" for a claim the
     lab cannot test (c.untestable) or a tie by construction, else the
@@ -113,6 +172,7 @@ def judge_claim(c: Claim, m: Measurement | None, why_none: str = "", settle: boo
     m None: "no data" (why_none)."""
     effect = pw.effect_of(c.judge)
     settle_n = None
+    m = deciding(m, c.judge) if m is not None else None
     if m is None:
         m, verdict, why = Measurement(math.nan, detail=why_none), "no data", why_none
     elif c.untestable:
@@ -126,11 +186,9 @@ def judge_claim(c: Claim, m: Measurement | None, why_none: str = "", settle: boo
             judged = pw.power(m, effect, alpha=level) if level < ALPHA and raw else raw
             m = dataclasses.replace(m, power=judged, power_raw=raw)
         verdict, why = c.judge(m)
-        if verdict == "inconclusive" and effect is not None and effect.kind == "shift":
-            settle_n = pw.required_n(m, effect, alpha=level, sims=SETTLE_SIMS) if settle else None
-            if settle and pw.log_ratios(m) is not None:
-                why += (f"; about {settle_n} pairs would settle it (80 % power for {effect.text()} at this level, "
-                        "`tortoise plan`)" if settle_n else f"; more than {pw.N_MAX} pairs would be needed to settle it")
+        if verdict == "inconclusive" and settle:
+            settle_n, note = settle_note(m, effect, level)
+            why += "; " + note
     if m.failed:
         why += f"; {m.failed} failed runs of its selection are in no pair"
     return Verdict(c.study, c.id, c.seed_file, c.text, c.experiment, c.metric,
@@ -155,7 +213,9 @@ def verdict_of(c: Claim, df: pd.DataFrame, folder: Path) -> Verdict:
 
 def in_family(c: Claim, m: Measurement | None) -> bool:
     """A claim that counts in its study's family: a primary reading with a
-    test (a finite p), neither untestable nor a tie by construction."""
+    test (a finite p), neither untestable nor a tie by construction (a
+    composite row: its deciding part at the level it is at)."""
+    m = deciding(m, c.judge) if m is not None else None
     return (c.primary and not c.untestable and m is not None and m.p_value is not None
             and math.isfinite(m.p_value) and not tie_of(m))
 
@@ -169,18 +229,19 @@ def family_level(claims: tuple[Claim, ...], ms: list[Measurement | None]) -> lis
     of the family, and at a stricter level its interval could leave 0 and
     be judged as a finding."""
     m_family = max(1, sum(in_family(c, m) for c, m in zip(claims, ms)))
-    out = []
-    for m in ms:
-        if m is None:
-            out.append(None)
-            continue
-        if tie_of(m):
-            out.append(dataclasses.replace(m, family=m_family))
-            continue
-        m = at_level(m, ALPHA / m_family)
-        p_adj = None if m.p_value is None else min(1.0, m.p_value * m_family)
-        out.append(dataclasses.replace(m, p_family=p_adj, family=m_family))
-    return out
+    return [None if m is None else at_family(m, m_family) for m in ms]
+
+
+def at_family(m: Measurement, m_family: int) -> Measurement:
+    """m at level ALPHA / m_family (family_level), and so each part of a
+    composite row (each judged at the family's level, deciding)."""
+    if m.parts:
+        m = dataclasses.replace(m, parts=tuple((name, at_family(part, m_family)) for name, part in m.parts))
+    if tie_of(m):
+        return dataclasses.replace(m, family=m_family)
+    m = at_level(m, ALPHA / m_family)
+    p_adj = None if m.p_value is None else min(1.0, m.p_value * m_family)
+    return dataclasses.replace(m, p_family=p_adj, family=m_family)
 
 
 def claim_grids(c: Claim, grid: str | None) -> list[str | None]:

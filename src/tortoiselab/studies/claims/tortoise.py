@@ -102,11 +102,12 @@ def _geo(region: str) -> str:
 def weakest(ms: dict, what: str) -> Measurement:
     """The intersection-union reading of "every one of these comparisons
     improves" (Berger 1982: each tested at the family's level, no further
-    correction): the comparison that decides it, whose value, interval, p
-    and power the row shows: one significantly the other way if there is
-    one (it refutes the claim), else a tie by construction if there is one
-    (the lab cannot tell that arm apart), else the one with the largest p.
-    The others are listed in the detail."""
+    correction): a composite measurement whose parts are the comparisons
+    (Measurement.parts). The row is decided by registry.deciding, which
+    judges each part by the claim's rule at the family's level and shows
+    the one that decides (disagree before inconclusive, ...). Until then
+    it shows, at 0.05, one significantly the other way if there is one,
+    else a tie by construction, else the one with the largest p."""
     def p_of(k):
         return ms[k].p_value if ms[k].p_value is not None else 1.0
     worse = [k for k in ms if ms[k].p_value is not None and ms[k].low > 0]
@@ -116,7 +117,8 @@ def weakest(ms: dict, what: str) -> Measurement:
     return replace(ms[k], tie=f"{_name(k)}: {ms[k].tie}" if ms[k].tie else "",
                    detail=f"{what}: all {len(ms)} must improve; shown, {why}: {_name(k)}; "
                           + "; ".join(f"{_name(j)} {ms[j].text()}" for j in ms)
-                          + f"; shown comparison: {ms[k].detail}")
+                          + f"; shown comparison: {ms[k].detail}",
+                   parts=tuple((_name(j), ms[j]) for j in ms), composite=what)
 
 
 def _name(k) -> str:
@@ -177,15 +179,33 @@ def _judge_screen(m: Measurement) -> tuple[str, str]:
     return "disagree", f"the algorithms differ, and only {int(m.value)} of LinkedIn's three are faster than the median"
 
 
+# "the same median" in the screen: within 10 us. The loader stores times rounded to 1 us (client/timeline.py, ms), and
+# a median of an even count halves that; 10 us is ten of those steps and a thousandth of the smallest effect of
+# interest on these ~200 ms loads (5 %, 10 ms): medians this close are one load, not a ranking (docs/statistics.md)
+SAME_MEDIAN_MS = 0.01
+
+
+def largest_tie(med: pd.Series, tol_ms: float = SAME_MEDIAN_MS) -> tuple[int, float, float]:
+    """The most medians that lie within tol_ms of one another (a window of
+    width tol_ms over the sorted medians): (count, lowest, highest)."""
+    v = np.sort(med.to_numpy(float))
+    if v.size == 0:
+        return 0, math.nan, math.nan
+    ends = np.searchsorted(v, v + tol_ms, side="right")  # window [v[i], v[i] + tol_ms]
+    i = int(np.argmax(ends - np.arange(v.size)))
+    return int(ends[i] - i), float(v[i]), float(v[ends[i] - 1])
+
+
 def _screen_tie(med: pd.Series) -> str:
-    """A tie by construction: half the algorithms or more share one median
-    exactly (a load that ends in slow start runs the same in all of them)."""
-    top = int(med.value_counts().max())
+    """A tie by construction: half the algorithms or more give the same
+    median, within SAME_MEDIAN_MS (a load that ends in slow start runs the
+    same in all of them, up to the loader's microsecond timing)."""
+    top, low, high = largest_tie(med)
     if 2 * top < len(med):
         return ""
-    return (f"{top} of {len(med)} algorithms give exactly the same median ({med.value_counts().idxmax():.0f} ms): "
-            "the load ends before their congestion avoidance differs, a tie by construction; testable on paths where "
-            "losses occur within the load (the rich profile, or more loss)")
+    return (f"{top} of {len(med)} algorithms give the same median within {1000 * SAME_MEDIAN_MS:g} us "
+            f"({low:.4f}-{high:.4f} ms): the load ends before their congestion avoidance differs, a tie by "
+            "construction; testable on paths where losses occur within the load (the rich profile, or more loss)")
 
 
 def _variant(cid: str, pset: str) -> dict:
