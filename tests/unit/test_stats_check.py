@@ -106,3 +106,19 @@ def test_write_doc_touches_only_the_region(tmp_path):
     doc.write_text("no markers\n")
     with pytest.raises(SystemExit):
         sc.write_doc(["new"], doc)
+
+
+def _row(test, kind, truth, rate, alt=False):
+    return {"test": test, "kind": kind, "effect": None if kind == "size" else truth, "truth": truth, "n": 20,
+            "label": f"{truth:+g} %", "rates": {0.05: rate}, "alt": alt}
+
+
+def test_findings_name_a_size_above_alpha_and_an_alternative_with_far_more_power():
+    rows = [_row("p90 paired", "size", 0.0, 0.09), _row("HD p90 paired", "size", 0.0, 0.05, alt=True),
+            _row("p90 paired", "power", -5.0, 0.20), _row("HD p90 paired", "power", -5.0, 0.60, alt=True)]
+    text = "\n".join(sc.findings(rows, 1000))
+    assert "size above alpha: p90 paired" in text
+    assert "far more power: HD p90 paired beside p90 paired" in text
+    rows[3]["rates"][0.05] = 0.25  # 5 points more: not far more
+    text = "\n".join(sc.findings(rows, 1000))
+    assert "no far more power: HD p90 paired" in text and "size above alpha: HD" not in text
