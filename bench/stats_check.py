@@ -7,6 +7,10 @@ n = 6, 20, 60 and at alpha 0.05 and at each family level in use (0.05 / m,
 m from the report's families in tests/data/verdict-rows.json).
 
     .venv/bin/python bench/stats_check.py [--sims 1000] [--swaps 2000] [--quick] [--no-write]
+    .venv/bin/python bench/stats_check.py --results DIR [--grid G] [--save-pairs FILE] | --pairs FILE
+
+(the second form: each claim's own pilot pairs resampled, printed only:
+bench/stats_resample.py, docs/statistics.md "On the pilot pairs").
 
 Which claim uses which test, at what n and with what spread: the canned
 pilot summary bench/stats_spreads.json (bench/stats_pilots.py on the
@@ -375,6 +379,9 @@ FIXED_NOTES = (
     "- Wilcoxon HL against p90 paired: far more power on the same pairs, but for another hypothesis (the median "
     "per-pair change, not the p90 the seeds state); it is shown as a variant (coalescing's pooled-median rows), "
     "not used for a p90 claim",
+    "- every size here is under the model's null, \"the arm is the control, scaled\" (exchangeable pairs); on the "
+    "pilots' own pairs centred on their p90 ratio, where the arms differ in shape, the p90 tests reject far more "
+    "often than alpha (`bench/stats_check.py --results DIR`, the section \"On the pilot pairs\")",
 )
 
 
@@ -403,6 +410,16 @@ def write_doc(lines: list[str], doc: Path = DOC) -> None:
     doc.write_text(head + BEGIN + "\n" + "\n".join(lines) + "\n" + END + tail)
 
 
+def resample(args) -> int:
+    """The pilot-resampling check (bench/stats_resample.py), printed."""
+    import stats_resample as rs
+    pairs = rs.results_pairs(args.results, args.grid) if args.results else json.loads(Path(args.pairs).read_text())
+    if args.save_pairs:
+        Path(args.save_pairs).write_text(json.dumps(pairs, indent=1))
+    print("\n".join(rs.pilot_tables(pairs, args.sims, args.swaps)))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sims", type=int, default=1000)
@@ -410,7 +427,14 @@ def main(argv=None) -> int:
     ap.add_argument("--spreads", default=str(SPREADS), help="the pilots' spreads (bench/stats_pilots.py)")
     ap.add_argument("--quick", action="store_true", help="a smoke test: 60 samples, 400 swaps; prints only")
     ap.add_argument("--no-write", action="store_true", help="print only; leave docs/statistics.md")
+    ap.add_argument("--results", help="print the pilot-resampling check of a results folder's claims "
+                                      "(bench/stats_resample.py) instead")
+    ap.add_argument("--grid", default="powered,reduced", help="with --results: the grids to read")
+    ap.add_argument("--pairs", help="print the pilot-resampling check of JSON {name: {control, arm, statistic, effect}}")
+    ap.add_argument("--save-pairs", help="with --results: write the pilot pairs read here")
     args = ap.parse_args(argv)
+    if args.results or args.pairs:
+        return resample(args)
     if args.sims < 10 or args.swaps < 10:
         raise SystemExit("--sims and --swaps: 10 or more each")
     sims, swaps = (60, 400) if args.quick else (args.sims, args.swaps)
