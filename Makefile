@@ -64,8 +64,9 @@ test-unit: setup
 test-lab: setup setup-test kernel
 	$(PY) -m pytest -q -ra tests/integration
 
-# figures, not assertions: the size and power of the verdicts' tests at n = 6, 20, 60 and alpha 0.05,
-# 0.05 / 10, written into docs/statistics.md (bench/stats_check.py; --results DIR for a study's pilot pairs)
+# figures, not assertions: the size and power of every test the verdicts use, at n = 6, 20, 60, at each claim's
+# effect and alpha 0.05 and 0.05 / m, at the pilots' spreads (bench/stats_spreads.json), written into
+# docs/statistics.md (bench/stats_check.py; --quick for a smoke test; bench/stats_pilots.py remakes the spreads)
 stats-check: setup
 	$(PY) bench/stats_check.py
 

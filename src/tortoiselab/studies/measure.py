@@ -342,6 +342,7 @@ def direction(better: str = "lower", what: str = "the arm", effect: float | None
 
     def judge(m: Measurement) -> tuple[str, str]:
         return read_interval(*interval_of(m), sign, None, sign * size, m.unit)
+    judge.interest = (sign * size, unit)  # the smallest effect of interest in its unit (bench/stats_check.py reads it)
     if unit == "%":
         judge.effect = eff
     return judge, rule
