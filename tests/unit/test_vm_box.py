@@ -143,7 +143,9 @@ def test_vm_jupyter_check_names_its_paths():
     assert p.returncode == 2 and "usage: scripts/vm-jupyter.sh libvirt|qemu" in p.stderr
     # make vm-test runs it on the path it took, after the results are out
     test = (REPO / "scripts" / "vm-test.sh").read_text()
-    assert test.index('step jupyter bash scripts/vm-jupyter.sh "$path_taken"') > test.index("step results-out")
+    assert test.index('step --keep-going jupyter bash scripts/vm-jupyter.sh "$path_taken"') > test.index("step results-out")
+    # a failed make experiment fails the test but does not hide the steps after it
+    assert "step --keep-going experiment" in test and 'fail "step experiment' not in test[:test.index("step results-out")]
 
 
 def _fake_tunnel(tmp_path, port: int = 8888):
