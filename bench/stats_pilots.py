@@ -119,37 +119,23 @@ def read_claims(results: str, grid: str) -> list[dict]:
     """Every claim measured on results at grid (each claim's grids as the
     report reads them, the one with the most pairs): claim_row per claim
     with data, {"claim", "no_data"} for the rest."""
-    from tortoiselab import studies as S
-    from tortoiselab.studies.data import current_points, load_runs, study_folder
-    from tortoiselab.studies.registry import claim_grids, experiment_files, measure_claim
-    rows, frames = [], {}
-    for s in S.STUDIES.values():
-        files = experiment_files(s)
-        for c in s.claims:
-            best, extra = None, {}
-            for g in claim_grids(c, grid):
-                folder = study_folder(c.experiment, g, results)
-                if not folder.is_dir() or c.experiment not in files:
-                    continue
-                if (c.experiment, g) not in frames:
-                    points = current_points(files[c.experiment], g)
-                    frames[c.experiment, g] = load_runs(folder, set(points), points)
-                try:
-                    m = measure_claim(c, frames[c.experiment, g], folder)
-                except S.NoData:
-                    continue
-                if best is None or m.n > best.n:
-                    best = m
-                    if "Kruskal-Wallis" in m.detail:
-                        extra = screen_spread(frames[c.experiment, g])
-            if best is None:
-                rows.append({"study": c.study, "claim": c.id, "primary": c.primary, "no_data": True})
-                continue
-            row = claim_row(c, best, "runs per algorithm and their spread: see spread")
-            if extra:
-                row["spread"] = extra
-            rows.append(row)
-            print(f"{c.study}.{c.id}: {row.get('statistic')} n = {row['n']}", file=sys.stderr)
+    from stats_resample import claim_measurements  # bench/, beside this script
+    rows = []
+    for c, found in claim_measurements(results, grid):
+        best, extra = None, {}
+        for m, frame in found:
+            if best is None or m.n > best.n:
+                best = m
+                if "Kruskal-Wallis" in m.detail:
+                    extra = screen_spread(frame)
+        if best is None:
+            rows.append({"study": c.study, "claim": c.id, "primary": c.primary, "no_data": True})
+            continue
+        row = claim_row(c, best, "runs per algorithm and their spread: see spread")
+        if extra:
+            row["spread"] = extra
+        rows.append(row)
+        print(f"{c.study}.{c.id}: {row.get('statistic')} n = {row['n']}", file=sys.stderr)
     return rows
 
 

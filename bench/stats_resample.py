@@ -117,19 +117,19 @@ def table(res: dict, tests, effects, exchangeable: dict | None = None) -> list[s
 
 
 
-def results_pairs(results: str, grid: str) -> dict:
-    """{claim id: {"control", "arm", "statistic", "effect"}} for every claim
-    whose measurement on `results` carries pairs (the grid of the list with
-    the most pairs)."""
+def claim_measurements(results: str, grid: str):
+    """Every claim of every study with its measurements on `results`, as the
+    report reads them: yields (claim, [(measurement, the runs table it was
+    measured on), ...]) over the grids of the list that hold its data (each
+    experiment's table read once)."""
     from tortoiselab import studies as S  # only with --results: the lab's studies are heavy to import
-    from tortoiselab.studies import power as pw
     from tortoiselab.studies.data import current_points, load_runs, study_folder
     from tortoiselab.studies.registry import claim_grids, experiment_files, measure_claim
-    out, frames = {}, {}
+    frames = {}
     for s in S.STUDIES.values():
         files = experiment_files(s)
         for c in s.claims:
-            best = None
+            found = []
             for g in claim_grids(c, grid):
                 folder = study_folder(c.experiment, g, results)
                 if not folder.is_dir() or c.experiment not in files:
@@ -138,15 +138,27 @@ def results_pairs(results: str, grid: str) -> dict:
                     points = current_points(files[c.experiment], g)
                     frames[c.experiment, g] = load_runs(folder, set(points), points)
                 try:
-                    m = measure_claim(c, frames[c.experiment, g], folder)
+                    found.append((measure_claim(c, frames[c.experiment, g], folder), frames[c.experiment, g]))
                 except S.NoData:
                     continue
-                if m.control and m.statistic in ("ratio", "p90") and (best is None or m.n > best.n):
-                    best = m
-            eff = pw.effect_of(c.judge)
-            if best is not None and not best.tie:
-                out[c.id] = {"control": list(best.control), "arm": list(best.arm), "statistic": best.statistic,
-                             "effect": eff.pct if eff is not None and eff.kind == "shift" else None}
+            yield c, found
+
+
+def results_pairs(results: str, grid: str) -> dict:
+    """{claim id: {"control", "arm", "statistic", "effect"}} for every claim
+    whose measurement on `results` carries pairs (the grid of the list with
+    the most pairs)."""
+    from tortoiselab.studies import power as pw
+    out = {}
+    for c, found in claim_measurements(results, grid):
+        best = None
+        for m, _ in found:
+            if m.control and m.statistic in ("ratio", "p90") and (best is None or m.n > best.n):
+                best = m
+        eff = pw.effect_of(c.judge)
+        if best is not None and not best.tie:
+            out[c.id] = {"control": list(best.control), "arm": list(best.arm), "statistic": best.statistic,
+                         "effect": eff.pct if eff is not None and eff.kind == "shift" else None}
     return out
 
 
