@@ -31,6 +31,7 @@ import pytest
 from tests.conftest import TORTOISE, write_yaml
 from tortoiselab.analysis.pathloss import common_draws, path_losses
 from tortoiselab.host import store
+from tortoiselab.host.store import captures
 from tortoiselab.host.runsummary import disturbed
 from tortoiselab.host.determinism import retransmissions
 from tortoiselab.host.inguest import run_in_guest, tortoise_argv
@@ -92,7 +93,7 @@ def _side(exp_dir: Path) -> dict[str, dict]:
         out[rec.run_id] = {
             "ok": rec.ok, "error": rec.error, "seed": rec.seed, "meta": rec.meta.model_dump(),
             "plt_ms": rec.summary.get("plt_ms"), "losses": path_losses(d / "server.pcap", d / "client.pcap"),
-            "retrans": retransmissions(d / "server.pcap")["total"]}
+            "retrans": retransmissions(captures.connections(d))["total"]}
     return out
 
 
