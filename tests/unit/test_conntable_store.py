@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 
 from tortoiselab import studies as S
-from tortoiselab.analysis import conntable
+from tortoiselab.analysis import conntable, flights
 from tortoiselab.host import determinism as D
 from tortoiselab.host import safefs, verify
 from tortoiselab.host.store import captures
 from tortoiselab.studies import connections, maps
 
-RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
+DATA = Path(__file__).resolve().parents[1] / "data"
+RUNS = DATA / "runs"
 PCAPS = sorted(RUNS.glob("*/*/server.pcap"))
 INITCWND = "initcwnd@ci"
 
@@ -161,3 +162,18 @@ def test_a_run_without_a_capture_has_no_connections(tmp_path, cache):
     os.mkfifo(run / "server.pcap")  # a FIFO in the capture's place: refused, never waited on
     with pytest.raises(safefs.NotRegular):
         captures.connections(run)
+
+
+def test_the_guests_handshake_figures_come_from_the_parse_a_client_side_capture_too():
+    """A capture not taken at the sender splits its flights by silence
+    (flights' "gap" method), which needs the parsed series: the guest's
+    handshake figures come from parse_capture's connections, the stored
+    table leaves the series out (before this, the pop topology's loads
+    failed with KeyError: 'series')."""
+    pcap = DATA / "flights_iw3_client.pcap"
+    table, parsed = conntable.parse_capture(pcap)
+    assert [c["flight_method"] for c in parsed] == ["gap"]
+    assert all("series" not in c for c in table["connections"])
+    summary = flights.handshake_summary(parsed[0])
+    assert summary == flights.handshake_summary(conntable.analyze_pcap(pcap, keep_series=False)[0])
+    assert conntable.capture_table(pcap) == table

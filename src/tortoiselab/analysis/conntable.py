@@ -39,12 +39,18 @@ def capture_table(path: str | Path, server_port: int = 443) -> dict:
     """A capture's connections table, as a run stores it (TABLE):
     {"format": TABLE_FORMAT, "capture_sha256": the capture's sha256,
     "server_port", "connections": analyze_pcap's dicts without "series"}."""
+    return parse_capture(path, server_port)[0]
+
+
+def parse_capture(path: str | Path, server_port: int = 443) -> tuple[dict, list[dict]]:
+    """The capture parsed once: its table (capture_table) and analyze_pcap's
+    dicts as parsed (keep_series=False still keeps the segments a capture
+    not taken at the sender needs for its flights: flights.flights' "gap"
+    split), for figures made on the spot."""
     with open(path, "rb") as fh:
         digest = hashlib.file_digest(fh, "sha256").hexdigest()
     conns = analyze_pcap(path, server_port, keep_series=False)
-    for c in conns:
-        c.pop("series", None)
-    return table_of(conns, digest, server_port)
+    return table_of([{k: v for k, v in c.items() if k != "series"} for c in conns], digest, server_port), conns
 
 
 def table_of(conns: list[dict], capture_sha256: str, server_port: int = 443) -> dict:

@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Callable
 
-from tortoiselab.analysis.conntable import TABLE, capture_table
+from tortoiselab.analysis.conntable import TABLE, parse_capture
 from tortoiselab.analysis.flights import handshake_summary
 from tortoiselab.analysis.parsers import parse_h2load, parse_nghttp_stats
 from tortoiselab.guest import commands as C
@@ -457,10 +457,10 @@ def _collect(ex: Executor, lab: PathLab, pcap: Path) -> dict:
     each connection's handshake figures from it, the server's TCP settings
     and its routes, and the client's host settings as its namespace held
     them (docs/hosts.md)."""
-    table = capture_table(pcap, CWND_PORT) if pcap.exists() else None
+    table, parsed = parse_capture(pcap, CWND_PORT) if pcap.exists() else (None, [])
     if table is not None:
         write_json_atomic(pcap.with_name(TABLE), table)
-    conns = [handshake_summary(x) for x in table["connections"]] if table else []
+    conns = [handshake_summary(x) for x in parsed]  # a capture not at the sender splits flights by its series
     sysctls = ex.read_sysctls(SERVER_SYSCTLS, host=lab.server)  # "" for a key the namespace lacks
     client = ex.read_sysctls(hostspec.READ_BACK, host=lab.client)
     route = ex.run(C.route_show(), host=lab.server, check=False).strip()
