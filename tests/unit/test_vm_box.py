@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.conftest import REPO
@@ -188,6 +189,48 @@ def test_vm_forward_restarts_a_recorded_tunnel_with_its_own_command_line(tmp_pat
     finally:
         for pid in (p.pid, new):
             if pid and Path(f"/proc/{pid}").exists() and pid != os.getpid():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+    p.wait(timeout=10)
+
+
+def test_vm_forward_starts_a_tunnel_that_exited_from_its_kept_command_line(tmp_path):
+    """The provisioning reboot can end the tunnel (its connection closed as
+    the VM shut down): `make vm-test` on libvirt found no forward on 8888
+    after it (2026-11-27, run 10 of docs/vm.md). The command line kept when
+    the tunnel was last seen running starts it again; without one, nothing
+    is started and the message says how."""
+    p, argv, machine, signal = _fake_tunnel(tmp_path)
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    script = ["bash", str(REPO / "scripts" / "vm-forward.sh"), str(tmp_path)]
+    pids = [p.pid]
+    try:
+        assert subprocess.run(script, env=env, capture_output=True, text=True, timeout=60).returncode == 0
+        first = int((machine / "pids" / "ssh_8888.pid").read_text())
+        pids.append(first)
+        os.kill(first, signal.SIGKILL)  # the reboot: the tunnel exits
+        for _ in range(100):
+            if not Path(f"/proc/{first}").exists() or "Z" in Path(f"/proc/{first}/stat").read_text().split()[2]:
+                break
+            time.sleep(0.05)
+        r = subprocess.run(script, env=env, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and "had exited; its command line from" in r.stdout, r.stdout + r.stderr
+        second = int((machine / "pids" / "ssh_8888.pid").read_text())
+        pids.append(second)
+        assert second not in (p.pid, first)
+        assert Path(f"/proc/{second}/cmdline").read_bytes().split(b"\0")[:-1] == [a.encode() for a in argv]
+        # no kept command line: nothing started, the way out named
+        (tmp_path / ".vagrant" / "tortoiselab" / "forward-default-8888.argv").unlink()
+        os.kill(second, signal.SIGKILL)
+        time.sleep(0.5)
+        r = subprocess.run(script, env=env, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and "vagrant reload starts it again" in r.stdout, r.stdout + r.stderr
+        assert int((machine / "pids" / "ssh_8888.pid").read_text()) == second
+    finally:
+        for pid in pids:
+            if Path(f"/proc/{pid}").exists() and pid != os.getpid():
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
