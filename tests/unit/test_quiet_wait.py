@@ -68,10 +68,3 @@ def test_cpu_times_refuses_a_file_without_the_cpu_line(tmp_path: Path):
 def test_cpu_times_reads_this_machine():
     idle, total = cpu_times()
     assert 0 <= idle <= total and total > 0
-
-
-def test_what_the_wait_returns_is_what_a_run_record_stores():
-    from tortoiselab.host.store import RunMeta
-
-    seen = wait([0.9, 0.1])
-    assert RunMeta(clock="real", quiet=seen).quiet.model_dump() == seen

@@ -86,15 +86,6 @@ class BatchMeta(BaseModel):
     # differed from their stored record (empty: all reproduced, or none replayed)
 
 
-class QuietWait(BaseModel):
-    """The real clock's wait for quiet CPUs before the load (guest/clock.wait_until_quiet)."""
-
-    model_config = ConfigDict(extra="forbid")
-    waited_s: float  # seconds from the captures' start to the quiet window's end (or the limit)
-    idle: float  # the CPUs' idle fraction over the last window
-    quiet: bool  # False: the limit was reached first, and the load started anyway
-
-
 class RunMeta(BaseModel):
     """How and where a run ran. A run whose lab failed has only the times."""
 
@@ -125,7 +116,6 @@ class RunMeta(BaseModel):
     # uml: the lab's host CPU over the load's interval, by group (host/labcpu.load_cpu; docs/speed.md)
     load_cpu: dict[str, Any] | None = None
     reused_from: str | None = None  # taken unchanged from this folder's run of the same id (host/reuse.py)
-    quiet: QuietWait | None = None  # real clock: the wait for quiet CPUs before the load (None: virtual clock)
 
 
 class RunRecord(BaseModel):
