@@ -11,7 +11,6 @@ import ctypes
 import functools
 import math
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 _CLOCK_MONOTONIC = 1
@@ -79,50 +78,3 @@ class HostWall:
         f = self.folder / str(self.n)
         f.touch()
         return f.stat().st_mtime_ns / 1e9
-
-
-# The real clock's quiet start (docs/determinism.md, "The real clock waits
-# for a quiet CPU"): a load starts once the CPUs were at least QUIET_IDLE
-# idle over one QUIET_WINDOW_S window, waiting at most QUIET_MAX_S.
-QUIET_IDLE = 0.8
-QUIET_WINDOW_S = 0.25
-QUIET_MAX_S = 10.0
-PROC_STAT = Path("/proc/stat")
-
-
-def cpu_times(stat: Path = PROC_STAT) -> tuple[int, int]:
-    """(idle, total) clock ticks of all CPUs since boot, from /proc/stat's
-    `cpu` line (proc(5)): idle counts idle and iowait; total counts user,
-    nice, system, idle, iowait, irq, softirq and steal (guest time is
-    already in user and nice)."""
-    line = stat.read_text().split("\n", 1)[0].split()
-    if not line or line[0] != "cpu":
-        raise RuntimeError(f"{stat}: no cpu line first")
-    ticks = [int(x) for x in line[1:9]]
-    return ticks[3] + ticks[4], sum(ticks)
-
-
-def wait_until_quiet(idle: float = QUIET_IDLE, window_s: float = QUIET_WINDOW_S, max_s: float = QUIET_MAX_S, *,
-                     read: Callable[[], tuple[int, int]] = cpu_times, sleep: Callable[[float], None] = time.sleep,
-                     now: Callable[[], float] = time.monotonic) -> dict:
-    """Sleep until the CPUs were at least `idle` idle over one window of
-    window_s, or until max_s have passed. On the real clock a packet leaves
-    netem when the kernel's timer fires and its softirq runs; on a CPU still
-    busy with the lab's start-up (Apache's children, tcpdump; under software
-    emulation about twenty times slower) that is milliseconds late, and the
-    path measures longer than configured. Returns what was seen: seconds
-    waited, the last window's idle fraction, and whether it was quiet (a
-    load that starts without quiet is still judged by its measured path:
-    analysis/fidelity.disturbance)."""
-    t0 = now()
-    before = read()
-    frac = 0.0
-    while True:
-        sleep(window_s)
-        after = read()
-        span = after[1] - before[1]
-        frac = (after[0] - before[0]) / span if span > 0 else 0.0
-        waited = now() - t0
-        if frac >= idle or waited >= max_s:
-            return {"waited_s": round(waited, 3), "idle": round(frac, 3), "quiet": frac >= idle}
-        before = after

@@ -290,8 +290,6 @@ def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, si
         # boot's (its first run's seed)
         "guest_boot_id": boot.get("boot_id"),
     }
-    if ld.get("quiet"):  # the real clock's wait for a quiet CPU before the load (guest/clock.py)
-        meta["quiet"] = ld["quiet"]
     # configured vs measured: the TCP handshake's round trip in the capture
     rtts = [c["tcp_rtt_ms"] for c in ld["connections"] if c.get("tcp_rtt_ms")]
     fid = handshake_rtt_check(run.path, rtts, len(ld["connections"]))

@@ -26,7 +26,7 @@ from tortoiselab.analysis.parsers import parse_h2load, parse_nghttp_stats
 from tortoiselab.guest import commands as C
 from tortoiselab.guest import trace
 from tortoiselab.guest.cdn import cdn_capture, cdn_node, cdn_result
-from tortoiselab.guest.clock import align_to_grid, next_grid_point, sleep_until_monotonic, uptime_s, wait_until_quiet
+from tortoiselab.guest.clock import align_to_grid, next_grid_point, sleep_until_monotonic, uptime_s
 from tortoiselab.guest.cross import CrossRun, cross_traffic
 from tortoiselab.guest.executor import Executor
 from tortoiselab.guest.loaderproc import LoaderProcess
@@ -206,8 +206,6 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, loader_proc: LoaderPro
         # (docs/determinism.md)
         with _cwnd_probe(ctx) as tracer:
             marks["capture_on"] = _wall(ctx)
-            # the real clock: the lab's start-up (Apache, tcpdump) over before the load
-            quiet = wait_until_quiet() if req.clock == "real" else None
             target, cross = _cross(ctx, lab, req, load, target, d)
             target, replay = _replay(lab, load.path or req.path, target)
             with cross as crossed, replay:
@@ -231,8 +229,7 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, loader_proc: LoaderPro
             "names": names, "summary": summary, "har": har, "seeds": seeds, "set_up_s": set_up, "start_s": start,
             "pcap": str(pcap), "client_pcap": str(cpcap), "capture": capstats, "client_capture": ccapstats,
             **collected, **cdn, "load_seconds": round(wall_of_load, 6), "cwnd": cwnd,
-            **({"cross": _cross_result(crossed, start, wall_of_load)} if crossed is not None else {}),
-            **({"quiet": quiet} if quiet is not None else {})}
+            **({"cross": _cross_result(crossed, start, wall_of_load)} if crossed is not None else {})}
 
 
 PROFILE_DIR = "browser-profile"  # a warm view's browser profile, in the load's folder, removed after it
