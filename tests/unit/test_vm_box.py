@@ -211,10 +211,7 @@ def test_vm_forward_starts_a_tunnel_that_exited_from_its_kept_command_line(tmp_p
         first = int((machine / "pids" / "ssh_8888.pid").read_text())
         pids.append(first)
         os.kill(first, signal.SIGKILL)  # the reboot: the tunnel exits
-        for _ in range(100):
-            if not Path(f"/proc/{first}").exists() or "Z" in Path(f"/proc/{first}/stat").read_text().split()[2]:
-                break
-            time.sleep(0.05)
+        _wait_gone(first)
         r = subprocess.run(script, env=env, capture_output=True, text=True, timeout=60)
         assert r.returncode == 0 and "had exited; its command line from" in r.stdout, r.stdout + r.stderr
         second = int((machine / "pids" / "ssh_8888.pid").read_text())
@@ -224,18 +221,27 @@ def test_vm_forward_starts_a_tunnel_that_exited_from_its_kept_command_line(tmp_p
         # no kept command line: nothing started, the way out named
         (tmp_path / ".vagrant" / "tortoiselab" / "forward-default-8888.argv").unlink()
         os.kill(second, signal.SIGKILL)
-        time.sleep(0.5)
+        _wait_gone(second)
         r = subprocess.run(script, env=env, capture_output=True, text=True, timeout=60)
         assert r.returncode == 0 and "vagrant reload starts it again" in r.stdout, r.stdout + r.stderr
         assert int((machine / "pids" / "ssh_8888.pid").read_text()) == second
     finally:
-        for pid in pids:
-            if Path(f"/proc/{pid}").exists() and pid != os.getpid():
-                try:
+        for pid in pids:  # only a process still running the fake tunnel's command line (a pid may be reused)
+            try:
+                if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1] == [a.encode() for a in argv]:
                     os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            except (FileNotFoundError, ProcessLookupError):
+                pass
     p.wait(timeout=10)
+
+
+def _wait_gone(pid: int) -> None:
+    """Until the process has exited (gone, or a zombie not yet reaped), at most 5 s."""
+    for _ in range(100):
+        stat = Path(f"/proc/{pid}/stat")
+        if not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            return
+        time.sleep(0.05)
 
 
 def test_vm_forward_leaves_a_process_that_is_not_the_tunnel_alone(tmp_path):
