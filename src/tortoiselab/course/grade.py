@@ -67,6 +67,7 @@ from pydantic import ValidationError
 from tortoiselab.analysis.fidelity import NOT_JUDGED, judged_fidelity
 from tortoiselab.course.handout import GradeError, Lab, LabExperiment, Point, config_key, fmt_value, plain
 from tortoiselab.host import audit, safefs, store
+from tortoiselab.host.storedtraces import folder_traces
 from tortoiselab.spec.experiment import Experiment, ExperimentError, expand, load
 
 MAX_LINES = 8  # detail lines per check before "... and N more"
@@ -167,22 +168,26 @@ def run_command(le: LabExperiment, folder: Path) -> str:
     return cmd
 
 
-def _stored_diff(folder: Path, le: LabExperiment) -> list[str]:
-    """What differs between the folder's experiment.yaml and the lab's file
-    with its grid: name, seed, sweep, settings."""
+def _stored_diff(folder: Path, le: LabExperiment) -> tuple[list[str], str | None]:
+    """(what differs between the folder's experiment.yaml and the lab's file
+    with its grid: name, seed, sweep, settings; None) or ([], why the
+    folder's experiment.yaml cannot be read). Its traces are the project's
+    or the folder's own copies, never a file it names elsewhere
+    (host/storedtraces.py)."""
     f = folder / "experiment.yaml"
     if not os.path.lexists(f):
-        return [f"{folder}/experiment.yaml is missing"]
+        return [], f"{f} is missing"
     try:  # neither through a link nor from a FIFO (host/safefs.py): refused, naming the file and the fix
         raw = yaml.safe_load(safefs.read_text_regular(f, doing="tortoise grade")) or {}
-        stored = Experiment(**raw) if "@" in str(raw.get("name", "")) else load(f, grid=le.grid)
-    except (ExperimentError, ValidationError, yaml.YAMLError, TypeError) as exc:
-        return [f"experiment.yaml does not load with grid {le.grid!r}: {str(exc).splitlines()[0]}"]
+        with folder_traces(folder):
+            stored = Experiment(**raw) if "@" in str(raw.get("name", "")) else load(f, grid=le.grid)
+    except (ExperimentError, ValidationError, yaml.YAMLError, TypeError, ValueError) as exc:
+        return [], f"{f} does not load with grid {le.grid!r}: {str(exc).splitlines()[0]}"
     ours = le.exp.model_dump(exclude={"grids", "description"})
     theirs = stored.model_dump(exclude={"grids", "description"})
     if theirs["repetitions"] >= ours["repetitions"]:  # more repetitions than the lab's are welcome
         theirs["repetitions"] = ours["repetitions"]
-    return [f"{k}: yours {fmt_value(a)}, the lab's {fmt_value(b)}" for k, a, b in leaf_diff(theirs, ours)]
+    return [f"{k}: yours {fmt_value(a)}, the lab's {fmt_value(b)}" for k, a, b in leaf_diff(theirs, ours)], None
 
 
 def check_experiment(le: LabExperiment, folder: Path, runs: list[dict],
@@ -205,7 +210,12 @@ def check_experiment(le: LabExperiment, folder: Path, runs: list[dict],
                        "(another seed: the experiment's seed was changed)")
     n_ok = sum(len(v) for v in matched.values())
     # the stored file explains a difference; the runs decide (the runner keeps the file of the folder's first run)
-    stored = [f"experiment.yaml: {d}" for d in _stored_diff(folder, le)]
+    diffs, unreadable = _stored_diff(folder, le)
+    if unreadable:  # the runs are graded against the file they were run from: without it, no grade
+        return GradeCheck("experiment", False, "the folder's experiment.yaml cannot be read", [unreadable],
+                          f"run the lab's experiment unchanged into a fresh folder: {run_command(le, folder)} "
+                          f"(move {folder} aside first; it is yours to keep)")
+    stored = [f"experiment.yaml: {d}" for d in diffs]
     if not details:
         return GradeCheck("experiment", True, f"{n_ok} runs, all of {name} ({le.file}, grid {le.grid})", stored)
     details = stored + details

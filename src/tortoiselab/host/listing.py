@@ -5,9 +5,10 @@ claims through the locks; never starts a lab."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
-from tortoiselab.host import safefs, slurm, store
+from tortoiselab.host import readfiles, safefs, slurm, store
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import RUN_TMP, probe_claim, stale_work
 from tortoiselab.host.versions import folder_runs
@@ -60,9 +61,21 @@ def _running(exp_dir: Path) -> int:
     return n
 
 
+RUN_PREFIX = re.compile(r"^[0-9a-f]{1,12}$")  # a run id (spec/experiment.py: 12 hex digits) or its start
+
+
 def find_run(results: Path, run_id: str) -> Path:
-    hits = [p for p in results.glob(f"*/{run_id}*")  # not inside a linked experiment folder
-            if not safefs.is_link(p.parent) and store.completed(p.parent, p.name)]
+    """The completed run whose id starts with run_id, in an experiment
+    folder of `results` (never a link, never outside it): the id is checked
+    as hex digits first, so `..`, `/` or a glob cannot reach elsewhere."""
+    if not RUN_PREFIX.match(run_id):
+        raise RunnerError(f"run {run_id[:80]!r}: not a run id; give a run's id or its first hex digits (1 to 12 "
+                          "of 0-9a-f, as `tortoise ls` and the run folders show them), with --results for the "
+                          "results folder that holds it")
+    hits = [Path(results, e, n) for e in readfiles.names(results)
+            if not e.startswith(".") and os.path.isdir(Path(results, e)) and not safefs.is_link(Path(results, e))
+            for n in readfiles.names(Path(results, e))
+            if n.startswith(run_id) and readfiles.RUN_ID.match(n) and store.completed(Path(results, e), n)]
     if not hits:
         raise RunnerError(f"run {run_id!r}: no completed run with that id under {results}")
     if len(hits) > 1:

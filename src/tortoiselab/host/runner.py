@@ -35,7 +35,7 @@ from tortoiselab.analysis.conntable import TABLE
 from tortoiselab.analysis.fidelity import disturbance, handshake_rtt_check
 from tortoiselab.analysis.flights import pcap_steady_throughput_mbit
 from tortoiselab.analysis.parsers import parse_nghttp_stats
-from tortoiselab.host import backends, batches, guestpaths, labcpu, pageload, reuse, safefs, store, verify
+from tortoiselab.host import backends, batches, guestpaths, labcpu, pageload, reuse, safefs, store, storedtraces, verify
 from tortoiselab.host.assets import lab_assets
 from tortoiselab.host.checks import (check_browser_tools, check_guest_paths, check_kernel_paths, check_manifest_urls,
                                     check_site_urls)
@@ -47,6 +47,7 @@ from tortoiselab.host.batches import DEFAULT_BATCH, Batch, BatchWork, batch_id, 
 from tortoiselab.host.store import files
 from tortoiselab.host.stopping import LabInterrupted, RunInterrupted, Stopped, stop_message, wind_down
 from tortoiselab.host.versions import one_experiment
+from tortoiselab.spec import trace
 from tortoiselab.spec.experiment import RunSpec
 
 
@@ -431,7 +432,8 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
     (host/reuse.py)."""
     reuse_src = reuse.sources(exp_file, grid, reuse_from, results)[0] if reuse_from else None
     size = DEFAULT_BATCH if batch is None else batch  # default_batch: the same on both clocks
-    exp, sweep, ids, runs, mine, fixed = batches.selected(exp_file, grid, runs_file, shard, size)
+    with trace.seen() as traces:  # the traces the file names, copied into the folder below (host/storedtraces.py)
+        exp, sweep, ids, runs, mine, fixed = batches.selected(exp_file, grid, runs_file, shard, size)
     keep = set(ids)
     sliced = shard is not None or runs_file is not None
     exp_dir = Path(results).resolve() / exp.name  # the guest is given absolute paths only
@@ -455,6 +457,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
         with setup_lock(exp_dir), space_is_named(exp_dir):
             files.write_once(exp_dir, exp_dir / "experiment.yaml", Path(exp_file).read_text(),
                              doing=f"results folder {exp_dir}")
+            storedtraces.store_copies(exp_dir, traces)  # what a reader of the folder reads them from
             # the certificate variants of every run, not only the pending ones (host/assets.py)
             site, pki = lab_assets(exp_dir, certs={r.settings.server.cert for r in runs})
         check_manifest_urls(mine, site)

@@ -51,7 +51,7 @@ from typing import Iterable, Iterator
 
 import pyarrow as pa
 
-from tortoiselab.host import readfiles, safefs, store, versions
+from tortoiselab.host import readfiles, safefs, store, storedtraces, versions
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import claim, setup_lock
 from tortoiselab.host.store import files
@@ -258,8 +258,12 @@ def check_membership(exp_dir: Path, dirs: list[Path]) -> tuple[list[Problem], li
     (host/versions.folder_runs); when its runs cannot be known, those whose
     record names another experiment, and a note saying why."""
     exp_dir = Path(exp_dir)
-    ids, why = versions.folder_runs(exp_dir)
+    traces = storedtraces.FolderTraces(exp_dir)
+    ids, why = versions.folder_runs(exp_dir, traces)
     out, notes = [], []
+    if ids is None and traces.refused:  # a trace it names is not the project's nor stored with it: never read
+        out.append(Problem(None, exp_dir / "experiment.yaml", f"names a trace its runs cannot be checked against: "
+                           f"{traces.refused[0]}", storedtraces.fix_for(exp_dir), redo=False))
     for d in dirs:
         move = f"move it out of {exp_dir} (back where it came from); no reader counts it while it is here"
         if ids is not None and d.name not in ids:
@@ -357,12 +361,19 @@ def experiment_folders(folder: Path) -> list[Path]:
             and not d.name.startswith(".") and is_exp(d)]
 
 
+def _folder_failing(c: FolderCheck) -> str:
+    """What fails when no run does: the table, the experiment file, or both."""
+    return " and ".join(what for what, name in (("experiment.yaml failing", "experiment.yaml"),
+                                                ("table failing", store.TABLE))
+                        if any(p.file.name == name for p in c.problems)) or "failing"
+
+
 def format_checks(checks: list[FolderCheck]) -> str:
     lines = []
     for c in checks:
         runs = sorted({p.run for p in c.problems if p.run})
         lines.append(f"{c.exp_dir}: {c.runs} runs, " + (f"{len(runs)} failing: {', '.join(runs)}" if runs else
-                                                          "table failing" if c.problems else "ok"))
+                                                          _folder_failing(c) if c.problems else "ok"))
         lines += problem_lines(c.problems)
         lines += [f"  note: {n}" for n in c.notes]
     return "\n".join(lines)

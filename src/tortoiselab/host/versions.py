@@ -32,6 +32,7 @@ from typing import Any
 from tortoiselab.host import safefs
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.store import files
+from tortoiselab.host.storedtraces import FolderTraces, folder_traces
 from pydantic import ValidationError
 
 from tortoiselab.spec.experiment import Experiment, ExperimentError, RunSpec, apply_grid, expand, load
@@ -89,8 +90,9 @@ def _stored_experiment(exp_dir: Path, grid: str | None) -> tuple[Experiment | No
     f = exp_dir / "experiment.yaml"
     if _read_no_follow(f) is None:
         return None, "it has no experiment.yaml"
-    try:
-        return load(f, grid=grid), ""
+    try:  # its traces from the project's or the folder's own copies (host/storedtraces.py)
+        with folder_traces(exp_dir):
+            return load(f, grid=grid), ""
     except ExperimentError as exc:
         return None, f"its experiment.yaml does not load ({str(exc).splitlines()[0][:200]})"
 
@@ -158,11 +160,13 @@ def one_experiment(exp_dir: Path, exp: Experiment, runs: list[RunSpec]) -> None:
         raise _refuse(exp_dir, exp, _why_other(exp_dir, exp, grid, found.get("runs")))
 
 
-def folder_runs(exp_dir: Path) -> tuple[frozenset[str] | None, str]:
+def folder_runs(exp_dir: Path, traces: FolderTraces | None = None) -> tuple[frozenset[str] | None, str]:
     """(the run ids of the folder's experiment: its experiment.yaml as the
     folder's grid runs it, checked against experiment.json's hash when there
     is one; "") or (None, why they cannot be known). The folder's grid alone
-    is expanded (its other grids are not checked: a reader's question)."""
+    is expanded (its other grids are not checked: a reader's question). Its
+    traces are read through `traces` (default: a new one), whose `refused`
+    then lists what the folder could not give (host/storedtraces.py)."""
     exp_dir = Path(exp_dir)
     f = exp_dir / "experiment.yaml"
     try:
@@ -172,8 +176,9 @@ def folder_runs(exp_dir: Path) -> tuple[frozenset[str] | None, str]:
         raw = read_yaml(f, "experiment file")
         if not isinstance(raw, dict):
             raise ExperimentError("not a mapping")
-        exp = apply_grid(Experiment(**raw), exp_dir.name.partition("@")[2] or None)
-        ids = [r.run_id for r in expand(exp)]
+        with folder_traces(exp_dir, traces):  # never a trace file the folder names elsewhere (host/storedtraces.py)
+            exp = apply_grid(Experiment(**raw), exp_dir.name.partition("@")[2] or None)
+            ids = [r.run_id for r in expand(exp)]
     except (OtherVersion, YamlFileError, ExperimentError, ValidationError, ValueError, OSError,
             *safefs.REFUSED) as exc:
         return None, f"its experiment.yaml does not give its runs ({str(exc).splitlines()[0][:200]})"

@@ -37,6 +37,7 @@ import pandas as pd
 from tortoiselab.analysis import figures, stats
 from tortoiselab.host import readfiles, safefs, store
 from tortoiselab.host.audit import gate_runs
+from tortoiselab.host.storedtraces import folder_traces
 from tortoiselab.spec import cols, experiment
 from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
 
@@ -137,8 +138,9 @@ def _read_experiment(yfile: Path, grid: str | None, notes: list[str]) -> tuple[s
     if not yaml_text:
         notes.append("the folder has no experiment.yaml")
         return yaml_text, {}
-    try:
-        return yaml_text, experiment.load(yfile, grid=grid).model_dump()
+    try:  # its traces: the project's or the folder's copies, never a file it names elsewhere (host/storedtraces.py)
+        with folder_traces(yfile.parent):
+            return yaml_text, experiment.load(yfile, grid=grid).model_dump()
     except (ValueError, OSError) as exc:  # a report of an old folder must still render
         notes.append(f"experiment.yaml does not validate with this version ({str(exc)[:300]}); read as plain YAML")
     try:

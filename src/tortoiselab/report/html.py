@@ -23,6 +23,7 @@ from markupsafe import Markup
 
 from tortoiselab.analysis import stats
 from tortoiselab.host.store import files
+from tortoiselab.host.storedtraces import folder_traces
 from tortoiselab.report.context import (
     METRICS,
     PRIORITY_AXIS,
@@ -134,8 +135,9 @@ def _comparison_sections(comp: pd.DataFrame) -> tuple[list[dict], dict[str, int]
 def _planned_runs(exp_dir: Path) -> int | None:
     """How many runs the folder's experiment.yaml expands to; None when it
     cannot be read with this version (the page then says nothing of it)."""
-    try:
-        return len(experiment.expand(experiment.load(exp_dir / "experiment.yaml")))
+    try:  # its traces: the project's or the folder's copies only (host/storedtraces.py)
+        with folder_traces(exp_dir):
+            return len(experiment.expand(experiment.load(exp_dir / "experiment.yaml")))
     except Exception:  # noqa: BLE001 - an old or missing experiment file must not cost the report
         return None
 

@@ -11,7 +11,18 @@ link_queue). An opportunity no packet uses is lost.
 Like mm-link, the parser refuses an empty line, a line that is not a whole
 number, a timestamp smaller than the one before, a file without any line,
 and a trace that lasts no time (its last timestamp 0); the error names the
-field the trace was given for (``path.trace_down``) and the line.
+field the trace was given for (``path.trace_down``), the file and the line,
+never the line's content (a file named by a results folder is no one's to
+print: docs/faults.md).
+
+Where a trace's bytes come from: while a results folder is read (its
+experiment.yaml, its records), a trace is the project's shipped trace or
+the copy the runner stored with the folder's runs (<exp>/.lab/traces/, by
+sha256), never a file the folder names elsewhere on the machine. The reader
+says so by `from_source(...)` with the folder's TraceSource
+(host/storedtraces.py); a path the user gives on the command line or in
+the experiment file the user runs is read where it is (docs/traces.md,
+"Traces of a stored experiment").
 
 The lab replays a trace as a piecewise-constant rate (docs/traces.md): each
 segment ends on an opportunity, lasts at least ``min_segment_ms`` and
@@ -24,8 +35,12 @@ from __future__ import annotations
 import bisect
 import functools
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -67,17 +82,78 @@ def parse_mahimahi(text: str) -> tuple[int, ...]:
         if not line.strip():
             raise TraceError(f"line {n}: empty line; every line is one timestamp in whole milliseconds")
         word = line.strip()
-        if not word.isascii() or not word.isdigit():
-            raise TraceError(f"line {n}: {word[:40]!r} is not a whole number of milliseconds (0 or more)")
+        if not word.isascii() or not word.isdigit():  # its content is not quoted (see the module's doc)
+            raise TraceError(f"line {n}: not a whole number of milliseconds (0 or more); every line is one "
+                             "timestamp in whole milliseconds")
         ms = int(word)
         if out and ms < out[-1]:
-            raise TraceError(f"line {n}: {ms} ms comes after {out[-1]} ms on line {n - 1}; "
-                             "timestamps must not decrease")
+            raise TraceError(f"line {n}: a timestamp smaller than line {n - 1}'s; timestamps must not decrease")
         out.append(ms)
     if out[-1] == 0:
         raise TraceError(f"line {len(out)}: the trace lasts no time (last timestamp 0); "
                          "the file loops after its last timestamp, which must be 1 ms or more")
     return tuple(out)
+
+
+class TraceSource(Protocol):
+    """Where the traces of a stored experiment come from (a results folder's
+    copies: host/storedtraces.FolderTraces). Shipped traces never ask it."""
+
+    def reference(self, ref: str) -> dict:
+        """The trace (file as recorded, name, sha256) that `ref`, a
+        reference the stored experiment holds, named when the runs ran;
+        TraceError if the folder cannot say."""
+        ...
+
+    def data(self, sha256: str) -> tuple[bytes, str]:
+        """(the bytes of the stored copy whose sha256 is given, a label
+        naming where it is); TraceError if there is none."""
+        ...
+
+
+_SOURCE: ContextVar[TraceSource | None] = ContextVar("trace_source", default=None)
+_SEEN: ContextVar[dict[str, dict] | None] = ContextVar("traces_seen", default=None)
+
+
+@contextmanager
+def from_source(source: TraceSource) -> Iterator[None]:
+    """Inside: every trace that is not shipped is read from `source`, never
+    from the file it names (a results folder read as untrusted input;
+    docs/faults.md). A context variable rather than a parameter: the models
+    validate traces again wherever a path is rebuilt (PathSpec(**fields) in
+    a region's, a CDN's or a topology's path), deep below the reader."""
+    token = _SOURCE.set(source)
+    try:
+        yield
+    finally:
+        _SOURCE.reset(token)
+
+
+@contextmanager
+def seen() -> Iterator[dict[str, dict]]:
+    """Inside: every trace reference validated (a path or a shipped name, as
+    the file writes it) is recorded with the trace it named: reference ->
+    {"file", "name", "sha256"} (the runner stores copies of them with the
+    folder: host/storedtraces.store_copies)."""
+    refs: dict[str, dict] = {}
+    token = _SEEN.set(refs)
+    try:
+        yield refs
+    finally:
+        _SEEN.reset(token)
+
+
+SHIPPED_PREFIX = "topologies/traces/"  # a shipped trace's recorded file: relative to the repository
+
+
+def shipped_file(recorded: str) -> Path | None:
+    """The shipped trace a recorded file names (topologies/traces/<name>,
+    <name> one of shipped_traces()), else None; by name alone, so a recorded
+    path never reaches outside the project's traces."""
+    name = recorded.removeprefix(SHIPPED_PREFIX)
+    if recorded.startswith(SHIPPED_PREFIX) and name in shipped_traces():
+        return TRACE_DIR / name
+    return None
 
 
 def find_trace_file(ref: str | Path) -> Path:
@@ -111,16 +187,39 @@ def _read(file: str, mtime_ns: int, size: int) -> tuple[str, tuple[int, ...]]:
         raise _too_large(f"{file!r} has {size:,} bytes")
     with open(file, "rb") as fh:
         data = fh.read(MAX_TRACE_BYTES + 1)  # a file that grew since: never more
+    return parse_trace_bytes(data, file)
+
+
+def parse_trace_bytes(data: bytes, label: str) -> tuple[str, tuple[int, ...]]:
+    """(sha256, opportunities) of a trace's bytes, bounded as a file is
+    (MAX_TRACE_BYTES, MAX_TRACE_LINES); TraceError naming `label` and the
+    line, never quoting it."""
     if len(data) > MAX_TRACE_BYTES:
-        raise _too_large(f"{file!r} has more than {MAX_TRACE_BYTES:,} bytes")
+        raise _too_large(f"{label!r} has more than {MAX_TRACE_BYTES:,} bytes")
     lines = data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
     if lines > MAX_TRACE_LINES:  # counted before the lines are split and parsed
-        raise _too_large(f"{file!r} has {lines:,} lines")
+        raise _too_large(f"{label!r} has {lines:,} lines")
+    sha = hashlib.sha256(data).hexdigest()
     try:
-        text = data.decode("ascii")
-    except UnicodeDecodeError:
-        text = data.decode("latin-1")  # the parser names the line that is not a number
-    return hashlib.sha256(data).hexdigest(), parse_mahimahi(text)
+        return sha, _parse_cached(sha, data)
+    except TraceError as exc:
+        raise TraceError(f"{label}: {exc}") from None
+
+
+_PARSED: dict[str, tuple[int, ...]] = {}  # sha256 -> opportunities: the last few traces parsed
+
+
+def _parse_cached(sha: str, data: bytes) -> tuple[int, ...]:
+    if sha not in _PARSED:
+        try:
+            text = data.decode("ascii")
+        except UnicodeDecodeError:
+            text = data.decode("latin-1")  # the parser names the line that is not a number
+        times = parse_mahimahi(text)
+        while len(_PARSED) >= 8:
+            _PARSED.pop(next(iter(_PARSED)), None)
+        _PARSED[sha] = times
+    return _PARSED[sha]
 
 
 def read_trace_file(file: Path) -> tuple[str, tuple[int, ...]]:
@@ -150,14 +249,27 @@ class Trace(BaseModel):
     @classmethod
     def _from_reference(cls, data: object) -> object:
         if isinstance(data, (str, Path)):
-            file = find_trace_file(data)
-            sha, _ = read_trace_file(file)
-            return {"file": _recorded_name(file), "name": file.name, "sha256": sha}
+            ref, source = str(data), _SOURCE.get()
+            if source is not None and not ("/" not in ref and ref in shipped_traces()):
+                out = dict(source.reference(ref))  # a stored experiment: never the file it names
+            else:
+                file = TRACE_DIR / ref if source is not None else find_trace_file(data)
+                sha, _ = read_trace_file(file)
+                out = {"file": _recorded_name(file), "name": file.name, "sha256": sha}
+            refs = _SEEN.get()
+            if refs is not None:
+                refs[ref] = out
+            return out
         return data
 
     @model_validator(mode="after")
     def _read_file(self) -> "Trace":
-        sha, times = read_trace_file(self.path)
+        source = _SOURCE.get()
+        if source is not None and shipped_file(self.file) is None:
+            data, where = source.data(self.sha256)  # the folder's copy, by the sha256 the run recorded
+            sha, times = parse_trace_bytes(data, where)
+        else:
+            sha, times = read_trace_file(self.path if source is None else shipped_file(self.file))
         if sha != self.sha256:
             raise TraceError(f"{self.file!r} changed since the run was set up (sha256 {sha[:12]}..., "
                              f"expected {self.sha256[:12]}...)")

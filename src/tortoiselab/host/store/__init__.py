@@ -50,6 +50,7 @@ from tortoiselab.host import readfiles, safefs
 from tortoiselab.host.columns import COLUMNS, NUMERIC, row
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.store import files
+from tortoiselab.host.storedtraces import folder_traces
 from tortoiselab.host.tablediff import table_differences
 from tortoiselab.spec import cols
 
@@ -204,8 +205,9 @@ def _floor_of_old_run(raw: dict, summary: dict, run_dir: Path | None) -> dict:
     exp_dir = Path(run_dir).parent if run_dir is not None else None
     try:  # neither through a link nor from a FIFO (host/safefs.py)
         manifest, pki = readfiles.lab_json(exp_dir, "site"), readfiles.lab_json(exp_dir, "pki")
-        f = napkin.run_floor(raw["config"], manifest, pki, summary.get("cached_urls") or (),
-                             summary.get("trace_start_ms"))
+        with folder_traces(exp_dir):  # a traced path's trace: the project's or the folder's copy, never elsewhere
+            f = napkin.run_floor(raw["config"], manifest, pki, summary.get("cached_urls") or (),
+                                 summary.get("trace_start_ms"))
     except (OSError, TypeError, ValueError, KeyError, *safefs.REFUSED) as exc:
         return {cols.FLOOR: None, "plt_over_floor": None, "floor_model": {"why": f"floor not computed: {exc}"[:300]}}
     floor = f[cols.FLOOR]
