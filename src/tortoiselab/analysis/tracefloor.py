@@ -34,6 +34,8 @@ import bisect
 import math
 from dataclasses import dataclass, field
 
+from pydantic import ValidationError
+
 from tortoiselab.spec.trace import FRAME_BYTES, PACKET_BYTES, Trace, TraceError
 
 HEADER_BYTES = 66  # a segment's headers on the wire: Ethernet 14 + IPv4 20 + TCP 20 + timestamps 12
@@ -149,5 +151,7 @@ def traced_downlink(trace: dict | str | None, start_ms: float | None) -> tuple[T
                       "a trace's rate differs from instant to instant; rate_mbit is a default the trace overrides")
     try:
         return TraceLink(Trace.model_validate(trace), float(start_ms)), None
+    except ValidationError as exc:  # its messages, not pydantic's closing line (a link to its docs)
+        return None, f"trace_down {name}: {'; '.join(e['msg'] for e in exc.errors())[:300]}"
     except (TraceError, ValueError) as exc:
         return None, f"trace_down {name}: {str(exc).splitlines()[-1][:200]}"

@@ -38,6 +38,7 @@ TRACES = Path(".lab") / "traces"
 INDEX = "index.json"
 MAX_INDEX_BYTES = 1 << 20  # a reference per trace of the sweep: kilobytes
 _SHA = re.compile(r"^[0-9a-f]{64}$")
+NOT_READ = "a stored experiment's traces are the project's"
 
 
 def fix_for(exp_dir: Path) -> str:
@@ -70,9 +71,9 @@ class FolderTraces:
         entry = self.index().get(ref)
         if entry is None:
             raise self._refuse(
-                f"{ref!r}: a stored experiment's trace is read from the project's traces ({tr.TRACE_DIR}) or from "
-                f"the copy stored with its runs ({self.exp_dir / TRACES}), never from a file the folder names "
-                f"elsewhere; this folder holds no copy of it: {fix_for(self.exp_dir)}")
+                f"{ref!r} is not read: {NOT_READ} ({tr.TRACE_DIR}) or the copies stored with its runs "
+                f"({self.exp_dir / TRACES}), never a file the folder names elsewhere, and this folder holds no "
+                f"copy of it: {fix_for(self.exp_dir)}")
         return entry
 
     def data(self, sha256: str) -> tuple[bytes, str]:
