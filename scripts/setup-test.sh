@@ -15,7 +15,9 @@ headers_ver="$(bash "$here/kernel/deb/vars.sh" DEB_VERSION)"
 
 # shellcheck source=scripts/apt-missing.sh
 . "$here/scripts/apt-missing.sh"
-packages=(vagrant vagrant-libvirt dkms "$headers_pkg=$headers_ver")  # the headers at kernel/DEBIAN_VERSION's pin
+# strace: tests/unit/test_stored_traces.py shows that no reader of a results
+# folder opens a file the folder names elsewhere (docs/faults.md)
+packages=(vagrant vagrant-libvirt dkms strace "$headers_pkg=$headers_ver")  # the headers at kernel/DEBIAN_VERSION's pin
 mapfile -t missing < <(missing_packages "${packages[@]}")
 if [ "${#missing[@]}" -eq 0 ]; then
   echo "setup-test: all ${#packages[@]} packages present"

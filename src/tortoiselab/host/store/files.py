@@ -34,7 +34,7 @@ LAYOUT = {  # an experiment folder's entries besides the run folders and runs.pa
     ".lock": "the runner's flock (host/locks.py)",
     ".setup.lock": "a few seconds' flock for shared steps (host/locks.py)",
     ".claims": "a flock per run being done (host/locks.py)",
-    ".lab": "the experiment's pages and PKI, made once (host/assets.py)",
+    ".lab": "the experiment's pages and PKI, made once (host/assets.py), and trace copies (host/storedtraces.py)",
     ".damaged": "damaged runs moved aside by a resume, kept (host/verify.py)",
     ".slurm": "Slurm submissions and their jobs (host/slurm.py)",
     ".<run_id>.tmp-<tag>": "a run in progress, lent to the lab as its work folder (host/runner.py)",
