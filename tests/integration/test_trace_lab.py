@@ -2,7 +2,8 @@
 (docs/traces.md): a saturating transfer's bytes per 100 ms follow the whole
 trace within 5 % (a second of warm-up replayed before it), the header
 describes the traced links and their outages, the same seed gives the same
-bytes, and a bad trace is refused before anything starts."""
+bytes, a bad trace is refused before anything starts, and a user's trace is
+stored with the results folder and read from there."""
 
 import json
 import shutil
@@ -107,3 +108,33 @@ def test_a_traced_page_loads_floor_is_the_traces(tmp_path, lab_kernel):
     assert 0 <= s["trace_start_ms"] < 50  # the replay starts at the load's start instant
     assert s["floor_model"]["trace_down"] == "lte.down" and s["floor_model"]["trace_start_ms"] == s["trace_start_ms"]
     assert 1.0 <= s["plt_over_floor"] < 1.1, s
+
+
+def test_a_users_trace_is_stored_with_the_folder_and_read_from_there(tmp_path, lab_kernel):
+    """issue 50: a stored experiment's trace is read from the copy the runner
+    stores with the folder (host/storedtraces.py), never from the file it
+    names: with the user's file gone, the folder verifies, lists and
+    reports, and the run is not done again."""
+    mine = tmp_path / "home" / "cell.down"
+    mine.parent.mkdir()
+    shutil.copy(TRACE_DIR / "3g.down", mine)
+    f = write_yaml(tmp_path, FEED_ON_LTE.replace("name: lte-feed", "name: users-trace")
+                   .replace("trace_down: lte.down", f"trace_down: {mine}").replace("feed.html", "tiny.html"))
+    run = [*TORTOISE, "run", str(f), "--results", str(tmp_path / "r"), "--backend", "uml", "--clock", "virtual"]
+    p = subprocess.run(run, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    exp = tmp_path / "r" / "users-trace"
+    index = json.loads((exp / ".lab" / "traces" / "index.json").read_text())
+    sha = index[str(mine)]["sha256"]
+    assert (exp / ".lab" / "traces" / sha).read_bytes() == mine.read_bytes()
+    mine.rename(mine.with_suffix(".gone"))
+    for args in (("verify", str(exp)), ("ls", "--results", str(tmp_path / "r")), ("report", str(exp))):
+        p = subprocess.run([*TORTOISE, *args], capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0 and "is not read" not in p.stdout + p.stderr, (args, p.stdout, p.stderr)
+    assert "1 runs, ok" in subprocess.run([*TORTOISE, "verify", str(exp)], capture_output=True, text=True).stdout
+    mine.with_suffix(".gone").rename(mine)
+    (record,) = exp.glob("*/run.json")
+    before = record.stat().st_mtime_ns
+    p = subprocess.run(run, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0 and "1 of 1 runs complete" in p.stdout, p.stdout + p.stderr
+    assert record.stat().st_mtime_ns == before and "this invocation" not in p.stdout  # nothing run again

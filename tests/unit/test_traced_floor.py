@@ -3,7 +3,9 @@ the load's own interval, never the rate the trace overrides
 (analysis/tracefloor.py, analysis/napkin.py run_floor), and the page's place
 in the trace as the guest records it (guest/replay.py trace_offset_ms)."""
 
+import hashlib
 import json
+from pathlib import Path
 
 import pytest
 
@@ -93,6 +95,12 @@ def test_the_store_computes_a_traced_runs_floor_from_its_trace(tmp_path):
         (exp / ".lab" / sub / name).write_text(json.dumps(doc))
     (exp / "r1").mkdir()
     slow = _write(tmp_path, "slow.down", range(10, 100_001, 10))  # 1.2 Mbit/s
+    missing = store.upgrade({"config": _config(slow, 10.0), "summary": {"plt_ms": 9000.0, "trace_start_ms": 1.4}},
+                            exp / "r1")["summary"]  # a record's trace is read from the folder's copy only
+    assert missing["floor_ms"] is None and "no stored copy" in missing["floor_model"]["why"]
+    (exp / ".lab" / "traces").mkdir()  # the copy the runner stores (host/storedtraces.py)
+    data = Path(slow).read_bytes()
+    (exp / ".lab" / "traces" / hashlib.sha256(data).hexdigest()).write_bytes(data)
     floors = [store.upgrade({"config": _config(slow, rate), "summary": {"plt_ms": 9000.0, "trace_start_ms": 1.4}},
                             exp / "r1")["summary"] for rate in (10.0, 1000.0)]
     assert floors[0]["floor_ms"] == floors[1]["floor_ms"] > 4000

@@ -457,9 +457,10 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
         with setup_lock(exp_dir), space_is_named(exp_dir):
             files.write_once(exp_dir, exp_dir / "experiment.yaml", Path(exp_file).read_text(),
                              doing=f"results folder {exp_dir}")
-            storedtraces.store_copies(exp_dir, traces)  # what a reader of the folder reads them from
             # the certificate variants of every run, not only the pending ones (host/assets.py)
             site, pki = lab_assets(exp_dir, certs={r.settings.server.cert for r in runs})
+            # in .lab once it is made (a .lab not yet READY is made anew): what a reader reads them from
+            storedtraces.store_copies(exp_dir, traces)
         check_manifest_urls(mine, site)
         moved = verify.move_damaged_aside(exp_dir, [r.run_id for r in mine], sliced)
         by_id = {r.run_id: r for r in mine}
