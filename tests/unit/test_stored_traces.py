@@ -287,3 +287,29 @@ def test_show_takes_a_run_id_never_a_path_or_a_glob(tmp_path):
                        timeout=60)
     assert p.returncode == 0 and "run 1072698669c7 of initcwnd@ci" in p.stdout, p.stderr
     assert str(outside.parent) not in p.stdout
+
+
+def test_a_slurm_job_record_reaches_nothing_outside(tmp_path):
+    """`tortoise ls` works out the runs of a folder's queued Slurm tasks from
+    the submission it recorded (.slurm/<stamp>/experiment.yaml): a record
+    whose folder is elsewhere, or whose frozen file names a trace outside,
+    gives no runs, and nothing outside is read."""
+    from tortoiselab.host import slurm
+    exp_dir, mine, ids = _stored_as_the_runner_stores(tmp_path)
+    sub = exp_dir / ".slurm" / "20260101T000000.000000Z"
+    sub.mkdir(parents=True)
+    shutil.copy(exp_dir / "experiment.yaml", sub / "experiment.yaml")
+    (sub / "runs.txt").write_text("".join(f"{r}\n" for r in ids))
+    job = {"dir": str(sub), "tasks": 1, "grid": None}
+    assert sorted(slurm._stored_task_runs(exp_dir, job, 0)) == sorted(ids)  # its trace: the folder's copy
+    victim = tmp_path / "outside" / "v.down"
+    victim.parent.mkdir()
+    victim.write_text("1\n2\n")
+    os.utime(victim, (1_000_000, 2_000_000))
+    (sub / "experiment.yaml").write_text((sub / "experiment.yaml").read_text().replace(str(mine), str(victim)))
+    assert slurm._stored_task_runs(exp_dir, job, 0) == []
+    elsewhere = tmp_path / "outside" / "sub"
+    shutil.copytree(sub, elsewhere)
+    assert slurm._stored_task_runs(exp_dir, {**job, "dir": str(elsewhere)}, 0) == []
+    assert slurm._stored_task_runs(exp_dir, {**job, "dir": str(exp_dir / ".slurm" / ".." / ".." / "x")}, 0) == []
+    assert os.stat(victim).st_atime_ns == 1_000_000_000_000_000

@@ -39,6 +39,7 @@ from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import probe_claim, setup_lock
 from tortoiselab.host.batches import DEFAULT_BATCH, fixed_batches, selected
 from tortoiselab.host.store import completed, files, rebuild_table
+from tortoiselab.host.storedtraces import folder_traces
 from tortoiselab.host.versions import one_experiment
 from tortoiselab.project import REPO_DIR
 
@@ -227,6 +228,23 @@ def task_runs(job: dict, task: int) -> list[str]:
                     job.get("batch", DEFAULT_BATCH))[2]
 
 
+def _stored_task_runs(exp_dir: Path, job: dict, task: int) -> list[str]:
+    """task_runs of a job the folder records, read as the folder's own: its
+    submission folder inside <exp>/.slurm, its traces the project's or the
+    folder's copies (host/storedtraces.py); [] when it cannot say (a listing
+    must not fail, nor read elsewhere, on one bad record)."""
+    sub = Path(str(job.get("dir", "")))
+    slurm_dir = Path(os.path.realpath(exp_dir)) / ".slurm"  # the results root above may be a link (trusted)
+    if sub.parent != slurm_dir or ".." in sub.parts or any(
+            safefs.is_link(p) for p in (slurm_dir, sub, sub / "experiment.yaml", sub / "runs.txt")):
+        return []
+    try:
+        with folder_traces(exp_dir):
+            return task_runs(job, task)
+    except (ValueError, OSError, RunnerError, *safefs.REFUSED):
+        return []
+
+
 def status(exp_dir: Path) -> dict | None:
     """Array tasks by kind (queued/running/done/failed) of every recorded job,
     and the runs still queued in tasks that have not finished. None if the
@@ -242,7 +260,7 @@ def status(exp_dir: Path) -> dict | None:
             kinds[_kind(s)] += 1
         active = {i for i, s in states.items() if _kind(s) in ("queued", "running")}
         for i in sorted(active):  # task i runs slice i+1 of the run list frozen at submission
-            for rid in task_runs(job, i):
+            for rid in _stored_task_runs(exp_dir, job, i):
                 if not completed(exp_dir, rid):
                     with probe_claim(exp_dir, rid) as (free, _):
                         out["queued_runs"] += free
