@@ -308,7 +308,7 @@ def _report_reproduction(a: argparse.Namespace) -> int:
         text, lacking = reproduction(Path(a.results), grid)
     print("\n".join(left_out)) if left_out else None
     tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(text)
+    tmp.write_text(text, encoding="utf-8")
     tmp.replace(out)
     print(next(line for line in text.splitlines() if line.startswith("**")))
     print(f"reproduction report: {out}")

@@ -32,7 +32,7 @@ def kernel_path() -> Path:
     if env:
         return Path(env)
     out = subprocess.run(["bash", str(REPO_DIR / "kernel" / "build-uml.sh"), "--path"],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True, check=True, encoding="utf-8", errors="replace")
     return Path(out.stdout.strip())
 
 
@@ -45,7 +45,7 @@ def modules_path(kernel: Path | None = None) -> Path | None:
     if env:
         return Path(env)
     out = subprocess.run(["bash", str(REPO_DIR / "kernel" / "build-uml.sh"), "--modules-path"],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True, check=True, encoding="utf-8", errors="replace")
     p = Path(out.stdout.strip())
     if kernel is None or kernel.parent == p.parent:
         return p if (p / "BUILD_OK").exists() else None
@@ -59,7 +59,7 @@ def kernel_algorithms(kernel: Path) -> list[str]:
     cfg = kernel.parent / "config"
     algos = ["reno"]
     if cfg.exists():
-        for line in cfg.read_text().splitlines():
+        for line in cfg.read_text(encoding="utf-8").splitlines():
             if line.startswith("CONFIG_TCP_CONG_") and line.endswith(("=y", "=m")):
                 sym = line[len("CONFIG_TCP_CONG_"):].split("=")[0]
                 if sym in CONFIG_TO_ALGO:

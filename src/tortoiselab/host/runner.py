@@ -106,11 +106,11 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
             done = work / f"load-{i:03d}" / "result.json"
             if run.run_id in stored or run.run_id in replayed or not done.exists():
                 continue
-            ld = guestpaths.host_paths(json.loads(done.read_text()), work, info.backend)
+            ld = guestpaths.host_paths(json.loads(done.read_text(encoding="utf-8")), work, info.backend)
             if run.run_id in replay:
                 replayed[run.run_id] = batches.replay_reproduced(exp_dir / run.run_id, ld)
                 continue
-            boot = boot or json.loads((work / "boot.json").read_text())
+            boot = boot or json.loads((work / "boot.json").read_text(encoding="utf-8"))
             t_store = time.time()
             rec = _record_of_load(run, i, batch, boot, ld, info, site, pki, versions, tmps[run.run_id], work)
             rec["meta"]["batch"].update(replayed=[r.run_id for r in runs[:i] if r.run_id in replay],
@@ -251,7 +251,7 @@ def _record_of_load(run: RunSpec, index: int, batch: Batch, boot: dict, ld: dict
         _refuse_if_full(tmp.parent, run, tmp)  # a capture or HAR cut short for want of space is no measurement
         record.update(_from_lab(run, boot, ld, info, site, pki, versions, tmp))
         meta = record["meta"]
-    userspace = (work / "uml_userspace").read_text().split("\t")[0].strip() \
+    userspace = (work / "uml_userspace").read_text(encoding="utf-8").split("\t")[0].strip() \
         if (work / "uml_userspace").exists() else None
     first_sim = boot["uptime_start_s"] if index == 0 else ld["sim_set_up_s"]
     meta.update({"uml_userspace": userspace, "sim_seconds": round(ld["sim_end_s"] - first_sim, 6),
@@ -453,7 +453,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
         reused = reuse.take(reuse_src, exp_dir, exp.name, ids, backend=info.backend, clock=info.clock) \
             if reuse_src else []
         with setup_lock(exp_dir), space_is_named(exp_dir):
-            files.write_once(exp_dir, exp_dir / "experiment.yaml", Path(exp_file).read_text(),
+            files.write_once(exp_dir, exp_dir / "experiment.yaml", Path(exp_file).read_text(encoding="utf-8"),
                              doing=f"results folder {exp_dir}")
             # the certificate variants of every run, not only the pending ones (host/assets.py)
             site, pki = lab_assets(exp_dir, certs={r.settings.server.cert for r in runs})

@@ -96,7 +96,7 @@ def connections(run_dir: str | Path) -> list[dict]:
             return stored
         cached = cache_dir() / cache_name(digest)
         try:
-            return _conns_of(json.loads(cached.read_text()), digest)
+            return _conns_of(json.loads(cached.read_text(encoding="utf-8")), digest)
         except (OSError, ValueError, TypeError):  # not parsed yet (or a cache file cut short): parse it
             pass
         conns = analyze_pcap(Path(path), SERVER_PORT, keep_series=False)
@@ -149,7 +149,7 @@ def _keep(cached: Path, table: dict) -> None:
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_name(f".{cached.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(table))
+        tmp.write_text(json.dumps(table), encoding="utf-8")
         os.replace(tmp, cached)
     except OSError:
         pass
