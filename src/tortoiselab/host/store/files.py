@@ -165,9 +165,21 @@ def open_lock(exp_dir: Path, path: Path, doing: str) -> IO:
     """A lock or claim file opened "a+", never through a link, nor when it
     has a second name (a hard link, which O_NOFOLLOW does not see):
     truncating it would truncate the other file, and a .setup.lock that is
-    .lock under another name would wait on the runner's own flock for ever."""
-    fh = safefs.open_file(path, "a+", _root(exp_dir, path), doing=doing)
-    names = os.fstat(fh.fileno()).st_nlink
+    .lock under another name would wait on the runner's own flock for ever.
+    Nor when it is not a regular file: a FIFO or socket in its place is
+    named with the `rm` fix (issue 50: "File or stream is not seekable")."""
+    try:
+        fd = safefs.open_fd(path, safefs.MODES["a+"], _root(exp_dir, path), doing=doing)
+    except OSError as exc:
+        if exc.errno not in (errno.ENXIO, errno.EISDIR):  # a socket, a folder
+            raise
+        raise safefs.not_regular(path, safefs.kind_of(os.lstat(path).st_mode), doing) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise safefs.not_regular(path, safefs.kind_of(st.st_mode), doing)
+    fh = os.fdopen(fd, "a+", encoding="utf-8")
+    names = st.st_nlink
     if names != 1:
         fh.close()
         raise safefs.LinkRefused(f"{doing}: {path} has {names} names (a hard link to another file), and nothing in a "

@@ -1,0 +1,60 @@
+"""Operational weak cases of issue 50 (docs/faults.md, "A results folder as
+untrusted input"): each ends in one `tortoise:` line naming the file and
+the fix, with no traceback, and leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from tests.conftest import TORTOISE, experiment_yaml, write_yaml
+
+RUN_ID = "0123456789ab"
+
+
+def _tortoise(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*TORTOISE, *args], capture_output=True, text=True, timeout=120, env=env)
+
+
+def _fifo_folders(tmp_path: Path) -> Path:
+    """results/ with a: a FIFO as .lock; b: a stale work folder whose claim
+    is a FIFO; c: a stale work folder with a regular claim (cleanable)."""
+    res = tmp_path / "res"
+    for name in "abc":
+        (res / name / ".claims").mkdir(parents=True)
+    os.mkfifo(res / "a" / ".lock")
+    for name in "bc":
+        (res / name / f".{RUN_ID}.tmp-5").mkdir()
+    os.mkfifo(res / "b" / ".claims" / f"{RUN_ID}.lock")
+    (res / "c" / ".claims" / f"{RUN_ID}.lock").write_text("start here 5 then\n", encoding="utf-8")
+    return res
+
+
+def test_a_fifo_as_a_lock_or_claim_is_named_and_ls_and_clean_go_on(tmp_path):
+    res = _fifo_folders(tmp_path)
+    ls = _tortoise("ls", "--results", str(res))
+    assert ls.returncode == 0 and "Traceback" not in ls.stderr, ls.stderr
+    assert [ln.split()[0] for ln in ls.stdout.splitlines() if not ln.startswith(" ")] == ["a", "b", "c"]
+    claim = res / "b" / ".claims" / f"{RUN_ID}.lock"
+    assert f"{claim} is a FIFO" in ls.stdout and f"rm {claim}" in ls.stdout
+
+    clean = _tortoise("clean", "--results", str(res))
+    assert clean.returncode == 1 and "Traceback" not in clean.stderr, clean.stderr  # left for you to remove
+    assert f"a: left alone: locking {res / 'a'}: {res / 'a' / '.lock'} is a FIFO" in clean.stdout
+    assert f"rm {res / 'a' / '.lock'}" in clean.stdout
+    assert f"b: left .{RUN_ID}.tmp-5 in place: " in clean.stdout and f"rm {claim}" in clean.stdout
+    assert f"c: removed .{RUN_ID}.tmp-5" in clean.stdout  # the other folders are cleaned
+    assert (res / "b" / f".{RUN_ID}.tmp-5").is_dir() and not (res / "c" / f".{RUN_ID}.tmp-5").exists()
+    assert claim.is_fifo() and (res / "a" / ".lock").is_fifo()  # left in place, never opened as a file
+
+
+def test_run_names_a_fifo_as_its_lock(tmp_path, lab_kernel):  # the kernel is checked before the lock
+    f = write_yaml(tmp_path, experiment_yaml("tiny"), "tiny.yaml")
+    exp_dir = tmp_path / "res" / "tiny"
+    exp_dir.mkdir(parents=True)
+    os.mkfifo(exp_dir / ".lock")
+    p = _tortoise("run", str(f), "--results", str(exp_dir.parent), "--backend", "uml")
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert p.stderr.startswith("tortoise: ") and f"{exp_dir}/.lock is a FIFO" in p.stderr
+    assert f"rm {exp_dir}/.lock" in p.stderr
