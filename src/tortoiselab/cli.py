@@ -169,6 +169,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         res = run_experiment(Path(a.file), Path(a.results), jobs=a.jobs, backend=a.backend, clock=a.clock,
                              limit=a.limit, on_progress=progress, grid=a.grid, shard=shard,
                              runs_file=Path(a.runs_file) if a.runs_file else None, reuse_from=a.reuse_from,
+                             on_cleaned=lambda line: prog.console.print(f"clean: {line}", markup=False, soft_wrap=True),
                              **({"batch": a.batch} if a.batch is not None else {}))
     import pandas as pd
 

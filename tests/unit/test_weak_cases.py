@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from tests.conftest import TORTOISE, experiment_yaml, write_yaml
+from tortoiselab.spec.experiment import expand, load
 
 RUN_ID = "0123456789ab"
 
@@ -56,5 +57,27 @@ def test_run_names_a_fifo_as_its_lock(tmp_path, lab_kernel):  # the kernel is ch
     os.mkfifo(exp_dir / ".lock")
     p = _tortoise("run", str(f), "--results", str(exp_dir.parent), "--backend", "uml")
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
-    assert p.stderr.startswith("tortoise: ") and f"{exp_dir}/.lock is a FIFO" in p.stderr
+    assert p.stderr.splitlines()[-1].startswith("tortoise: ") and f"{exp_dir}/.lock is a FIFO" in p.stderr
     assert f"rm {exp_dir}/.lock" in p.stderr
+
+
+def test_run_prints_what_it_cleaned_the_did_not_signal_lines_too(tmp_path, lab_kernel):
+    """A stale work folder naming a foreign process group (no record proves
+    it a lab's): `tortoise run` says it did not signal it and removed the
+    folder, as `tortoise clean` would (before: nothing printed)."""
+    f = write_yaml(tmp_path, experiment_yaml("tiny"), "tiny.yaml")
+    exp_dir = tmp_path / "res" / "tiny"
+    run_id = expand(load(f))[0].run_id
+    work = exp_dir / f".{run_id}.tmp-77"
+    (work / "lab").mkdir(parents=True)
+    foreign = subprocess.Popen(["sleep", "120"], start_new_session=True)
+    try:
+        (work / "lab" / "uml.pgid").write_text(f"{foreign.pid}\n", encoding="utf-8")
+        p = _tortoise("run", str(f), "--results", str(exp_dir.parent), "--backend", "uml", "--limit", "0")
+        assert p.returncode == 0, p.stderr
+        assert f"clean: did not signal process group {foreign.pid} of {work.name}: no uml.proc.json" in p.stderr
+        assert f"clean: removed {work.name}" in p.stderr
+        assert foreign.poll() is None and not work.exists()
+    finally:
+        foreign.kill()
+        foreign.wait()

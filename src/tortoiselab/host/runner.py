@@ -420,7 +420,8 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
                    clock: str = "auto", limit: int | None = None,
                    on_progress: Callable[[dict, int, int], None] | None = None, grid: str | None = None,
                    shard: tuple[int, int] | None = None, runs_file: Path | None = None,
-                   batch: int | None = None, reuse_from: str | None = None) -> dict:
+                   batch: int | None = None, reuse_from: str | None = None,
+                   on_cleaned: Callable[[str], None] | None = None) -> dict:
     """Every pending run (of slice shard=(i, N) only, if given; of the runs
     listed in runs_file only, if given), each under its claim, so that
     shards running side by side never do a run twice; up to `batch` runs
@@ -428,7 +429,8 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
     `batch`; None: default_batch; a batch's earlier runs are replayed where
     only its later ones are pending), `jobs` batches side by side (None:
     default_jobs); with reuse_from, the runs that grid's folder holds first
-    (host/reuse.py)."""
+    (host/reuse.py). on_cleaned is told each line of what the clean of
+    interrupted work did and did not do, as soon as it is done."""
     reuse_src = reuse.sources(exp_file, grid, reuse_from, results)[0] if reuse_from else None
     size = DEFAULT_BATCH if batch is None else batch  # default_batch: the same on both clocks
     exp, sweep, ids, runs, mine, fixed = batches.selected(exp_file, grid, runs_file, shard, size)
@@ -450,6 +452,8 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
     one_experiment(exp_dir, exp, sweep)  # another version of it in the folder: refused here (host/versions.py)
     with experiment_lock(exp_dir, shared=sliced):
         cleaned = clean_stale(exp_dir, keep if sliced else None)
+        for line in cleaned if on_cleaned else []:
+            on_cleaned(line)  # type: ignore[misc]
         reused = reuse.take(reuse_src, exp_dir, exp.name, ids, backend=info.backend, clock=info.clock) \
             if reuse_src else []
         with setup_lock(exp_dir), space_is_named(exp_dir):
