@@ -135,6 +135,10 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
         with labcpu.MarkSampler(work) if info.backend == "uml" else nullcontext() as sampler:
             lab_error = _run_lab(info, req, work, timeout_s * len(runs), while_waiting=store_finished, stop=stop)
             store_finished()
+    except ResultsFull:  # from storing a run (the lab is over by now): none of the batch's work is left
+        for d in (*tmps.values(), boot_dir):
+            files.remove(exp_dir, d, quiet=True)
+        raise
     except OSError as exc:
         _refuse_if_full(exp_dir, mine[0], boot_dir, exc, also=tmps.values())
         raise
