@@ -8,7 +8,11 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import TORTOISE, experiment_yaml, write_yaml
+from tests.unit.results_copy import stored_copy, tree
+from tortoiselab.project import REPO_DIR
 from tortoiselab.spec.experiment import expand, load
 
 RUN_ID = "0123456789ab"
@@ -81,3 +85,46 @@ def test_run_prints_what_it_cleaned_the_did_not_signal_lines_too(tmp_path, lab_k
     finally:
         foreign.kill()
         foreign.wait()
+
+
+@pytest.fixture
+def read_only_results(tmp_path):
+    """A stored folder (a canned CI folder, its table garbage so that
+    verify must rebuild it, and an interrupted run's work folder) seen
+    through a read-only bind mount: results/<name>; root only."""
+    if os.geteuid() != 0:
+        pytest.skip("a read-only bind mount needs root (as root, chmod does not stop writes)")
+    src, ro = tmp_path / "src", tmp_path / "ro"
+    exp_dir = stored_copy("coalescing-population@ci", src)
+    (exp_dir / "runs.parquet").write_bytes(b"garbage")
+    (exp_dir / f".{RUN_ID}.tmp-5").mkdir()
+    ro.mkdir()
+    subprocess.run(["mount", "--bind", str(src), str(ro)], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(ro)], check=True)
+        yield ro, tree(src)
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)
+
+
+def test_a_read_only_results_folder_is_named_with_the_fix(read_only_results):
+    ro, before = read_only_results
+    exp_dir = ro / "coalescing-population@ci"
+    for args in (["clean", "--results", str(ro)], ["report", str(exp_dir)],
+                 ["verify", str(exp_dir), "--rebuild-table"]):
+        p = _tortoise(*args)
+        assert p.returncode == 2 and "Traceback" not in p.stderr, (args, p.stderr[-2000:])
+        (line,) = p.stderr.splitlines()
+        assert line.startswith("tortoise: ") and f"cannot write {exp_dir}/" in line, (args, line)
+        assert "read-only filesystem" in line and f"cp -a {exp_dir} " in line, (args, line)
+    assert _tortoise("verify", str(exp_dir)).returncode == 1  # reading alone works: it names the table
+    assert tree(ro) == before
+
+
+def test_run_names_a_read_only_results_folder(read_only_results, tmp_path, lab_kernel):
+    ro, before = read_only_results
+    f = REPO_DIR / "experiments" / "coalescing-population.yaml"
+    p = _tortoise("run", str(f), "--grid", "ci", "--results", str(ro), "--backend", "uml")
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr[-2000:]
+    assert p.stderr.splitlines()[-1].startswith("tortoise: ") and "read-only filesystem" in p.stderr
+    assert tree(ro) == before
