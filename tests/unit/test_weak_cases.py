@@ -128,3 +128,44 @@ def test_run_names_a_read_only_results_folder(read_only_results, tmp_path, lab_k
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr[-2000:]
     assert p.stderr.splitlines()[-1].startswith("tortoise: ") and "read-only filesystem" in p.stderr
     assert tree(ro) == before
+
+
+def _without(*names: str, **more: str) -> dict:
+    return {**{k: v for k, v in os.environ.items() if k not in names}, **more}
+
+
+def test_run_works_without_home(tmp_path, lab_kernel):
+    """HOME unset (a cron job, `env -i`): the cache is found as
+    kernel/build-uml.sh documents it, HOME's part from the password
+    database (before: a CalledProcessError traceback, "HOME: unbound
+    variable" in build-uml.sh)."""
+    f = write_yaml(tmp_path, experiment_yaml("tiny"), "tiny.yaml")
+    env = _without("HOME", "TORTOISE_CACHE", "XDG_CACHE_HOME", "TORTOISE_KERNEL", "TORTOISE_MODULES")
+    p = _tortoise("run", str(f), "--results", str(tmp_path / "res"), "--backend", "uml", "--limit", "0", env=env)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-2000:]
+
+
+def test_no_home_anywhere_names_the_variables_to_set(tmp_path):
+    """Without HOME, for a user the password database does not know: one
+    error naming TORTOISE_CACHE, XDG_CACHE_HOME and HOME; with
+    TORTOISE_CACHE set, the cache is there."""
+    if os.geteuid() != 0:
+        pytest.skip("switches to a user id with no password entry (root)")
+    import pwd
+
+    uid = 54321
+    with pytest.raises(KeyError):
+        pwd.getpwuid(uid)
+    code = ("from tortoiselab.host import labkernel\nfrom tortoiselab.host.errors import RunnerError\n"
+            "try:\n    print(labkernel.user_cache(), labkernel.kernel_path())\n"
+            "except RunnerError as exc:\n    print('error:', exc)\n")
+    argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", TORTOISE[0], "-c", code]
+    env = _without("HOME", "TORTOISE_CACHE", "XDG_CACHE_HOME", "TORTOISE_KERNEL")
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, cwd="/")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.startswith("error: no cache folder: HOME is unset and user 54321 has no home"), p.stdout
+    assert "set TORTOISE_CACHE (or XDG_CACHE_HOME, or HOME)" in p.stdout
+    cache = tmp_path / "cache"
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=60, env={**env, "TORTOISE_CACHE": str(cache)},
+                       cwd="/")
+    assert p.returncode == 0 and p.stdout.startswith(f"{cache} {cache}/kernel/"), (p.stdout, p.stderr[-2000:])
