@@ -192,6 +192,8 @@ def cmd_run(a: argparse.Namespace) -> int:
         print(f"reused {res['reused']} runs from grid {a.reuse_from} (same run ids: the same configuration, "
               "repetition and seed)")
     print("".join(f"moved a damaged run aside (kept) and redid it: {m}\n" for m in res["moved_aside"])
+          + "".join(f"moved a run whose lab was killed from outside aside (kept) and redid it: {m}\n"
+                    for m in res.get("killed", []))
           + f"results: {res['dir']}  (runs table: {res['table']})")
     off = runsummary.disturbed_note(res["records"])
     if off:

@@ -101,6 +101,34 @@ def test_sigkill_then_resume(tmp_path, lab_kernel, moment, pattern, env):
     assert host_state() == before
 
 
+def test_a_lab_killed_from_outside_is_named_and_done_again(tmp_path, lab_kernel):
+    """The lab kernel killed (SIGKILL) in the middle of a page load by
+    someone else than the runner: the run is stored as failed naming the
+    signal, the runner goes on; the next `tortoise run` moves it aside into
+    .killed/ (kept) and does it again (issue 50: "the lab wrote no result",
+    and a rerun did not redo it)."""
+    f = write_yaml(tmp_path, experiment_yaml("tiny", {"name": "faults"}), "faults.yaml")
+    results = tmp_path / "results"
+    exp_dir = results / "faults"
+    proc = _start(f, results)
+    hit = _wait_for(exp_dir, ".*.tmp-*/lab/load-000/server.pcap")
+    guard = int((hit.parent.parent / "uml.pgid").read_text())
+    (kernel,) = [int(c) for c in Path(f"/proc/{guard}/task/{guard}/children").read_text().split()]
+    os.kill(kernel, signal.SIGKILL)
+    assert proc.wait(timeout=120) == 3, proc.stderr.read()[-2000:]  # a failed run (docs/running.md)
+    (st,) = store.read_records(exp_dir)
+    assert st.record.error.startswith("lab: the lab was ended by SIGKILL (signal 9) from outside the runner")
+    p = subprocess.run([*TORTOISE, "run", str(f), "--results", str(results), "--backend", "uml",
+                        "--clock", "virtual"], capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert f"aside (kept) and redid it: {st.run_dir.name} (SIGKILL) -> {exp_dir / '.killed'}" in p.stdout
+    (again,) = store.read_records(exp_dir)
+    assert again.record.ok
+    (kept,) = (exp_dir / ".killed").iterdir()
+    assert store.read_record(kept).error == st.record.error
+    assert not list(exp_dir.glob(".*.tmp-*"))
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs (root)")
 @pytest.mark.parametrize("runs_room", [1.5, 0.5])
 def test_a_full_results_filesystem_stops_the_runner_clearly(tmp_path, lab_kernel, runs_room):

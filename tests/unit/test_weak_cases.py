@@ -4,7 +4,9 @@ the fix, with no traceback, and leaves nothing behind."""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -12,6 +14,8 @@ import pytest
 
 from tests.conftest import TORTOISE, experiment_yaml, write_yaml
 from tests.unit.results_copy import stored_copy, tree
+from tortoiselab.host import backends, runner, store, verify
+from tortoiselab.host.stopping import ended_by, killed_from_outside, lab_signal
 from tortoiselab.project import REPO_DIR
 from tortoiselab.spec.experiment import expand, load
 
@@ -169,3 +173,76 @@ def test_no_home_anywhere_names_the_variables_to_set(tmp_path):
     p = subprocess.run(argv, capture_output=True, text=True, timeout=60, env={**env, "TORTOISE_CACHE": str(cache)},
                        cwd="/")
     assert p.returncode == 0 and p.stdout.startswith(f"{cache} {cache}/kernel/"), (p.stdout, p.stderr[-2000:])
+
+
+def test_the_signal_that_ended_a_lab_is_read_from_its_guards_exit_status():
+    assert lab_signal(137) == signal.SIGKILL and lab_signal(143) == signal.SIGTERM  # the guard's report: 128 + N
+    assert lab_signal(-9) == signal.SIGKILL  # the guard itself killed
+    assert lab_signal(0) is lab_signal(1) is lab_signal(128) is lab_signal(None) is lab_signal(128 + 99) is None
+    for sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        assert killed_from_outside(f"lab: {ended_by(sig)}; it wrote no result") == sig.name
+    assert killed_from_outside(f"lab: {ended_by(signal.SIGSEGV)}") is None  # a crash is the lab's own
+    assert "SIGSEGV (signal 11): it crashed" in ended_by(signal.SIGSEGV)
+    assert killed_from_outside("lab: the lab wrote no result") is killed_from_outside(None) is None
+
+
+def test_a_lab_without_a_result_says_which_signal_ended_it(tmp_path):
+    log = tmp_path / "console.log"
+    log.write_text("tortoise-guest: kernel 7.3.4\n", encoding="utf-8")
+    with pytest.raises(backends.LabError) as exc:
+        backends._read_result(tmp_path, log, "uml", 137)
+    assert str(exc.value).startswith("the lab was ended by SIGKILL (signal 9) from outside the runner")
+    assert f"(see {log})" in str(exc.value) and "tortoise-guest: kernel 7.3.4" in str(exc.value)
+    with pytest.raises(backends.LabError, match=r"^the lab wrote no result"):
+        backends._read_result(tmp_path, log, "uml", 0)
+
+
+class KilledLab:
+    """backends.run_task as a lab ended by `sig` on the load `die_at` of its
+    first boot (its guard's exit status told), whole on later boots."""
+
+    def __init__(self, sig: signal.Signals, die_at: int) -> None:
+        self.sig, self.die_at, self.boots = sig, die_at, 0
+
+    def __call__(self, info, req, work: Path, timeout_s: float, stop=None) -> dict:
+        work.mkdir(parents=True)
+        self.boots += 1
+        (work / "boot.json").write_text(json.dumps({"kernel_release": "x", "uptime_start_s": 1.0}), encoding="utf-8")
+        for i, ld in enumerate(req.loads):
+            if self.boots == 1 and i == self.die_at:
+                raise backends.LabError(f"{ended_by(self.sig)}; it wrote no result (see {work / 'console.log'})")
+            (work / f"load-{i:03d}").mkdir()
+            (work / f"load-{i:03d}" / "result.json").write_text(json.dumps(
+                {"index": i, "label": ld.label, "error": "not a real lab", "sim_set_up_s": 2.0 + i,
+                 "sim_end_s": 3.0 + i}), encoding="utf-8")
+        return {"ok": True, "task": {}}
+
+
+@pytest.mark.parametrize("sig,redone", [(signal.SIGKILL, True), (signal.SIGTERM, True), (signal.SIGSEGV, False)])
+def test_a_run_whose_lab_was_killed_from_outside_is_moved_aside_and_done_again(tmp_path, monkeypatch, sig, redone):
+    """The run the lab was on when something outside the runner killed it
+    is stored as failed naming the signal; the next run moves it into
+    .killed/ (kept, whole) and does it again. A crash (SIGSEGV) is named,
+    stored and not redone."""
+    f = write_yaml(tmp_path, experiment_yaml("unit", {"name": "killed", "repetitions": 3}), "e.yaml")
+    runs = expand(load(f))
+    ids = [r.run_id for r in runs]
+    exp_dir = tmp_path / "results" / "killed"
+    exp_dir.mkdir(parents=True)
+    monkeypatch.setattr(backends, "run_task", KilledLab(sig, die_at=1))
+    runner.run_batch(runs, exp_dir, backends.BackendInfo("uml", "virtual", "/k/linux"), tmp_path, tmp_path, {})
+    error = store.read_record(exp_dir / ids[1]).error
+    assert error.startswith(f"lab: the lab was ended by {sig.name} (signal {sig.value})"), error
+    assert [store.completed(exp_dir, i) for i in ids] == [True, True, True]
+
+    before = tree(exp_dir / ids[1])
+    moved = verify.move_killed_aside(exp_dir, ids)
+    if not redone:
+        assert moved == [] and store.completed(exp_dir, ids[1])
+        return
+    (line,) = moved
+    assert line.startswith(f"{ids[1]} ({sig.name}) -> {exp_dir / '.killed' / ids[1]}-")
+    assert [store.completed(exp_dir, i) for i in ids] == [True, False, True]  # pending again
+    (kept,) = (exp_dir / ".killed").iterdir()
+    assert tree(kept) == before and store.read_record(kept).error == error  # kept whole
+    assert verify.move_killed_aside(exp_dir, ids) == []

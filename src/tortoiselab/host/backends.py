@@ -31,7 +31,7 @@ from tortoiselab.host.procid import LAB_GUARD
 from tortoiselab.host.procid import dumps as proc_dumps
 from tortoiselab.host.procid import kill_group, launched
 from tortoiselab.host.procid import record as proc_record
-from tortoiselab.host.stopping import LabInterrupted, wait_unless_stopped
+from tortoiselab.host.stopping import LabInterrupted, ended_by, lab_signal, wait_unless_stopped
 from tortoiselab.host.umlcmd import plain_paths, record_seccomp_refusal, seccomp_refusal, uml_argv, uml_userspace
 from tortoiselab.project import PKG_DIR
 from tortoiselab.spec.requests import LabRequest
@@ -125,12 +125,17 @@ def run_task(info: BackendInfo, request: LabRequest, work: Path, timeout_s: floa
     return _run_uml(info, req, work, timeout_s, stop)
 
 
-def _read_result(work: Path, log_hint: Path | None, backend: str) -> dict:
+def _read_result(work: Path, log_hint: Path | None, backend: str, returncode: int | None = None) -> dict:
+    """The guest's result.json; without one, a LabError saying why: by
+    which signal the lab was ended (its guard's exit status), if one did."""
     res = work / "result.json"
     if not res.exists():
         tail = ""
         if log_hint is not None and log_hint.exists():
             tail = "\n".join(log_hint.read_text(encoding="utf-8", errors="replace").splitlines()[-25:])
+        sig = lab_signal(returncode)
+        if sig is not None:
+            raise LabError(f"{ended_by(sig)}; it wrote no result (see {log_hint}):\n{tail}")
         raise LabError(f"the lab wrote no result (see {log_hint}):\n{tail}")
     result = json.loads(res.read_text(encoding="utf-8"))
     result = host_paths(result, work, backend)  # uml: the guest's fixed work folder, as the host sees it
@@ -147,7 +152,7 @@ def _run_native(work: Path, timeout_s: float, stop: threading.Event | None = Non
                              stdin=subprocess.PIPE, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
         launched(p)
         _wait_or_kill(p, timeout_s, stop)
-    return _read_result(work, log, "native")
+    return _read_result(work, log, "native", p.returncode)
 
 
 def _compile_package() -> None:
@@ -213,7 +218,7 @@ def _boot_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float, 
                                                           encoding="utf-8")
         userspace, why = "ptrace", f"the host refused seccomp: {refused}"
     (work / "uml_userspace").write_text(f"{userspace}\t{why}\n", encoding="utf-8")
-    result = _read_result(work, log, "uml")
+    result = _read_result(work, log, "uml", p.returncode)
     result["uml_userspace"] = userspace
     result["uml_userspace_why"] = why
     return result

@@ -467,6 +467,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
             site, pki = lab_assets(exp_dir, certs={r.settings.server.cert for r in runs})
         check_manifest_urls(mine, site)
         moved = verify.move_damaged_aside(exp_dir, [r.run_id for r in mine], sliced)
+        killed = verify.move_killed_aside(exp_dir, [r.run_id for r in mine])  # done again (docs/faults.md)
         by_id = {r.run_id: r for r in mine}
         pending = [by_id[i] for i in batches.in_batch_order(fixed, by_id) if not store.completed(exp_dir, i)]
         if limit is not None:  # a batch's first runs first
@@ -502,4 +503,5 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
             "done_now": len(records), "failed_now": sum(1 for r in records if not r["ok"]), "reused": len(reused),
             "wall_seconds": round(time.monotonic() - t0, 3), "cleaned": cleaned, "table": str(table),
             "backend": info.backend, "clock": info.clock, "records": records, "moved_aside": moved,
+            "killed": killed,
             "jobs": jobs}

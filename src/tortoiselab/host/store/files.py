@@ -41,6 +41,7 @@ LAYOUT = {  # an experiment folder's entries besides the run folders and runs.pa
     ".claims": "a flock per run being done (host/locks.py)",
     ".lab": "the experiment's pages and PKI, made once (host/assets.py)",
     ".damaged": "damaged runs moved aside by a resume, kept (host/verify.py)",
+    ".killed": "failed runs whose lab was killed from outside, moved aside by the next run, kept (host/verify.py)",
     ".slurm": "Slurm submissions and their jobs (host/slurm.py)",
     ".<run_id>.tmp-<tag>": "a run in progress, lent to the lab as its work folder (host/runner.py)",
     ".verify-<pid>": "the reruns of a determinism check or an audit (host/determinism.py)",
