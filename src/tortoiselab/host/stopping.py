@@ -132,10 +132,13 @@ def wind_down(pool: ThreadPoolExecutor, futs: list[Future], stop: threading.Even
     does not cut the wait short: the labs are being ended already."""
     stop.set()
     pool.shutdown(wait=False, cancel_futures=True)
+    # the batches cancelled in the queue never start, and concurrent.futures.wait never counts such a
+    # future as done (it waits for a worker to pick it up): waiting for them took the whole limit
+    running = [f for f in futs if not f.cancelled()]
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            if not wait_futures(futs, timeout=max(0.0, deadline - time.monotonic())).not_done:
+            if not wait_futures(running, timeout=max(0.0, deadline - time.monotonic())).not_done:
                 break
         except KeyboardInterrupt:
             continue
