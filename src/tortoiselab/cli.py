@@ -169,6 +169,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         res = run_experiment(Path(a.file), Path(a.results), jobs=a.jobs, backend=a.backend, clock=a.clock,
                              limit=a.limit, on_progress=progress, grid=a.grid, shard=shard,
                              runs_file=Path(a.runs_file) if a.runs_file else None, reuse_from=a.reuse_from,
+                             on_cleaned=lambda line: prog.console.print(f"clean: {line}", markup=False, soft_wrap=True),
                              **({"batch": a.batch} if a.batch is not None else {}))
     import pandas as pd
 
@@ -191,6 +192,8 @@ def cmd_run(a: argparse.Namespace) -> int:
         print(f"reused {res['reused']} runs from grid {a.reuse_from} (same run ids: the same configuration, "
               "repetition and seed)")
     print("".join(f"moved a damaged run aside (kept) and redid it: {m}\n" for m in res["moved_aside"])
+          + "".join(f"moved a run whose lab was killed from outside aside (kept) and redid it: {m}\n"
+                    for m in res.get("killed", []))
           + f"results: {res['dir']}  (runs table: {res['table']})")
     off = runsummary.disturbed_note(res["records"])
     if off:
@@ -222,6 +225,8 @@ def cmd_ls(a: argparse.Namespace) -> int:
               + f", {r['damaged']} damaged" * bool(r["damaged"])
               + f", {r.get('foreign', 0)} not of this experiment (left out)" * bool(r.get("foreign"))
               + f" (tortoise verify {Path(a.results) / r['experiment']})" * bool(r["damaged"] or r.get("foreign")))
+        for note in r.get("notes", []):
+            print(f"{'':<24} {note}")
         for j in (r.get("slurm") or {}).get("jobs", []):
             print(f"{'':<24} slurm job {j['job_id']}: {j['tasks']} array tasks: " + ", ".join(
                 f"{j[k]} {k}" for k in ("queued", "running", "done", "failed", "unknown") if j[k] or k != "unknown"))
@@ -308,7 +313,7 @@ def _report_reproduction(a: argparse.Namespace) -> int:
         text, lacking = reproduction(Path(a.results), grid)
     print("\n".join(left_out)) if left_out else None
     tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(text)
+    tmp.write_text(text, encoding="utf-8")
     tmp.replace(out)
     print(next(line for line in text.splitlines() if line.startswith("**")))
     print(f"reproduction report: {out}")

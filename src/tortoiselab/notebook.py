@@ -75,7 +75,7 @@ def maps(experiment: str, results: str | Path | None = None) -> list[dict]:
     for name in M.maps_of(f):
         folder = results_dir(results) / f"{experiment}@map-{name}"
         drawn = (folder / "map.json").is_file() and (folder / "map.png").is_file()
-        cells = (pd.DataFrame(cell_rows(json.loads((folder / "map.json").read_text())),
+        cells = (pd.DataFrame(cell_rows(json.loads((folder / "map.json").read_text(encoding="utf-8"))),
                               columns=["size", "arm", "rtt_ms", "loss_pct", "n", "change_pct", "interval_pct",
                                        "label", "cause"]) if drawn else None)
         c = M.cost(f, name, 0.0, 1)  # runs and cells only

@@ -137,3 +137,28 @@ def test_a_signal_mid_batch_stops_promptly_and_truthfully(tmp_path, lab_kernel, 
     df, _ = store.read_table(exp_dir)
     assert len(df) == 4 and df["ok"].all()
     assert not list(exp_dir.glob(".*.tmp-*"))
+
+
+def test_sigterm_with_batches_queued_stops_within_seconds(tmp_path, lab_kernel):
+    """More batches than jobs (the Chromium grid: 704 runs not started):
+    the batches still queued are cancelled and the runner exits within
+    seconds. Before (issue 50) it exited 143 only after the wind-down's
+    60 s: it waited for the cancelled batches, which never run."""
+    f = write_yaml(tmp_path, EXP, "stopper.yaml")
+    results = tmp_path / "results"
+    argv = [*_argv(f, results)[:-1], "1", "--jobs", "1"]  # --batch 1: four batches, one at a time
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _lab_groups(results / "stopper")
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=120)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143 and "Traceback" not in err, err[-3000:]
+    assert took < STOP_S, f"the runner took {took:.1f} s to stop after SIGTERM"
+    assert re.search(r"tortoise: stopped by SIGTERM; ended the lab of 1 run under way \([0-9a-f]+\): not stored, "
+                     r"still pending; 3 pending runs not started; stored 0 runs", err), err[-3000:]

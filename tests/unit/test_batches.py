@@ -319,3 +319,28 @@ def test_slurm_takes_jobs_left_out_as_one_lab_per_task(jobs, error):
     a = Namespace(shard=None, limit=None, runs_file=None, jobs=jobs, backend="native", batch=None)
     with pytest.raises(runner.RunnerError, match=error):
         slurm.cli_run(a)
+
+
+def test_a_full_filesystem_while_a_run_is_stored_leaves_no_work_folder(tmp_path, monkeypatch):
+    """The results filesystem fills up while the batch's second run is
+    stored: ResultsFull, the first run kept whole, and nothing of the
+    batch's work left, the lab's boot folder (.<id>.tmp-<tag>-boot)
+    included (issue 50: it was left, on a 30 MB tmpfs)."""
+    import errno
+
+    from tortoiselab.host import store
+
+    runs, exp_dir, info = _setup(tmp_path, monkeypatch, FakeLab([None]))
+    write_record, calls = store.write_record, []
+
+    def full_on_second(run_dir, record):
+        calls.append(run_dir)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write_record(run_dir, record)
+
+    monkeypatch.setattr(store, "write_record", full_on_second)
+    with pytest.raises(runner.ResultsFull, match="no space left"):
+        runner.run_batch(runs, exp_dir, info, tmp_path, tmp_path, {})
+    assert set(_stored(exp_dir)) == {runs[0].run_id}
+    assert sorted(p.name for p in exp_dir.glob(".*")) == []

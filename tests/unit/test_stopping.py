@@ -124,3 +124,30 @@ def test_exit_codes_name_the_signal():
     assert stopping.interrupted(KeyboardInterrupt("SIGTERM")) == ("interrupted by SIGTERM", 143)
     assert stopping.interrupted(stopping.Stopped("stopped by SIGTERM; ...", "SIGTERM")) == (
         "stopped by SIGTERM; ...", 143)
+
+
+def test_the_wind_down_does_not_wait_for_batches_it_cancelled():
+    """Batches queued behind the running ones are cancelled, never started:
+    the wind-down ends as soon as the running ones have ended their labs.
+    Before (issue 50, SIGTERM during the Chromium grid: 704 runs not
+    started) it waited its whole limit (60 s): concurrent.futures.wait
+    never counts a future cancelled in the queue as done."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    stop = threading.Event()
+    pool = ThreadPoolExecutor(max_workers=2)
+
+    def batch(i: int) -> int:
+        stop.wait(30)  # a lab that ends once the runner stops
+        if i < 2:
+            raise stopping.RunInterrupted(f"run {i}: interrupted", [f"run{i}"])
+        return i
+
+    futs = [pool.submit(batch, i) for i in range(10)]
+    t0 = time.monotonic()
+    ended, errors = stopping.wind_down(pool, futs, stop, timeout_s=10)
+    took = time.monotonic() - t0
+    pool.shutdown(wait=True)
+    assert took < 2, f"the wind-down took {took:.1f} s"
+    assert ended == ["run0", "run1"] and errors == []
+    assert sum(f.cancelled() for f in futs) == 8

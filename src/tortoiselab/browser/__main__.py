@@ -74,7 +74,7 @@ def _write(path: str | None, data: dict) -> None:
     if path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(f"{path}.tmp{os.getpid()}")
-        tmp.write_text(json.dumps(data, indent=1) + "\n")
+        tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         tmp.replace(path)
 
 

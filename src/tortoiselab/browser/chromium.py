@@ -84,7 +84,7 @@ PREFERENCES = {"net": {"network_prediction_options": 2}}
 def write_preferences(user_data: Path) -> None:
     d = user_data / "Default"
     d.mkdir(parents=True, exist_ok=True)
-    (d / "Preferences").write_text(json.dumps(PREFERENCES))
+    (d / "Preferences").write_text(json.dumps(PREFERENCES), encoding="utf-8")
 
 
 @dataclass

@@ -69,5 +69,5 @@ def bind_name_files(dns_server: str, home: Path) -> None:
     resolve through dns_server."""
     for target, text in file_texts(dns_server).items():
         src = home / Path(target).name
-        src.write_text(text)
+        src.write_text(text, encoding="utf-8")
         _libc_call("mount", str(src).encode(), target.encode(), None, ctypes.c_ulong(MS_BIND), None)

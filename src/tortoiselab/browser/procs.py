@@ -22,7 +22,7 @@ PROC = Path("/proc")
 def _stat(pid: str) -> tuple[int, str] | None:
     """(parent pid, command name) of a process; None if it is gone."""
     try:
-        text = (PROC / pid / "stat").read_text()
+        text = (PROC / pid / "stat").read_text(encoding="utf-8")
     except OSError:
         return None
     # the name is in parentheses and may hold spaces or parentheses itself
@@ -83,7 +83,7 @@ def end_descendants(root: int, wait_s: float = 5.0) -> list[tuple[int, str]]:
 def gone(pid: int) -> bool:
     """Whether a process has ended (exited, a zombie not yet reaped, or no more)."""
     try:
-        text = (PROC / str(pid) / "stat").read_text()
+        text = (PROC / str(pid) / "stat").read_text(encoding="utf-8")
     except OSError:
         return True
     return text[text.rindex(")") + 2:].split()[0] == "Z"

@@ -62,7 +62,8 @@ class ProfileError(RuntimeError):
 
 def _run(argv: list[str]) -> str:
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=CERTUTIL_TIMEOUT_S)
+        p = subprocess.run(argv, capture_output=True, timeout=CERTUTIL_TIMEOUT_S,
+                           encoding="utf-8", errors="replace")
     except FileNotFoundError:
         raise ProfileError(f"{argv[0]} is not installed (Debian: libnss3-tools; run make setup)") from None
     except subprocess.TimeoutExpired:

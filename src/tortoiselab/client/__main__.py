@@ -81,7 +81,7 @@ def _write(path: str | None, data: dict) -> str | None:
         return None
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(data, indent=1) + "\n")
+        Path(path).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     except OSError as e:
         return f"cannot write {path}: {e.strerror or e}"
     return None

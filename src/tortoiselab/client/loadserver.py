@@ -217,7 +217,7 @@ def serve() -> int:
     warm_up()
     ch = open_channel()
     _reply(ch, {"ready": os.getpid()})
-    with os.fdopen(ch.requests, "r") as requests:
+    with os.fdopen(ch.requests, "r", encoding="utf-8") as requests:
         for line in requests:
             if not line.strip():
                 continue

@@ -122,7 +122,7 @@ def load_lab(path: Path, repo: Path | None = None) -> Lab:
     path = Path(path)
     repo = repo or path.resolve().parent.parent
     try:
-        spec = LabSpec(**front_matter(path.read_text(), str(path)))
+        spec = LabSpec(**front_matter(path.read_text(encoding="utf-8"), str(path)))
     except ValidationError as exc:
         raise GradeError(f"LAB {path}: front matter: {describe_errors(exc)}") from None
     return Lab(path, repo, spec, [_lab_experiment(path, repo, spec, i, req) for i, req in enumerate(spec.experiments)])

@@ -56,7 +56,7 @@ def cdn_result(ex: Executor, lab: PathLab, node, cap, pcap: Path, har: str | Non
     if node is None:
         return {}
     stats = cap.stop()
-    entries = json.loads(Path(har).read_text())["log"]["entries"] if har and Path(har).exists() else []
+    entries = json.loads(Path(har).read_text(encoding="utf-8"))["log"]["entries"] if har and Path(har).exists() else []
     conns = [handshake_summary(x) for x in analyze_pcap(pcap, keep_series=False)] if pcap.exists() else []
     return {"connections": own_connections(pop_conns, lab.server.IP()),
             "cdn": {"host": node.name, "ip": node.IP(), "sysctls": ex.read_sysctls(CDN_SYSCTLS, host=node),

@@ -57,7 +57,7 @@ def next_grid_point(step_s: float = 0.5) -> float:
 
 def uptime_s() -> float:
     """The guest kernel's uptime: on the virtual clock, the simulated time."""
-    return float(Path("/proc/uptime").read_text().split()[0])
+    return float(Path("/proc/uptime").read_text(encoding="utf-8").split()[0])
 
 
 class HostWall:

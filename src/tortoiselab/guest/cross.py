@@ -62,7 +62,7 @@ def cross_traffic(ex: Executor, nodes: dict, tx: str, params: CrossParams, seed:
             raise RuntimeError(f"cross-traffic server did not start: {server.stderr.read()}")
         for host in dict.fromkeys(f["host"] for f in flows):
             file = work / f"cross-{host}.json"
-            file.write_text(json.dumps([f for f in flows if f["host"] == host]))
+            file.write_text(json.dumps([f for f in flows if f["host"] == host]), encoding="utf-8")
             fetchers[host] = ex.start(C.tool(sys.executable, "crosstraffic", "fetch", "--host", nodes[tx].IP(),
                                              "--port", str(CROSS_PORT), "--flows", str(file), "--t0",
                                              f"{t0_s:.6f}", "--sample-ms", str(SAMPLE_MS)), nodes[host], stdin=True)

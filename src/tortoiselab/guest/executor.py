@@ -74,7 +74,7 @@ class Executor:
             rec["stdin"] = stdin
         self.records.append(rec)
         if self.log_path is not None:
-            with open(self.log_path, "a") as fh:
+            with open(self.log_path, "a", encoding="utf-8") as fh:
                 # the guest's monotonic time at the start and the duration: on the
                 # virtual clock a timeline that repeats exactly (docs/determinism.md)
                 fh.write(f"{t0:.6f} +{rec['seconds']:.6f} [{where}] rc={rc} {shlex.join(argv)}\n")
@@ -103,7 +103,8 @@ class Executor:
         if host is None:
             where = "root"
             try:
-                p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=stdin)
+                p = subprocess.run(argv, capture_output=True, timeout=timeout, input=stdin,
+                                   encoding="utf-8", errors="replace")
                 out, err, rc = p.stdout, p.stderr, p.returncode
             except subprocess.TimeoutExpired as exc:
                 out, err, rc = _text(exc.stdout), _text(exc.stderr) + f"\n(timed out after {timeout} s)", -9
@@ -150,7 +151,7 @@ class Executor:
             except subprocess.TimeoutExpired:
                 pass
         rc = proc.returncode if proc.returncode is not None else -9
-        tail = Path(log).read_text(errors="replace")[-2000:] if rc else ""
+        tail = Path(log).read_text(encoding="utf-8", errors="replace")[-2000:] if rc else ""
         self.record(host.name if host is not None else "root", argv, rc, "", tail + (f"\n(timed out after {timeout} s)" if timed_out else ""), t0)
         return rc, timed_out
 
@@ -160,7 +161,7 @@ class Executor:
         (0, "") or (errno, the error's text)."""
         t0 = time.monotonic()
         try:
-            Path(path).write_text(value)
+            Path(path).write_text(value, encoding="utf-8")
             rc, err = 0, ""
         except OSError as exc:
             rc, err = exc.errno or 1, str(exc)
@@ -187,7 +188,7 @@ class Executor:
         with netns_of(host):
             for key in keys:
                 try:
-                    out[key] = sysctl_path(key).read_text().strip()
+                    out[key] = sysctl_path(key).read_text(encoding="utf-8").strip()
                 except OSError:
                     out[key] = ""
         return out

@@ -110,7 +110,7 @@ class LoaderProcess:
             return -9
         rc, note = int(done["rc"]), _left_note(done)
         if note:
-            with open(log, "a") as fh:
+            with open(log, "a", encoding="utf-8") as fh:
                 fh.write(note + "\n")
         self.ex.record(self.host.name, full, rc, "", _tail(log), t0)
         if note:  # rare: a line of its own, so that the commands log shows it whatever rc
@@ -162,6 +162,6 @@ def _tail(log: Path) -> str:
     try:
         if not log.is_file():
             return ""
-        return log.read_text(errors="replace")[-2000:]
+        return log.read_text(encoding="utf-8", errors="replace")[-2000:]
     except OSError:
         return ""

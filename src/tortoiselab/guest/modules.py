@@ -22,7 +22,7 @@ AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 
 
 def available_algorithms() -> list[str]:
-    return AVAILABLE.read_text().split()
+    return AVAILABLE.read_text(encoding="utf-8").split()
 
 
 def param_dir(algorithm: str) -> Path:
@@ -31,7 +31,7 @@ def param_dir(algorithm: str) -> Path:
 
 def module_params_now(algorithm: str) -> dict[str, str]:
     d = param_dir(algorithm)
-    return {p.name: p.read_text().strip() for p in sorted(d.iterdir())} if d.is_dir() else {}
+    return {p.name: p.read_text(encoding="utf-8").strip() for p in sorted(d.iterdir())} if d.is_dir() else {}
 
 
 def set_module_params(ex: Executor, algorithm: str, params: dict[str, str]) -> dict[str, str]:

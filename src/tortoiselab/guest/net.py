@@ -368,7 +368,7 @@ class PathLab:
         def sample() -> None:
             t0 = time.monotonic()
             while not stop.is_set():
-                samples.append((round(time.monotonic() - t0, 6), int(counter.read_text())))
+                samples.append((round(time.monotonic() - t0, 6), int(counter.read_text(encoding="utf-8"))))
                 stop.wait(sample_s)
 
         ss_text = None

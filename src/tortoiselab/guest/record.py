@@ -16,7 +16,7 @@ from tortoiselab.project import PKG_DIR, REPO_DIR
 
 def write_json_atomic(path: Path, data: dict) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as fh:
+    with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(data, fh, indent=1, sort_keys=True)
         fh.flush()
         os.fsync(fh.fileno())

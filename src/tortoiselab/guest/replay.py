@@ -222,5 +222,5 @@ class TraceReplay:
         ms = (t_ns - self.t0_ns) // 10**6
         for ln in self.links:
             stats = Path(f"/sys/class/net/{ln.dev}/statistics")
-            self.stats.samples[ln.dev].append((ms, int((stats / "tx_bytes").read_text()),
-                                               int((stats / "tx_packets").read_text())))
+            self.stats.samples[ln.dev].append((ms, int((stats / "tx_bytes").read_text(encoding="utf-8")),
+                                               int((stats / "tx_packets").read_text(encoding="utf-8"))))

@@ -71,7 +71,7 @@ def parse_tcp_probe(text: str) -> list[ProbeSample]:
 
 
 def _write(path: Path, value: str) -> None:
-    path.write_text(value)
+    path.write_text(value, encoding="utf-8")
 
 
 # tracefs settings tcp_probe changes, put back with restore=True
@@ -83,7 +83,7 @@ def current_settings() -> dict[str, str]:
     brackets, buffer_size_kb the per-CPU size (without "(expanded: ...)")."""
     out = {}
     for name in SETTINGS:
-        text = (TRACEFS / name).read_text().strip()
+        text = (TRACEFS / name).read_text(encoding="utf-8").strip()
         if name == "trace_clock":
             text = next((w[1:-1] for w in text.split() if w.startswith("[")), "local")
         out[name] = text.split()[0] if text else text
@@ -113,7 +113,7 @@ def tcp_probe(sport: int, buffer_kb: int = 16384, restore: bool = False) -> Iter
         yield reader
     finally:
         _write(TRACEFS / "tracing_on", "0")
-        reader.text = (TRACEFS / "trace").read_text()
+        reader.text = (TRACEFS / "trace").read_text(encoding="utf-8")
         _write(EVENT / "enable", "0")
         _write(EVENT / "filter", "0")
         for name in ("trace_clock", "buffer_size_kb", "tracing_on"):  # tracing_on last

@@ -117,7 +117,8 @@ class WebLab:
                 for kind, file in (("error", apache.ERROR_LOG), ("access", apache.ACCESS_LOG)):
                     log = pidfile.parent / file if pidfile is not None else None
                     if log is not None and log.exists():
-                        (self.ctx.work / f"{name}-{kind}.log").write_text(log.read_text()[-20000:])
+                        tail = log.read_text(encoding="utf-8", errors="replace")[-20000:]
+                        (self.ctx.work / f"{name}-{kind}.log").write_text(tail, encoding="utf-8")
         try:
             if self.apache_pidfile is not None:
                 self._stop(self.apache_pidfile)
@@ -177,15 +178,15 @@ def guest_name_files(ex: Executor, work: Path) -> NameFiles:
     rewrite the files' contents (same inodes). The mounts exist in the
     guest's kernel alone; the host's files are untouched."""
     files = NameFiles(work / "guest-hosts", work / "guest-resolv.conf")
-    files.hosts.write_text("127.0.0.1 localhost\n")
-    files.resolv.write_text(f"nameserver {DNS_IP}\noptions timeout:2 attempts:2\n")
+    files.hosts.write_text("127.0.0.1 localhost\n", encoding="utf-8")
+    files.resolv.write_text(f"nameserver {DNS_IP}\noptions timeout:2 attempts:2\n", encoding="utf-8")
     for src, dst in ((files.hosts, "/etc/hosts"), (files.resolv, "/etc/resolv.conf")):
         ex.run(C.bind_mount(src, dst))
     return files
 
 
 def write_names(hosts: Path, names: dict[str, str]) -> None:
-    with open(hosts, "r+") as fh:  # same inode: the bind mounts keep pointing at it
+    with open(hosts, "r+", encoding="utf-8") as fh:  # same inode: the bind mounts keep pointing at it
         fh.truncate(0)
         fh.write("127.0.0.1 localhost\n" + "".join(f"{ip} {n}\n" for n, ip in sorted(names.items())))
 

@@ -31,7 +31,7 @@ from tortoiselab.host.procid import LAB_GUARD
 from tortoiselab.host.procid import dumps as proc_dumps
 from tortoiselab.host.procid import kill_group, launched
 from tortoiselab.host.procid import record as proc_record
-from tortoiselab.host.stopping import LabInterrupted, wait_unless_stopped
+from tortoiselab.host.stopping import LabInterrupted, ended_by, lab_signal, wait_unless_stopped
 from tortoiselab.host.umlcmd import plain_paths, record_seccomp_refusal, seccomp_refusal, uml_argv, uml_userspace
 from tortoiselab.project import PKG_DIR
 from tortoiselab.spec.requests import LabRequest
@@ -115,23 +115,29 @@ def run_task(info: BackendInfo, request: LabRequest, work: Path, timeout_s: floa
             placed["modules_dir"] = str(mods)
     req = type(request).model_validate({**request.model_dump(), **placed})
     if info.backend == "native":
-        (work / "request.json").write_text(req.model_dump_json(indent=1))
+        (work / "request.json").write_text(req.model_dump_json(indent=1), encoding="utf-8")
         return _run_native(work, timeout_s, stop)
     # the guest reads the run's read-only folders at fixed paths (guest/init.sh)
     ro = plain_paths(list(req.ro_paths))
-    (work / "ro_paths").write_text(":".join(ro))
-    (work / "request.json").write_text(json.dumps(guest_request(req.model_dump(mode="json"), ro), indent=1))
+    (work / "ro_paths").write_text(":".join(ro), encoding="utf-8")
+    (work / "request.json").write_text(json.dumps(guest_request(req.model_dump(mode="json"), ro), indent=1),
+                                       encoding="utf-8")
     return _run_uml(info, req, work, timeout_s, stop)
 
 
-def _read_result(work: Path, log_hint: Path | None, backend: str) -> dict:
+def _read_result(work: Path, log_hint: Path | None, backend: str, returncode: int | None = None) -> dict:
+    """The guest's result.json; without one, a LabError saying why: by
+    which signal the lab was ended (its guard's exit status), if one did."""
     res = work / "result.json"
     if not res.exists():
         tail = ""
         if log_hint is not None and log_hint.exists():
-            tail = "\n".join(log_hint.read_text(errors="replace").splitlines()[-25:])
+            tail = "\n".join(log_hint.read_text(encoding="utf-8", errors="replace").splitlines()[-25:])
+        sig = lab_signal(returncode)
+        if sig is not None:
+            raise LabError(f"{ended_by(sig)}; it wrote no result (see {log_hint}):\n{tail}")
         raise LabError(f"the lab wrote no result (see {log_hint}):\n{tail}")
-    result = json.loads(res.read_text())
+    result = json.loads(res.read_text(encoding="utf-8"))
     result = host_paths(result, work, backend)  # uml: the guest's fixed work folder, as the host sees it
     if not result.get("ok"):
         raise LabError(f"lab task failed: {result.get('error')}\n{result.get('traceback', '')}")
@@ -140,13 +146,13 @@ def _read_result(work: Path, log_hint: Path | None, backend: str) -> dict:
 
 def _run_native(work: Path, timeout_s: float, stop: threading.Event | None = None) -> dict:
     log = work / "native.log"
-    with open(log, "w") as fh:
+    with open(log, "w", encoding="utf-8") as fh:
         p = subprocess.Popen(guarded([sys.executable, "-m", "tortoiselab.guest", str(work / "request.json")],
                                      timeout_s, NATIVE_GRACE_S),
                              stdin=subprocess.PIPE, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
         launched(p)
         _wait_or_kill(p, timeout_s, stop)
-    return _read_result(work, log, "native")
+    return _read_result(work, log, "native", p.returncode)
 
 
 def _compile_package() -> None:
@@ -184,16 +190,16 @@ def _boot_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float, 
         argv = pinned(uml_argv(info.kernel, info.clock, umid, extra_ro=[req.modules_dir] if req.modules_dir else [],
                                userspace=userspace), cpu)
         # written before the boot too: a batch's runs are stored while it runs
-        (work / "uml_userspace").write_text(f"{userspace}\t{why}\n")
-        with open(log, "w") as fh:
+        (work / "uml_userspace").write_text(f"{userspace}\t{why}\n", encoding="utf-8")
+        with open(log, "w", encoding="utf-8") as fh:
             p = subprocess.Popen(guarded(argv, timeout_s, 0), stdin=subprocess.PIPE, stdout=fh,
                                  stderr=subprocess.STDOUT, start_new_session=True, env=env, cwd=work)
             launched(p)
             try:
                 try:
-                    (work / "uml.pgid").write_text(str(p.pid))
+                    (work / "uml.pgid").write_text(str(p.pid), encoding="utf-8")
                     # what proves later that this group is the lab (host/locks.clean_stale, host/procid.py)
-                    (work / "uml.proc.json").write_text(proc_dumps(proc_record(p.pid)))
+                    (work / "uml.proc.json").write_text(proc_dumps(proc_record(p.pid)), encoding="utf-8")
                 except BaseException:
                     kill_group(p)  # a lab nobody could clean up later does not run
                     raise
@@ -208,10 +214,11 @@ def _boot_uml(info: BackendInfo, req: LabRequest, work: Path, timeout_s: float, 
         record_seccomp_refusal(info.kernel, refused)
         if os.environ.get("TORTOISE_UML_USERSPACE") == "seccomp":
             raise LabError(f"TORTOISE_UML_USERSPACE=seccomp, but the host refused it: {refused}")
-        (work / "console-seccomp-refused.log").write_text(log.read_text(errors="replace"))
+        (work / "console-seccomp-refused.log").write_text(log.read_text(encoding="utf-8", errors="replace"),
+                                                          encoding="utf-8")
         userspace, why = "ptrace", f"the host refused seccomp: {refused}"
-    (work / "uml_userspace").write_text(f"{userspace}\t{why}\n")
-    result = _read_result(work, log, "uml")
+    (work / "uml_userspace").write_text(f"{userspace}\t{why}\n", encoding="utf-8")
+    result = _read_result(work, log, "uml", p.returncode)
     result["uml_userspace"] = userspace
     result["uml_userspace_why"] = why
     return result

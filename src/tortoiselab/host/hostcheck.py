@@ -21,7 +21,7 @@ from tortoiselab.host.labkernel import CONFIG_TO_ALGO, lab_algorithms
 def host_kernel_config() -> str | None:
     for p in (Path("/proc/config.gz"), Path(f"/boot/config-{os.uname().release}")):
         try:
-            return gzip.decompress(p.read_bytes()).decode() if p.suffix == ".gz" else p.read_text()
+            return gzip.decompress(p.read_bytes()).decode() if p.suffix == ".gz" else p.read_text(encoding="utf-8")
         except OSError:
             continue
     return None
@@ -40,7 +40,7 @@ def host_can_emulate(algorithms: list[str]) -> tuple[bool, str]:
         return False, "host kernel has no netem (CONFIG_NET_SCH_NETEM)"
     if netem[0].endswith("=m") and not Path(f"/lib/modules/{os.uname().release}").is_dir():
         return False, "netem is a module but the host has no modules for its kernel"
-    have = set(Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split())
+    have = set(Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text(encoding="utf-8").split())
     for line in cfg.splitlines():
         if line.startswith("CONFIG_TCP_CONG_") and line.endswith("=m"):
             sym = line[len("CONFIG_TCP_CONG_"):].split("=")[0]
@@ -65,7 +65,8 @@ def installed_module(name: str) -> bool:
     """A module the host can load though its config does not name it, e.g.
     our congestion control modules that DKMS built for the VM's kernel."""
     try:
-        p = subprocess.run(["modinfo", "-F", "filename", name], capture_output=True, text=True, timeout=10)
+        p = subprocess.run(["modinfo", "-F", "filename", name], capture_output=True, timeout=10,
+                           encoding="utf-8", errors="replace")
     except (OSError, subprocess.TimeoutExpired):
         return False
     return p.returncode == 0 and bool(p.stdout.strip())

@@ -84,8 +84,8 @@ def read_proc(pid: int, proc: Path = PROC) -> Proc | None:
     """The process's CPU now; None once it is gone."""
     d = proc / str(pid)
     try:
-        stat = (d / "stat").read_text()
-        sched = [(t / "schedstat").read_text() for t in (d / "task").iterdir()]
+        stat = (d / "stat").read_text(encoding="utf-8")
+        sched = [(t / "schedstat").read_text(encoding="utf-8") for t in (d / "task").iterdir()]
     except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
         return None
     return parse_proc(pid, stat, sched, os.sysconf("SC_CLK_TCK"))
@@ -98,7 +98,7 @@ def children_of(pid: int, proc: Path = PROC) -> list[int]:
     for e in os.scandir(proc):
         if e.name.isdigit():
             try:
-                if int(stat_fields((proc / e.name / "stat").read_text())[4 - 3]) == pid:
+                if int(stat_fields((proc / e.name / "stat").read_text(encoding="utf-8"))[4 - 3]) == pid:
                     out.append(int(e.name))
             except (FileNotFoundError, ProcessLookupError, ValueError):
                 continue
@@ -180,7 +180,7 @@ def uml_kernel_pid(work: Path, proc: Path = PROC) -> int | None:
     """The UML kernel process of the lab in `work`: the only child of its
     guard, whose pid the host wrote to uml.pgid (host/backends.py)."""
     try:
-        guard = int((work / "uml.pgid").read_text())
+        guard = int((work / "uml.pgid").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     kids = children_of(guard, proc)

@@ -32,8 +32,8 @@ def list_experiments(results: Path) -> list[dict]:
                     "done": sum(1 for r in mine if r.record is not None),
                     "damaged": sum(1 for r in mine if r.record is None), "foreign": len(foreign),
                     "failed": sum(1 for r in mine if r.record is not None and not r.record.ok),
-                    "in_progress": len(stale_work(d)),
-                    "running": _running(d), "slurm": slurm.status(d)})
+                    "in_progress": len(stale_work(d)), "notes": (notes := []),
+                    "running": _running(d, notes), "slurm": slurm.status(d)})
     return out
 
 
@@ -50,14 +50,19 @@ def _sweep(exp_dir: Path) -> frozenset[str] | None:
     return folder_runs(exp_dir)[0]
 
 
-def _running(exp_dir: Path) -> int:
-    """Runs under way: work folders whose claim a live runner holds."""
+def _running(exp_dir: Path, notes: list[str]) -> int:
+    """Runs under way: work folders whose claim a live runner holds. A claim
+    that cannot be looked at (a link, a FIFO) is named in notes, and the
+    listing goes on."""
     n = 0
     for tmp in stale_work(exp_dir):
         m = RUN_TMP.match(tmp.name)
         if m:
-            with probe_claim(exp_dir, m.group(1)) as (free, _):
-                n += not free
+            try:
+                with probe_claim(exp_dir, m.group(1)) as (free, _):
+                    n += not free
+            except safefs.REFUSED as exc:
+                notes.append(str(exc))
     return n
 
 

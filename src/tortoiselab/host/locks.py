@@ -231,7 +231,7 @@ def clean_results(results: Path) -> tuple[list[str], int]:
                 for line in clean_stale(d):
                     lines.append(f"{d.name}: {line}")
                     n += not line.startswith(("left ", "did not "))
-        except safefs.LinkRefused as exc:
+        except safefs.REFUSED as exc:  # a link, or a FIFO as .lock: named, the other folders go on
             lines.append(f"{d.name}: left alone: {exc}")
     return lines, n
 
@@ -275,7 +275,7 @@ def clean_stale(exp_dir: Path, run_ids: set[str] | None = None) -> list[str]:
                         done.append(f"did not signal the lab of {tmp.name}: {exc}")
                     files.remove(exp_dir, tmp)
                     done.append(f"removed {tmp.name}")
-            except safefs.LinkRefused as exc:
+            except safefs.REFUSED as exc:  # a link, or a FIFO as its claim
                 done.append(f"left {tmp.name} in place: {exc}")
     return done
 

@@ -132,7 +132,7 @@ def run(backend: str = "uml", clock: str = "virtual", work: Path | None = None,
     rows = analyze(arms, result["task"])
     meta = {"backend": info.backend, "clock": info.clock, "kernel_release": result["kernel_release"],
             "modules": result.get("modules", {}), "work": str(work), "uml_userspace": result.get("uml_userspace")}
-    (work / "loss_response.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    (work / "loss_response.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1), encoding="utf-8")
     return rows, meta
 
 

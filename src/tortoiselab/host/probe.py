@@ -279,7 +279,7 @@ def run_probe(path: PathSpec, cc: str = "cubic", backend: str = "auto", clock: s
     window = measure.trace_window(path)
     info = backends.choose(backend, clock, [cc])
     algos = labkernel.kernel_algorithms(Path(info.kernel)) if info.kernel else \
-        Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+        Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text(encoding="utf-8").split()
     check_algorithm(cc, algos, field="cc")
     if work is None:
         work = Path(tempfile.mkdtemp(prefix="tortoise-probe-"))
@@ -296,7 +296,7 @@ def run_probe(path: PathSpec, cc: str = "cubic", backend: str = "auto", clock: s
                       sim_s=result["uptime_end_s"] - result["uptime_start_s"], work=str(work),
                       modules=result.get("modules", {}), uml_userspace=result.get("uml_userspace"),
                       links=traced_links(path), trace_window=window.model_dump() if window else None)
-    (work / "probe.json").write_text(json.dumps(rep.as_dict(), indent=1))
+    (work / "probe.json").write_text(json.dumps(rep.as_dict(), indent=1), encoding="utf-8")
     return rep
 
 

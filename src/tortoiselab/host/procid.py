@@ -42,7 +42,7 @@ BOOT_ID = PROC / "sys" / "kernel" / "random" / "boot_id"
 
 
 def boot_id() -> str:
-    return BOOT_ID.read_text().strip()
+    return BOOT_ID.read_text(encoding="utf-8").strip()
 
 
 def _stat_fields(pid: int) -> list[str] | None:
@@ -50,7 +50,7 @@ def _stat_fields(pid: int) -> list[str] | None:
     None if there is no such process. The command name (field 2) may hold
     spaces and parentheses: the fields follow its last ')'."""
     try:
-        text = (PROC / str(pid) / "stat").read_text()
+        text = (PROC / str(pid) / "stat").read_text(encoding="utf-8")
     except (FileNotFoundError, ProcessLookupError):
         return None
     return text.rsplit(")", 1)[1].split()

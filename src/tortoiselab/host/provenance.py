@@ -36,7 +36,7 @@ def outputs(argvs: dict[str, list[str]], cwd: Path | None = None, timeout_s: flo
     for name, argv in argvs.items():
         try:
             procs[name] = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                           stdin=subprocess.DEVNULL, cwd=cwd)
+                                           stdin=subprocess.DEVNULL, cwd=cwd, encoding="utf-8", errors="replace")
         except OSError:
             procs[name] = None
     out: dict[str, tuple | None] = {}

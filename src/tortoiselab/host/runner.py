@@ -107,11 +107,11 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
             done = work / f"load-{i:03d}" / "result.json"
             if run.run_id in stored or run.run_id in replayed or not done.exists():
                 continue
-            ld = guestpaths.host_paths(json.loads(done.read_text()), work, info.backend)
+            ld = guestpaths.host_paths(json.loads(done.read_text(encoding="utf-8")), work, info.backend)
             if run.run_id in replay:
                 replayed[run.run_id] = batches.replay_reproduced(exp_dir / run.run_id, ld)
                 continue
-            boot = boot or json.loads((work / "boot.json").read_text())
+            boot = boot or json.loads((work / "boot.json").read_text(encoding="utf-8"))
             t_store = time.time()
             rec = _record_of_load(run, i, batch, boot, ld, info, site, pki, versions, tmps[run.run_id], work)
             rec["meta"]["batch"].update(replayed=[r.run_id for r in runs[:i] if r.run_id in replay],
@@ -136,6 +136,10 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
         with labcpu.MarkSampler(work) if info.backend == "uml" else nullcontext() as sampler:
             lab_error = _run_lab(info, req, work, timeout_s * len(runs), while_waiting=store_finished, stop=stop)
             store_finished()
+    except ResultsFull:  # from storing a run (the lab is over by now): none of the batch's work is left
+        for d in (*tmps.values(), boot_dir):
+            files.remove(exp_dir, d, quiet=True)
+        raise
     except OSError as exc:
         _refuse_if_full(exp_dir, mine[0], boot_dir, exc, also=tmps.values())
         raise
@@ -252,7 +256,7 @@ def _record_of_load(run: RunSpec, index: int, batch: Batch, boot: dict, ld: dict
         _refuse_if_full(tmp.parent, run, tmp)  # a capture or HAR cut short for want of space is no measurement
         record.update(_from_lab(run, boot, ld, info, site, pki, versions, tmp))
         meta = record["meta"]
-    userspace = (work / "uml_userspace").read_text().split("\t")[0].strip() \
+    userspace = (work / "uml_userspace").read_text(encoding="utf-8").split("\t")[0].strip() \
         if (work / "uml_userspace").exists() else None
     first_sim = boot["uptime_start_s"] if index == 0 else ld["sim_set_up_s"]
     meta.update({"uml_userspace": userspace, "sim_seconds": round(ld["sim_end_s"] - first_sim, 6),
@@ -421,7 +425,8 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
                    clock: str = "auto", limit: int | None = None,
                    on_progress: Callable[[dict, int, int], None] | None = None, grid: str | None = None,
                    shard: tuple[int, int] | None = None, runs_file: Path | None = None,
-                   batch: int | None = None, reuse_from: str | None = None) -> dict:
+                   batch: int | None = None, reuse_from: str | None = None,
+                   on_cleaned: Callable[[str], None] | None = None) -> dict:
     """Every pending run (of slice shard=(i, N) only, if given; of the runs
     listed in runs_file only, if given), each under its claim, so that
     shards running side by side never do a run twice; up to `batch` runs
@@ -429,7 +434,8 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
     `batch`; None: default_batch; a batch's earlier runs are replayed where
     only its later ones are pending), `jobs` batches side by side (None:
     default_jobs); with reuse_from, the runs that grid's folder holds first
-    (host/reuse.py)."""
+    (host/reuse.py). on_cleaned is told each line of what the clean of
+    interrupted work did and did not do, as soon as it is done."""
     reuse_src = reuse.sources(exp_file, grid, reuse_from, results)[0] if reuse_from else None
     size = DEFAULT_BATCH if batch is None else batch  # default_batch: the same on both clocks
     with trace.seen() as traces:  # the traces the file names, copied into the folder below (host/storedtraces.py)
@@ -452,10 +458,12 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
     one_experiment(exp_dir, exp, sweep)  # another version of it in the folder: refused here (host/versions.py)
     with experiment_lock(exp_dir, shared=sliced):
         cleaned = clean_stale(exp_dir, keep if sliced else None)
+        for line in cleaned if on_cleaned else []:
+            on_cleaned(line)  # type: ignore[misc]
         reused = reuse.take(reuse_src, exp_dir, exp.name, ids, backend=info.backend, clock=info.clock) \
             if reuse_src else []
         with setup_lock(exp_dir), space_is_named(exp_dir):
-            files.write_once(exp_dir, exp_dir / "experiment.yaml", Path(exp_file).read_text(),
+            files.write_once(exp_dir, exp_dir / "experiment.yaml", Path(exp_file).read_text(encoding="utf-8"),
                              doing=f"results folder {exp_dir}")
             # the certificate variants of every run, not only the pending ones (host/assets.py)
             site, pki = lab_assets(exp_dir, certs={r.settings.server.cert for r in runs})
@@ -463,6 +471,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
             storedtraces.store_copies(exp_dir, traces)
         check_manifest_urls(mine, site)
         moved = verify.move_damaged_aside(exp_dir, [r.run_id for r in mine], sliced)
+        killed = verify.move_killed_aside(exp_dir, [r.run_id for r in mine])  # done again (docs/faults.md)
         by_id = {r.run_id: r for r in mine}
         pending = [by_id[i] for i in batches.in_batch_order(fixed, by_id) if not store.completed(exp_dir, i)]
         if limit is not None:  # a batch's first runs first
@@ -498,4 +507,5 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
             "done_now": len(records), "failed_now": sum(1 for r in records if not r["ok"]), "reused": len(reused),
             "wall_seconds": round(time.monotonic() - t0, 3), "cleaned": cleaned, "table": str(table),
             "backend": info.backend, "clock": info.clock, "records": records, "moved_aside": moved,
+            "killed": killed,
             "jobs": jobs}

@@ -37,7 +37,7 @@ def shard_slice(run_ids: list[str], shard: tuple[int, int]) -> list[str]:
 def read_run_list(path: Path, sweep_ids: list[str]) -> list[str]:
     """A run list (--runs-file): one run id per line, each of this sweep."""
     try:
-        ids = [ln.strip() for ln in Path(path).read_text().splitlines() if ln.strip()]
+        ids = [ln.strip() for ln in Path(path).read_text(encoding="utf-8").splitlines() if ln.strip()]
     except OSError as e:
         raise RunnerError(f"runs-file: cannot read {path}: {e.strerror}") from None
     known = set(sweep_ids)

@@ -85,7 +85,7 @@ def mount_of(path: Path) -> tuple[str, str]:
     """(mount point, filesystem type) of the mount that holds path."""
     best = ("/", "unknown")
     p = str(path.resolve())
-    for line in Path("/proc/mounts").read_text().splitlines():
+    for line in Path("/proc/mounts").read_text(encoding="utf-8").splitlines():
         parts = line.split()
         if len(parts) < 3:
             continue
@@ -164,7 +164,7 @@ def _record_job(exp_dir: Path, entry: dict) -> None:
 
 def _slurm(argv: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, encoding="utf-8", errors="replace")
     except FileNotFoundError:
         raise RunnerError(f"executor: {argv[0]} not found; Slurm's client commands must be on PATH "
                           "(Debian: slurm-client)") from None
@@ -205,7 +205,8 @@ def task_states(job: dict) -> dict[int, str]:
     for i in range(job["tasks"]):
         rc = Path(job["dir"]) / f"task-{i}.rc"
         if i not in states:
-            states[i] = ("COMPLETED" if rc.read_text().strip() == "0" else "FAILED") if rc.exists() else "UNKNOWN"
+            ok = rc.exists() and rc.read_text(encoding="utf-8").strip() == "0"
+            states[i] = ("COMPLETED" if ok else "FAILED") if rc.exists() else "UNKNOWN"
     return states
 
 
@@ -314,7 +315,7 @@ def submit(exp_file: Path, results: Path, partition: str | None = None, parallel
     doing = f"submitting {exp.name} to Slurm"  # never through a link (host/store/files.py)
     files.make_dirs(exp_dir, sub / "logs", doing)
     frozen = sub / "experiment.yaml"  # what the tasks run, whatever happens to FILE meanwhile
-    files.write_new(exp_dir, frozen, Path(exp_file).read_text(), doing)
+    files.write_new(exp_dir, frozen, Path(exp_file).read_text(encoding="utf-8"), doing)
     # task i: every tasks-th from i
     files.write_new(exp_dir, sub / "runs.txt", "".join(f"{rid}\n" for rid in pending), doing)
     script = files.write_new(exp_dir, sub / "job.sh",

@@ -14,6 +14,8 @@ runs.parquet and raises Stopped with what was ended and what was stored
 
 from __future__ import annotations
 
+import re
+import signal
 import subprocess
 import threading
 import time
@@ -55,6 +57,43 @@ class Stopped(KeyboardInterrupt):
 
 SIGNALS = {"SIGINT": 2, "SIGTERM": 15}
 
+# A lab that ends by a signal the runner did not send (a `kill` from a shell,
+# the OOM killer, a shutdown): not a fault of the run it was on. That run is
+# stored as failed saying so (backends.LabKilled), and the next `tortoise run`
+# moves it aside (kept) and does it again (verify.move_killed_aside;
+# docs/faults.md). A crash signal (SIGSEGV, SIGABRT, ...) is the lab's own:
+# named, not redone.
+FROM_OUTSIDE = ("SIGHUP", "SIGINT", "SIGKILL", "SIGTERM")
+KILLED_FROM_OUTSIDE = re.compile(r"^lab: the lab was ended by (SIG[A-Z0-9]+) \(signal [0-9]+\) from outside the runner")
+
+
+def lab_signal(returncode: int | None) -> signal.Signals | None:
+    """The signal that ended a lab, from its guard's exit status: -N when
+    the guard itself was killed, 128 + N when it reports its child's
+    (tools/lab_guard.py); None for an exit of its own."""
+    if returncode is None or 0 <= returncode <= 128:
+        return None
+    try:
+        return signal.Signals(-returncode if returncode < 0 else returncode - 128)
+    except ValueError:
+        return None
+
+
+def ended_by(sig: signal.Signals) -> str:
+    """The start of a LabError's message for a lab that sig ended: for a
+    signal from outside, the words killed_from_outside looks for."""
+    if sig.name in FROM_OUTSIDE:
+        return (f"the lab was ended by {sig.name} (signal {sig.value}) from outside the runner (a kill, the OOM "
+                "killer, a shutdown): not a fault of this run, and the next `tortoise run` does it again")
+    return f"the lab was ended by {sig.name} (signal {sig.value}): it crashed"
+
+
+def killed_from_outside(error: str | None) -> str | None:
+    """The signal's name if a failed run's stored error says its lab was
+    ended from outside the runner (ended_by, after "lab: "), else None."""
+    m = KILLED_FROM_OUTSIDE.match(error or "")
+    return m.group(1) if m else None
+
 
 def interrupted(exc: KeyboardInterrupt) -> tuple[str, int]:
     """What the CLI prints when a signal stopped a command, and its exit
@@ -93,10 +132,13 @@ def wind_down(pool: ThreadPoolExecutor, futs: list[Future], stop: threading.Even
     does not cut the wait short: the labs are being ended already."""
     stop.set()
     pool.shutdown(wait=False, cancel_futures=True)
+    # the batches cancelled in the queue never start, and concurrent.futures.wait never counts such a
+    # future as done (it waits for a worker to pick it up): waiting for them took the whole limit
+    running = [f for f in futs if not f.cancelled()]
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            if not wait_futures(futs, timeout=max(0.0, deadline - time.monotonic())).not_done:
+            if not wait_futures(running, timeout=max(0.0, deadline - time.monotonic())).not_done:
                 break
         except KeyboardInterrupt:
             continue

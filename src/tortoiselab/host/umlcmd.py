@@ -85,7 +85,7 @@ def seccomp_refused(kernel: str) -> str | None:
     """Why this host refused the kernel's seccomp mode, as recorded beside
     the kernel binary when it happened (None: never refused)."""
     try:
-        return (Path(kernel).parent / SECCOMP_REFUSED_FILE).read_text().strip() or None
+        return (Path(kernel).parent / SECCOMP_REFUSED_FILE).read_text(encoding="utf-8").strip() or None
     except OSError:
         return None
 
@@ -94,7 +94,7 @@ def record_seccomp_refusal(kernel: str, why: str) -> None:
     """Remember a refusal for later boots; a read-only kernel folder (a
     kernel installed for users) just means trying seccomp again next time."""
     try:
-        (Path(kernel).parent / SECCOMP_REFUSED_FILE).write_text(why + "\n")
+        (Path(kernel).parent / SECCOMP_REFUSED_FILE).write_text(why + "\n", encoding="utf-8")
     except OSError:
         pass
 
@@ -133,7 +133,7 @@ def uml_userspace(kernel: str) -> tuple[str, str]:
 def seccomp_refusal(log: Path) -> str | None:
     """The console's line saying the host refused seccomp, if it does."""
     try:
-        text = log.read_text(errors="replace")
+        text = log.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
     for line in text.splitlines():

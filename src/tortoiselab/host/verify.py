@@ -54,6 +54,7 @@ import pyarrow as pa
 from tortoiselab.host import readfiles, safefs, store, storedtraces, versions
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import claim, setup_lock
+from tortoiselab.host.stopping import killed_from_outside
 from tortoiselab.host.store import files
 from tortoiselab.host.tablediff import table_differences
 
@@ -488,4 +489,23 @@ def move_damaged_aside(exp_dir: Path, ids: list[str], sliced: bool) -> list[str]
         with claim(exp_dir, rid):
             if rid in verify_folder(exp_dir, {rid}, table=False).damaged:
                 moved.append(f"{rid} -> {move_aside(exp_dir, rid)}")
+    return moved
+
+
+def move_killed_aside(exp_dir: Path, ids: list[str]) -> list[str]:
+    """Failed runs whose lab was ended by a signal from outside the runner
+    (host/stopping.killed_from_outside: a kill, the OOM killer, a shutdown;
+    not a fault of the run) moved aside into <exp>/.killed/ (kept), each
+    under its claim, so that they are done again. Returns
+    "<run_id> (<signal>) -> folder"."""
+    moved = []
+    for st in store.read_records(exp_dir, set(ids), strict=False):
+        rid = st.run_dir.name
+        if st.record is None or st.record.ok or not killed_from_outside(st.record.error):
+            continue
+        with claim(exp_dir, rid):  # another runner may have redone it meanwhile
+            again = store.read_records(exp_dir, {rid}, strict=False)
+            sig = killed_from_outside(again[0].record.error) if again and again[0].record is not None else None
+            if sig is not None and not again[0].record.ok:
+                moved.append(f"{rid} ({sig}) -> {files.move_aside(exp_dir, rid, store.KILLED)}")
     return moved

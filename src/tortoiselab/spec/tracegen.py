@@ -174,10 +174,10 @@ def write_all(models: TraceModels, folder: Path = TRACE_DIR, check: bool = False
         f = folder / name
         sha = hashlib.sha256(text.encode()).hexdigest()
         if check:
-            same = f.is_file() and f.read_text() == text
+            same = f.is_file() and f.read_text(encoding="utf-8") == text
             out.append(f"{name}: {'ok' if same else 'DIFFERS from its model'} ({sha[:12]})")
         else:
-            f.write_text(text)
+            f.write_text(text, encoding="utf-8")
             med = median_mbit(parse_mahimahi(text), tm.model.duration_s)
             out.append(f"{name}: {len(text.splitlines())} opportunities, median {med:.3f} Mbit/s "
                        f"(model {tm.model.median_mbit}), sha256 {sha[:12]}")

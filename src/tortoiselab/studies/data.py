@@ -32,7 +32,7 @@ def experiment_name(experiment: str | Path) -> str:
     """experiments/cubic_plus.yaml or cubic_plus -> cubic_plus."""
     p = Path(experiment)
     if p.suffix in (".yaml", ".yml"):
-        raw = yaml.safe_load(_repo_file(p).read_text())
+        raw = yaml.safe_load(_repo_file(p).read_text(encoding="utf-8"))
         return str(raw["name"])  # the name alone: the file is validated where it is run
     return str(experiment)
 
@@ -77,7 +77,7 @@ def grid_claims(experiment_file: str | Path) -> dict[str, tuple[str, ...] | None
 
 @functools.lru_cache(maxsize=64)
 def _grids_defined(path: str, mtime_ns: int) -> tuple[tuple[str, tuple[str, ...] | None], ...]:
-    doc = yaml.safe_load(Path(path).read_text()) or {}
+    doc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     grids = (doc.get("grids") or {}) if isinstance(doc, dict) else {}
     return tuple((name, tuple(g["claims"]) if isinstance(g, dict) and g.get("claims") else None)
                  for name, g in grids.items())

@@ -339,7 +339,7 @@ def repetitions_needed(rows: list[ClaimPlan], cap: int) -> tuple[int | None, str
 def powered_grid(info: dict, reps: int, note: str = "") -> str:
     """The `powered` grid block for the experiment file: the pilot grid's
     sweep (or the file's own) with `reps` repetitions."""
-    raw = yaml.safe_load(Path(info["file"]).read_text())
+    raw = yaml.safe_load(Path(info["file"]).read_text(encoding="utf-8"))
     base = copy.deepcopy(raw["grids"][info["grid"]]) if info["grid"] else {
         k: raw[k] for k in ("sweep", "exclude") if k in raw}
     conf = info.get("confidence", SPREAD_CONFIDENCE)

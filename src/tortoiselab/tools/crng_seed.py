@@ -40,7 +40,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: crng_seed.py REQUEST_JSON", file=sys.stderr)
         return 2
-    with open(argv[0]) as fh:
+    with open(argv[0], encoding="utf-8") as fh:
         seed = int(json.load(fh).get("seed", 1))
     with open("/dev/random", "wb", buffering=0) as dev:
         fcntl.ioctl(dev, RNDADDENTROPY, rand_pool_info(seed_bytes(seed)))

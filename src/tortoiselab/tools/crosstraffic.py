@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.cmd == "serve":
         serve(a.port)
         return 0
-    with open(a.flows) as fh:
+    with open(a.flows, encoding="utf-8") as fh:
         flows = json.load(fh)
     print(json.dumps(fetch(a.host, a.port, flows, a.t0, a.sample_ms)), flush=True)
     return 0

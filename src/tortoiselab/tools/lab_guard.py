@@ -51,7 +51,7 @@ def still_ours(started: int | None, stat_text: str | None) -> bool:
 
 def _stat(pid: int) -> str | None:
     try:
-        with open(f"/proc/{pid}/stat") as fh:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
             return fh.read()
     except (FileNotFoundError, ProcessLookupError):
         return None

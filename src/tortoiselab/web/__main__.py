@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
                for v, d in r["variants"].items()}
         out["ca"] = r["ca"]
     else:
-        r = json.loads((a.pki / "pki.json").read_text())
+        r = json.loads((a.pki / "pki.json").read_text(encoding="utf-8"))
         conf = apache.write_httpd_conf(a.run_dir, site_dir=a.site, pki=r, cert_variant=a.variant,
                                        protocols=a.protocols, tls=a.tls, listen=a.listen or ["127.0.0.1"],
                                        port=a.port, domain=a.domain)

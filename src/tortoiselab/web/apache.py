@@ -139,7 +139,7 @@ def render_httpd_conf(run_dir: Path, *, site_dir: Path | None = None, docroots: 
     run_dir = Path(run_dir).resolve()
     roots = _docroots(site_dir, docroots)
     variant = pki["variants"][cert_variant]
-    vt = Template(Path(PROXY_VHOST_TEMPLATE if proxy_to else vhost_template).read_text())
+    vt = Template(Path(PROXY_VHOST_TEMPLATE if proxy_to else vhost_template).read_text(encoding="utf-8"))
     vhosts = []
     for i, role in enumerate(("www", "static")):
         # a worker per virtual host (distinct URLs): a backhaul connection carries one host's SNI
@@ -152,7 +152,7 @@ def render_httpd_conf(run_dir: Path, *, site_dir: Path | None = None, docroots: 
     summary = (f"protocols={protocols} tls={tls} cert={cert_variant} domain={domain} "
                f"listen={','.join(listen) if not isinstance(listen, str) else listen} port={port}"
                + (f" proxy_to={proxy_to}" if proxy_to else ""))
-    return Template(Path(template).read_text()).substitute(
+    return Template(Path(template).read_text(encoding="utf-8")).substitute(
         summary=summary, run_dir=run_dir, pid_file=run_dir / PID_NAME, error_log=run_dir / ERROR_LOG,
         access_log=run_dir / ACCESS_LOG, log_level=log_level, www_host=f"www.{domain}", load_modules=load,
         user=user, group=group, threads=int(threads), max_spare_threads=2 * int(threads),
@@ -168,7 +168,7 @@ def write_httpd_conf(run_dir: Path, **kw) -> Path:
         run_dir.mkdir(parents=True)
         os.chmod(run_dir, 0o755)
     conf = run_dir / CONF_NAME
-    conf.write_text(render_httpd_conf(run_dir, **kw))
+    conf.write_text(render_httpd_conf(run_dir, **kw), encoding="utf-8")
     os.chmod(conf, 0o644)
     return conf
 
@@ -197,7 +197,7 @@ def check_config_argv(conf_path: Path, *, binary: str = APACHE2) -> list[str]:
 # --- lifecycle ----------------------------------------------------------------------
 def read_pid(pid_path: Path) -> int | None:
     try:
-        text = Path(pid_path).read_text().strip()
+        text = Path(pid_path).read_text(encoding="utf-8").strip()
         return int(text) if text else None
     except (FileNotFoundError, ValueError):
         return None
@@ -212,7 +212,7 @@ def _alive(pid: int) -> bool:
         return True
     # a zombie child of ours is gone for our purposes
     try:
-        with open(f"/proc/{pid}/stat") as f:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (FileNotFoundError, IndexError):
         return False
@@ -223,7 +223,7 @@ def start_ticks(pid: int) -> int | None:
     /proc/<pid>/stat; the fields follow the command name's last ')'), or
     None if there is no such process."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
             return int(f.read().rsplit(")", 1)[1].split()[22 - 3])
     except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
         return None
@@ -255,7 +255,7 @@ def wait_for_pid(pid_path: Path, timeout: float = 10.0, error_log: Path | None =
         time.sleep(0.05)
     tail = ""
     if error_log is not None and Path(error_log).exists():
-        tail = Path(error_log).read_text()[-2000:]
+        tail = Path(error_log).read_text(encoding="utf-8")[-2000:]
     raise RuntimeError(f"apache did not write {pid_path} within {timeout} s. {tail}")
 
 

@@ -452,7 +452,7 @@ def generate_site(out_dir: Path, seed: int = 1, domain: str = "lab.test", *,
                                   for d in (WWW, STATIC)}},
     }
     text = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
-    (out_dir / "manifest.json").write_text(text)
+    (out_dir / "manifest.json").write_text(text, encoding="utf-8")
     os.chmod(out_dir / "manifest.json", 0o644)
     return manifest
 

@@ -287,7 +287,7 @@ def make_pki(out_dir: Path, domain: str = "lab.test", seed_name: str = "", *,
            "window": {"mss_bytes": MSS_BYTES, "initcwnd_small_bytes": INITCWND_SMALL * MSS_BYTES,
                       "initcwnd_default_bytes": INITCWND_DEFAULT * MSS_BYTES},
            "variants": made}
-    (out_dir / "pki.json").write_text(json.dumps(pki, indent=1, sort_keys=True) + "\n")
+    (out_dir / "pki.json").write_text(json.dumps(pki, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return pki
 
 
@@ -372,7 +372,7 @@ def verify_chain(ca_pem: Path, chain_pem: Path, host: str) -> list[x509.Certific
     VerificationError naming OpenSSL's reason."""
     argv = ["openssl", "verify", "-x509_strict", "-purpose", "sslserver", "-verify_hostname", host,
             "-CAfile", str(ca_pem), "-untrusted", str(chain_pem), str(chain_pem)]
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=30, encoding="utf-8", errors="replace")
     if r.returncode != 0:
         raise VerificationError(f"{chain_pem} for {host}: {(r.stdout + r.stderr).strip()}")
     return [*load_chain(chain_pem), *load_chain(ca_pem)]

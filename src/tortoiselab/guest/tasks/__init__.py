@@ -30,7 +30,7 @@ def run_task(ctx: LabContext, req: LabRequest) -> dict:
     result = {"kernel_release": os.uname().release, "uptime_start_s": uptime_s(),
               "wall": {"task_start": _wall(ctx)}}
     if ctx.private_ovs:  # uml: a draw from the guest's CRNG; the same in every boot of a run when seeded
-        result["boot_id"] = BOOT_ID.read_text().strip()
+        result["boot_id"] = BOOT_ID.read_text(encoding="utf-8").strip()
     with ExitStack() as stack:
         if req.modules_dir:  # uml: the guest's own kernel, ours to change
             result["modules"] = load_modules(ctx.ex, req.modules_dir, req.module_params)

@@ -29,6 +29,6 @@ def run(ctx: LabContext, req: CommandRequest) -> dict:
     log = ctx.work / LOG
     t0 = time.monotonic()
     rc, timed_out = ctx.ex.run_to_file(req.argv, None, log, timeout=req.timeout_s, kill_wait=10.0, cwd=ctx.work)
-    text = log.read_text(errors="replace")
+    text = log.read_text(encoding="utf-8", errors="replace")
     return {"argv": req.argv, "exit_code": rc, "timed_out": timed_out, "seconds": round(time.monotonic() - t0, 3),
             "log": str(log), "tail": text[-TAIL_CHARS:]}

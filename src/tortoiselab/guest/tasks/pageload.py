@@ -159,9 +159,9 @@ def _site(req: PageLoadRequest) -> tuple[Path, dict, dict]:
     or made here."""
     if req.site_dir is not None:
         site = Path(req.site_dir)
-        manifest = json.loads((site / "manifest.json").read_text())
+        manifest = json.loads((site / "manifest.json").read_text(encoding="utf-8"))
         # made on the host, its paths the host's: here the folder may be elsewhere
-        pki = pkimod.rebased(json.loads((Path(req.pki_dir) / "pki.json").read_text()), req.pki_dir)
+        pki = pkimod.rebased(json.loads((Path(req.pki_dir) / "pki.json").read_text(encoding="utf-8")), req.pki_dir)
     else:
         site = Path("/tmp/site")
         manifest = pages.generate_site(site, seed=req.site_seed, domain=LAB_DOMAIN)
@@ -254,7 +254,7 @@ def _prime_browser(ctx: LabContext, lab: PathLab, web: WebLab, req: PageLoadRequ
     rc, _timed_out = ctx.ex.run_to_file(argv, lab.client, d / "prime.log", timeout=c.timeout_s + LOADER_GRACE_S)
     web.stop()
     try:
-        primed = json.loads((d / "prime.json").read_text())
+        primed = json.loads((d / "prime.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         primed = {"ok": False, "error": f"the priming load wrote no summary (exit {rc})"}
     return {k: primed.get(k) for k in ("ok", "error", "requests", "requests_failed", "bytes", "plt_ms")}
@@ -355,7 +355,7 @@ def _our_loader(ex: Executor, lab: PathLab, web: WebLab, loader_proc: LoaderProc
     timeout = c.timeout_s + (c.repeat_after_idle_s or 0) + LOADER_GRACE_S
     # argv[:3] is `python -m tortoiselab.client`: the loader process runs the rest
     loader_proc.load(argv[3:], d / "loader.log", timeout=timeout)
-    summary = json.loads((d / "summary.json").read_text()) if (d / "summary.json").exists() else \
+    summary = json.loads((d / "summary.json").read_text(encoding="utf-8")) if (d / "summary.json").exists() else \
         {"error": "the loader wrote no summary"}
     return summary, str(d / "page.har")
 
@@ -398,9 +398,9 @@ def _chromium(ex: Executor, lab: PathLab, web: WebLab, loader_proc: LoaderProces
     t0 = time.monotonic()
     rc, timed_out = ex.run_to_file(argv, lab.client, d / "browser.log", timeout=c.timeout_s + LOADER_GRACE_S)
     try:
-        summary = json.loads((d / "summary.json").read_text())
+        summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        log = (d / "browser.log").read_text(errors="replace").strip()[-500:]
+        log = (d / "browser.log").read_text(encoding="utf-8", errors="replace").strip()[-500:]
         why = "killed at the lab's timeout" if timed_out else f"exit {rc}"
         summary = {"loader": "chromium", "ok": False, "requests": 0, "plt_ms": None,
                    "error": f"the browser loader wrote no summary ({why} after {time.monotonic() - t0:.1f} s): {log}"}
@@ -439,7 +439,7 @@ def _browser_processes() -> list[str]:
     for p in Path("/proc").iterdir():
         if p.name.isdigit():
             try:
-                comm = (p / "comm").read_text().strip()
+                comm = (p / "comm").read_text(encoding="utf-8").strip()
             except OSError:
                 continue
             if comm.startswith(BROWSER_COMMS):
@@ -488,5 +488,5 @@ def _write_cwnd(tracer: trace.TraceReader | None, out: Path) -> str | None:
         by_conn.setdefault(s.dport, []).append([s.t, s.snd_cwnd, s.current_ssthresh, s.srtt_us, s.snd_una, s.snd_nxt])
     if not by_conn:
         return None
-    out.write_text(json.dumps(max(by_conn.values(), key=len)))
+    out.write_text(json.dumps(max(by_conn.values(), key=len)), encoding="utf-8")
     return str(out)

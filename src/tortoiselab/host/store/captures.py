@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Iterator
 
 from tortoiselab.analysis.conntable import TABLE, TABLE_FORMAT, analyze_pcap, table_connections, table_of
-from tortoiselab.host import safefs
+from tortoiselab.host import labkernel, safefs
 from tortoiselab.host.store import StoreError, redo_fix
 
 CAPTURE = "server.pcap"
 SERVER_PORT = 443  # the server's side of the page's connections (guest/tasks/pageload.py)
-CACHE_ENV = "TORTOISE_CACHE"  # the user's cache (the lab kernel's too), else ~/.cache/tortoiselab
+CACHE_ENV = labkernel.CACHE_ENV  # the user's cache (the lab kernel's too): labkernel.user_cache
 
 
 class DamagedTable(StoreError):
@@ -49,8 +49,7 @@ def cache_dir() -> Path:
     untrusted input (docs/faults.md): figures kept there would be numbers no
     record or manifest backs, and anyone who can write the folder could
     plant them."""
-    base = os.environ.get(CACHE_ENV) or str(Path.home() / ".cache" / "tortoiselab")
-    return Path(base) / "flights"
+    return labkernel.user_cache() / "flights"
 
 
 def cache_name(capture_sha256: str) -> str:
@@ -96,7 +95,7 @@ def connections(run_dir: str | Path) -> list[dict]:
             return stored
         cached = cache_dir() / cache_name(digest)
         try:
-            return _conns_of(json.loads(cached.read_text()), digest)
+            return _conns_of(json.loads(cached.read_text(encoding="utf-8")), digest)
         except (OSError, ValueError, TypeError):  # not parsed yet (or a cache file cut short): parse it
             pass
         conns = analyze_pcap(Path(path), SERVER_PORT, keep_series=False)
@@ -149,7 +148,7 @@ def _keep(cached: Path, table: dict) -> None:
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_name(f".{cached.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(table))
+        tmp.write_text(json.dumps(table), encoding="utf-8")
         os.replace(tmp, cached)
     except OSError:
         pass
