@@ -222,6 +222,8 @@ def cmd_ls(a: argparse.Namespace) -> int:
               + f", {r['damaged']} damaged" * bool(r["damaged"])
               + f", {r.get('foreign', 0)} not of this experiment (left out)" * bool(r.get("foreign"))
               + f" (tortoise verify {Path(a.results) / r['experiment']})" * bool(r["damaged"] or r.get("foreign")))
+        if r.get("unknown"):  # the folder's experiment.yaml does not give its runs: named, the others listed
+            print(f"{'':<24} total unknown: {r['unknown']}")
         for j in (r.get("slurm") or {}).get("jobs", []):
             print(f"{'':<24} slurm job {j['job_id']}: {j['tasks']} array tasks: " + ", ".join(
                 f"{j[k]} {k}" for k in ("queued", "running", "done", "failed", "unknown") if j[k] or k != "unknown"))
