@@ -33,7 +33,7 @@ def is_run(exp_dir: Path, name: str) -> bool:
     except OSError:
         return False
     if stat.S_ISLNK(st.st_mode):
-        return bool(RUN_ID.match(name))
+        return bool(RUN_ID.fullmatch(name))
     return stat.S_ISDIR(st.st_mode) and os.path.lexists(Path(exp_dir) / name / RECORD)
 
 

@@ -211,10 +211,10 @@ def run_folders(exp_dir: Path, run_ids: set[str] | None = None) -> list[Path]:
         if d.name.startswith(".") or (run_ids is not None and d.name not in run_ids):
             continue
         if d.is_symlink() or not d.is_dir():
-            if RUN_ID.match(d.name):
+            if RUN_ID.fullmatch(d.name):
                 out.append(d)
             continue
-        if RUN_ID.match(d.name) or (d / store.RECORD).exists() or (d / MANIFEST).exists():
+        if RUN_ID.fullmatch(d.name) or (d / store.RECORD).exists() or (d / MANIFEST).exists():
             out.append(d)
     return out
 
@@ -316,7 +316,7 @@ def check_membership(exp_dir: Path, dirs: list[Path]) -> tuple[list[Problem], li
         if ids is not None and d.name not in ids:
             out.append(Problem(d.name, d, f"not a run of {exp_dir.name} (no run of its experiment.yaml's sweep "
                                           "has this id): copied from elsewhere?", move, redo=False))
-        elif ids is None and RUN_ID.match(d.name) and d.is_dir() and not d.is_symlink():
+        elif ids is None and RUN_ID.fullmatch(d.name) and d.is_dir() and not d.is_symlink():
             try:
                 name = store.read_record(d).experiment
             except store.StoreError:

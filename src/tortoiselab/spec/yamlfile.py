@@ -168,7 +168,7 @@ def _check_digits(event: yaml.ScalarEvent, stack: list[list], max_digits: int) -
         return
     value = event.value.strip()
     digits = len(value.lstrip("+-").replace("_", ""))
-    if digits > max_digits and _INT.match(value.replace(":", "") if ":" in value else value):
+    if digits > max_digits and _INT.fullmatch(value):
         raise YamlFileError(f"line {event.start_mark.line + 1}: {_field(stack)}: a whole number of {digits:,} digits; "
                             f"at most {max_digits} are accepted (a seed is below 2**63, 19 digits): give a smaller "
                             "value")
