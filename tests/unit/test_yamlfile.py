@@ -131,8 +131,8 @@ def test_deep_nesting_is_refused_before_the_composer_recurses(tmp_path, levels):
         load(f)
     assert time.monotonic() - t0 < 1.0
     assert str(e.value) == (f"{f}: line 2: extra.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.... (91 more characters): the file "
-                            "nests more than 64 levels deep; write the values out flat (an experiment file nests 4 "
-                            "or 5 levels)")
+                            "nests more than 64 levels deep; write the values out flat (the shipped files nest 9 at "
+                            "most)")
 
 
 def test_validate_names_the_file_and_line_of_deep_nesting(tmp_path, capsys):

@@ -153,8 +153,8 @@ def scan_bounds(text: str, max_depth: int = MAX_DEPTH, max_digits: int = MAX_INT
         _enter(stack, event)
         if len(stack) + 1 > max_depth:  # a value is a level, as node_size counts them
             raise YamlFileError(f"line {event.start_mark.line + 1}: {cut(_field(stack), 40)}: the file nests more "
-                                f"than {max_depth} levels deep; write the values out flat (an experiment file "
-                                "nests 4 or 5 levels)")
+                                f"than {max_depth} levels deep; write the values out flat (the shipped files "
+                                "nest 9 at most)")
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             stack.append([isinstance(event, yaml.MappingStartEvent), None, True])
         elif isinstance(event, yaml.ScalarEvent):
