@@ -27,6 +27,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -118,7 +119,7 @@ def test_the_bounds_are_in_one_place_and_far_above_what_the_lab_writes():
             assert f.stat().st_size * 10 < bounds.read_bound(f.name), f
     assert bounds.read_bound("run.json") == 16 << 20
     assert bounds.read_bound("server.pcap") == bounds.read_bound("client.pcap") == 1 << 30
-    assert bounds.read_bound("console.log") == 64 << 20
+    assert bounds.read_bound("console.log") == bounds.read_bound("page.har") == 64 << 20
     assert bounds.read_bound("map.json") == bounds.READ_BOUND_OTHER
 
 
@@ -198,7 +199,7 @@ def test_a_file_above_its_bound_is_not_hashed_whatever_its_manifest_says(tmp_pat
     (a / verify.MANIFEST).write_text(json.dumps(doc))
     problems, _ = verify.check_run(a)
     assert [(p.file.name, p.what.split(":")[0]) for p in problems] == [
-        ("page.har", "10,737,418,240 bytes (10.0 GiB), above the 268,435,456 bytes (256.0 MiB) a reader reads of "
+        ("page.har", "10,737,418,240 bytes (10.0 GiB), above the 67,108,864 bytes (64.0 MiB) a reader reads of "
                      "such a file")]
     assert "not hashed" in problems[0].what
 
@@ -287,12 +288,12 @@ def test_the_footer_is_checked_before_a_value_is_decoded(tmp_path):
     f = tmp_path / store.TABLE
     f.write_bytes(parquet_bomb())
     with pytest.raises(safefs.TooLarge) as e:
-        readfiles.read_parquet(f, max_rows=2)
-    assert e.value.what.startswith("its footer says 300,000,000 rows, more than the 2 runs the folder holds: not "
+        readfiles.read_parquet(f, runs=2)
+    assert e.value.what.startswith("its footer says 300,000,000 rows, more than the 1,002 a reader decodes: not "
                                    "decoded")
     meta = pq.ParquetFile(f).metadata
     assert readfiles.table_footer_problem(meta, 300_000_000) is None
-    assert "more than the 299,999,999 runs" in readfiles.table_footer_problem(meta, 299_999_999)
+    assert "more than the 299,999,999 a reader decodes" in readfiles.table_footer_problem(meta, 299_999_999)
 
 
 @pytest.mark.parametrize("command", ["verify", "report"])
@@ -302,8 +303,8 @@ def test_a_parquet_bomb_is_refused_in_a_second_and_100_mb(two, command):
     if command == "verify":
         p, out = measured(["verify", str(folder)], warm=["verify", str(clean)])
         assert out["rc"] == 1
-        assert (f"folder: {folder / store.TABLE}: its footer says 300,000,000 rows, more than the 2 runs the folder "
-                "holds: not decoded") in p.stdout
+        assert (f"folder: {folder / store.TABLE}: its footer says 300,000,000 rows, more than the 1,002 a reader "
+                "decodes: not decoded") in p.stdout
         assert f"fix: `tortoise verify {folder} --rebuild-table`" in p.stdout
         bounded(out)
     else:  # the records give the table, as for any bad table; the report's own work is the clean one's
@@ -314,6 +315,19 @@ def test_a_parquet_bomb_is_refused_in_a_second_and_100_mb(two, command):
         assert "rebuilt in memory from the records" in p.stdout
         bounded(out, seconds=out["warm_s"] + 1.0)
     assert "Traceback" not in p.stderr
+
+
+def test_a_table_with_a_few_rows_too_many_is_decoded_and_they_are_named(tmp_path):
+    """Up to TABLE_EXTRA_ROWS rows without a run folder are decoded, so that
+    verify names each (an edit, a run moved away); more are not."""
+    folder = stored_copy(NAME, tmp_path / "results")
+    df = pq.read_table(folder / store.TABLE).to_pandas()
+    extra = df.iloc[[0] * 3].copy()
+    extra["run_id"] = ["fffffffffff0", "fffffffffff1", "fffffffffff2"]
+    pa_table = pa.Table.from_pandas(pd.concat([df, extra], ignore_index=True), preserve_index=False)
+    pq.write_table(pa_table, folder / store.TABLE)
+    assert {p.run for p in verify.verify_folder(folder).problems} == {"fffffffffff0", "fffffffffff1", "fffffffffff2"}
+    assert readfiles.table_footer_problem(pq.ParquetFile(folder / store.TABLE).metadata, 4) is not None
 
 
 def test_read_table_rebuilds_from_the_records_without_decoding_the_bomb(tmp_path):

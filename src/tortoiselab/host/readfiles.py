@@ -74,7 +74,7 @@ def table_footer_problem(meta: pq.FileMetaData, max_rows: int) -> str | None:
     rows = max([meta.num_rows, sum(g.num_rows for g in groups),
                 *(g.column(c).num_values for g in groups for c in range(g.num_columns))])
     if rows > max_rows:
-        return f"its footer says {rows:,} rows, more than the {max_rows:,} runs the folder holds"
+        return f"its footer says {rows:,} rows, more than the {max_rows:,} a reader decodes"
     if meta.num_columns > bounds.TABLE_MAX_COLUMNS:
         return f"its footer says {meta.num_columns:,} columns, more than {bounds.TABLE_MAX_COLUMNS:,}"
     unpacked = sum(g.column(c).total_uncompressed_size for g in groups for c in range(g.num_columns))
@@ -84,16 +84,17 @@ def table_footer_problem(meta: pq.FileMetaData, max_rows: int) -> str | None:
     return None
 
 
-def read_parquet(f: Path, max_rows: int = bounds.MAX_RUNS) -> pd.DataFrame:
+def read_parquet(f: Path, runs: int) -> pd.DataFrame:
     """A runs.parquet (<exp>/runs.parquet) as it is, read only from a regular
     file that is no link and within its bound (spec/bounds.READ_BOUNDS), and
-    decoded only if its footer holds at most max_rows rows (the folder's run
-    folders: a table has a row per run) and its sizes are within
+    decoded only if its footer holds at most a row per run folder (`runs`)
+    and spec/bounds.TABLE_EXTRA_ROWS more, and its sizes are within
     spec/bounds's (table_footer_problem; safefs.TooLarge otherwise). A reader
     that needs the runs uses store.read_table, which never trusts it over
     the records."""
     f = Path(f)
     data = safefs.read_bytes_regular(f, f.parent, doing=f"reading {f}")
+    max_rows = min(runs, bounds.MAX_RUNS) + bounds.TABLE_EXTRA_ROWS
     problem = table_footer_problem(pq.ParquetFile(io.BytesIO(data)).metadata, max_rows)
     if problem:
         what = f"{problem}: not decoded (docs/inputs.md, \"Files a reader reads\")"

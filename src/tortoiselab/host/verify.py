@@ -342,8 +342,8 @@ def check_table(exp_dir: Path, stored: list[store.Stored]) -> tuple[list[Problem
             if stored else []
     try:
         # a link or a FIFO is named, never followed or opened; a table above its bound, or whose footer
-        # holds more rows than the folder has runs, is never decoded (spec/bounds.py)
-        table = readfiles.read_parquet(f, max_rows=len(stored))
+        # holds far more rows than the folder has runs, is never decoded (spec/bounds.py)
+        table = readfiles.read_parquet(f, runs=len(stored))
     except safefs.TooLarge as exc:
         return [Problem(None, f, exc.what, rebuild_fix(exp_dir))], []
     except safefs.REFUSED:

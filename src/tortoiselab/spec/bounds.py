@@ -266,18 +266,21 @@ READ_BOUNDS: dict[str, int] = {
     "experiment.yaml": 1 * MiB,  # spec/yamlfile.MAX_BYTES
     "experiment.json": 64 * KiB,  # the folder's version: three keys (host/versions.py)
     "runs.parquet": 256 * MiB,  # the runs table, one row per run (host/store)
-    "connections.json": 256 * MiB,  # server.pcap's connections table (host/store/captures.py)
-    "cwnd.json": 256 * MiB,  # tcp_probe samples, one per ACK (guest/trace.py)
-    "page.har": 256 * MiB,  # the load's timeline, no bodies (client/har.py, browser/)
+    "connections.json": 64 * MiB,  # server.pcap's connections table (host/store/captures.py)
+    "cwnd.json": 64 * MiB,  # tcp_probe samples, one per ACK (guest/trace.py)
+    "page.har": 64 * MiB,  # the load's timeline, no bodies (client/har.py, browser/)
     ".pcap": 1 * GiB,  # captures: server.pcap, client.pcap, cdn.pcap
     ".log": 64 * MiB,  # the lab's logs copied into a failed run's folder (host/citelogs.py)
 }
 READ_BOUND_OTHER = 64 * MiB  # any other file of a results folder (map.json, figures, ...)
 
 # runs.parquet: the row count and sizes come from its footer (Parquet's
-# FileMetaData) before a value is decoded; a table has at most one row per
-# run folder (never more than MAX_RUNS) and the columns of host/columns.py
-# (about 70; a table of another version's columns is rebuilt all the same).
+# FileMetaData) before a value is decoded; a table has one row per run
+# folder, and up to TABLE_EXTRA_ROWS more are decoded so that `verify` can
+# name each (a row without a run record: an edit, a run moved away); the
+# columns are host/columns.py's (about 70; a table of another version's
+# columns is rebuilt all the same).
+TABLE_EXTRA_ROWS = 1_000
 TABLE_MAX_COLUMNS = 1_000
 TABLE_MAX_UNCOMPRESSED = 1 * GiB  # the footer's uncompressed bytes of all column chunks
 

@@ -378,7 +378,7 @@ def read_table(exp_dir: Path) -> tuple[pd.DataFrame, bool]:
     records = table_of(st.record for st in read_records(exp_dir))
     if os.path.lexists(table):
         try:
-            df = readfiles.read_parquet(table, max_rows=len(records))  # a row per run, from its footer
+            df = readfiles.read_parquet(table, runs=len(records))  # rows counted in its footer
         except (OSError, ValueError, pa.ArrowException, *safefs.REFUSED):  # garbage, a link, a FIFO, a
             return records, True  # bomb: the records give the table (tortoise verify names the file and the fix)
         if not table_differences(df, records):
