@@ -84,7 +84,7 @@ def table_footer_problem(meta: pq.FileMetaData, max_rows: int) -> str | None:
     return None
 
 
-def read_parquet(f: Path, runs: int) -> pd.DataFrame:
+def read_parquet(f: Path, runs: int = bounds.MAX_RUNS) -> pd.DataFrame:
     """A runs.parquet (<exp>/runs.parquet) as it is, read only from a regular
     file that is no link and within its bound (spec/bounds.READ_BOUNDS), and
     decoded only if its footer holds at most a row per run folder (`runs`)
