@@ -227,6 +227,8 @@ def cmd_ls(a: argparse.Namespace) -> int:
               + f" (tortoise verify {Path(a.results) / r['experiment']})" * bool(r["damaged"] or r.get("foreign")))
         for note in r.get("notes", []):
             print(f"{'':<24} {note}")
+        if r.get("unknown"):  # the folder's experiment.yaml does not give its runs: named, the others listed
+            print(f"{'':<24} total unknown: {r['unknown']}")
         for j in (r.get("slurm") or {}).get("jobs", []):
             print(f"{'':<24} slurm job {j['job_id']}: {j['tasks']} array tasks: " + ", ".join(
                 f"{j[k]} {k}" for k in ("queued", "running", "done", "failed", "unknown") if j[k] or k != "unknown"))

@@ -4,13 +4,21 @@ short message, before anything is built from them."""
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 
 import pytest
 
+from tests.unit.results_copy import stored_copy
+from tortoiselab import cli
+
 from tortoiselab.spec.experiment import ExperimentError, load
 from tortoiselab.spec.regions import RegionError, read_regions_file
-from tortoiselab.spec.yamlfile import MAX_VALUES, YamlFileError, excerpt, read_yaml
+from tortoiselab.spec.yamlfile import MAX_INT_DIGITS, MAX_VALUES, YamlFileError, excerpt, read_yaml
+
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def alias_bomb(levels: int, width: int = 9) -> str:
@@ -67,7 +75,7 @@ def test_a_huge_file_is_refused_before_it_is_read(tmp_path):
 def test_deep_nesting_is_refused(tmp_path):
     f = tmp_path / "deep.yaml"
     f.write_text("a: " + "[" * 100 + "]" * 100 + "\n")
-    with pytest.raises(YamlFileError, match="nests 101 levels deep"):
+    with pytest.raises(YamlFileError, match=r"deep.yaml: line 1: a.0.0.0.*: the file nests more than 64 levels deep"):
         read_yaml(f)
 
 
@@ -104,3 +112,99 @@ def test_a_long_bad_value_is_quoted_as_an_excerpt(tmp_path):
         load(f)
     assert len(str(exc.value)) < 600 and "more characters" in str(exc.value)
     assert excerpt("y" * 1000, 10) == "'yyyyyyyyy... (992 more characters)"
+
+
+# --- issue 50: depth and digits checked on the events, before anything is composed ----------
+
+
+DEEP = "name: deep\nrepetitions: 1\nextra: " + "[" * 1000 + "]" * 1000 + "\n"  # 2 KB
+
+
+@pytest.mark.parametrize("levels", [65, 1000, 200_000])
+def test_deep_nesting_is_refused_before_the_composer_recurses(tmp_path, levels):
+    """Seen: 1,000 nested `[` in a 2 KB file, a RecursionError traceback
+    from `validate` (PyYAML's composer recurses once per level)."""
+    f = tmp_path / "deep.yaml"
+    f.write_text("name: deep\nextra: " + "[" * levels + "]" * levels + "\n")
+    t0 = time.monotonic()
+    with pytest.raises(ExperimentError) as e:
+        load(f)
+    assert time.monotonic() - t0 < 1.0
+    assert str(e.value) == (f"{f}: line 2: extra.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.... (91 more characters): the file "
+                            "nests more than 64 levels deep; write the values out flat (the shipped files nest 9 at "
+                            "most)")
+
+
+def test_validate_names_the_file_and_line_of_deep_nesting(tmp_path, capsys):
+    f = tmp_path / "deep.yaml"
+    f.write_text(DEEP)
+    assert len(DEEP) < 2100
+    assert cli.main(["validate", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tortoise: {f}: line 3: extra.0.0.0") and "nests more than 64 levels deep" in err
+    assert "Traceback" not in err and "RecursionError" not in err
+
+
+def test_64_levels_are_read_65_are_not(tmp_path):
+    f = tmp_path / "ok.yaml"
+    f.write_text("a: " + "[" * 62 + "1" + "]" * 62 + "\n")  # the mapping, 62 lists and the value
+    doc = read_yaml(f)["a"]
+    for _ in range(61):
+        (doc,) = doc
+    assert doc == [1]
+    f.write_text("a: " + "[" * 63 + "]" * 63 + "\n")
+    assert len(read_yaml(f)["a"]) == 1
+    for text in ("a: " + "[" * 64 + "]" * 64 + "\n", "a: " + "[" * 63 + "1" + "]" * 63 + "\n"):
+        f.write_text(text)
+        with pytest.raises(YamlFileError, match="line 1: a.0.0.*: the file nests more than 64 levels deep"):
+            read_yaml(f)
+
+
+def test_a_number_of_too_many_digits_names_the_file_the_field_and_the_limit(tmp_path, capsys):
+    """Seen: `seed:` of 4,400 digits: "Exceeds the limit (4300 digits) for
+    integer string conversion", naming neither file nor field."""
+    f = tmp_path / "seed.yaml"
+    f.write_text((REPO / "experiments" / "quick.yaml").read_text().replace("seed: 1", "seed: " + "7" * 4400))
+    assert cli.main(["validate", str(f)]) == 2
+    err = capsys.readouterr().err
+    line = next(i for i, ln in enumerate(f.read_text().splitlines(), 1) if ln.startswith("seed:"))
+    assert err == (f"tortoise: {f}: line {line}: seed: a whole number of 4,400 digits; at most {MAX_INT_DIGITS} are "
+                   "accepted (a seed is below 2**63, 19 digits): give a smaller value\n")
+
+
+@pytest.mark.parametrize("value, field", [
+    ("0x" + "f" * 120, "sweep.path.rtt_ms.1"),  # hex has no limit in int(), but printing it has
+    ("1_" * 101 + "1", "sweep.path.rtt_ms.1"),
+    ("!!int '" + "9" * 101 + "'", "sweep.path.rtt_ms.1"),
+])
+def test_digits_are_counted_in_every_form_of_a_whole_number(tmp_path, value, field):
+    f = tmp_path / "n.yaml"
+    f.write_text(f"name: n\nsweep:\n  server.cc: [cubic]\n  path.rtt_ms: [50, {value}]\n")
+    with pytest.raises(YamlFileError, match=rf"n.yaml: line 4: {re.escape(field)}: a whole number of \d+ digits; "
+                                            rf"at most {MAX_INT_DIGITS} are accepted"):
+        read_yaml(f)
+
+
+def test_long_strings_and_a_hundred_digits_are_no_numbers_too_long(tmp_path):
+    f = tmp_path / "s.yaml"
+    f.write_text(f"a: '{'9' * 5000}'\nb: {'9' * MAX_INT_DIGITS}\nc: {'1' * 500}.5\n")
+    doc = read_yaml(f)
+    assert doc["a"] == "9" * 5000 and doc["b"] == int("9" * MAX_INT_DIGITS) and doc["c"] == float("inf")
+
+
+def test_a_stored_folder_whose_experiment_yaml_nests_deep_is_named_by_every_reader(tmp_path, capsys):
+    """Seen: as a stored folder's experiment.yaml it crashed `ls` for the
+    whole results root (RecursionError), and verify and report too."""
+    root = tmp_path / "results"
+    bad, good = stored_copy("initcwnd@ci", root), stored_copy("reno_beta@ci", root)
+    (bad / "experiment.yaml").write_text((bad / "experiment.yaml").read_text() + "\nx: " + "[" * 1000 + "]" * 1000)
+    assert cli.main(["ls", "--results", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "initcwnd@ci              2/? done" in out and "reno_beta@ci             2/2 done" in out
+    assert f"total unknown: its experiment.yaml does not give its runs ({bad / 'experiment.yaml'}: line " in out
+    assert ": the file nests more" in out  # cut at 200 characters (host/versions.folder_runs)
+    assert cli.main(["verify", str(root)]) == 0  # its runs checked by their records' experiment name, and said
+    assert ": the file nests more" in capsys.readouterr().out
+    assert cli.main(["report", str(bad), "--out", str(tmp_path / "r.html")]) == 0
+    out, err = capsys.readouterr()
+    assert "experiment.yaml does not validate with this version" in out and "Traceback" not in err

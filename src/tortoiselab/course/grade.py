@@ -68,6 +68,7 @@ from tortoiselab.analysis.fidelity import NOT_JUDGED, judged_fidelity
 from tortoiselab.course.handout import GradeError, Lab, LabExperiment, Point, config_key, fmt_value, plain
 from tortoiselab.host import audit, safefs, store
 from tortoiselab.host.storedtraces import folder_traces
+from tortoiselab.spec import yamlfile
 from tortoiselab.spec.experiment import Experiment, ExperimentError, expand, load
 
 MAX_LINES = 8  # detail lines per check before "... and N more"
@@ -129,7 +130,8 @@ def _folder_experiment(folder: Path) -> str | None:
     f = folder / "experiment.yaml"
     if os.path.lexists(f):  # neither through a link nor from a FIFO (host/safefs.py)
         try:
-            name = (yaml.safe_load(safefs.read_text_regular(f, doing="tortoise grade")) or {}).get("name")
+            # bounded: depth and digits before it is composed (spec/yamlfile.py)
+            name = (yamlfile.loads(safefs.read_text_regular(f, doing="tortoise grade"), f) or {}).get("name")
             if name:
                 return str(name)
         except (yaml.YAMLError, AttributeError, ValueError):
@@ -178,10 +180,10 @@ def _stored_diff(folder: Path, le: LabExperiment) -> tuple[list[str], str | None
     if not os.path.lexists(f):
         return [], f"{f} is missing"
     try:  # neither through a link nor from a FIFO (host/safefs.py): refused, naming the file and the fix
-        raw = yaml.safe_load(safefs.read_text_regular(f, doing="tortoise grade")) or {}
+        raw = yamlfile.loads(safefs.read_text_regular(f, doing="tortoise grade"), f, "experiment file") or {}
         with folder_traces(folder):
             stored = Experiment(**raw) if "@" in str(raw.get("name", "")) else load(f, grid=le.grid)
-    except (ExperimentError, ValidationError, yaml.YAMLError, TypeError, ValueError) as exc:
+    except (ExperimentError, ValidationError, yaml.YAMLError, TypeError, ValueError, yamlfile.YamlFileError) as exc:
         return [], f"{f} does not load with grid {le.grid!r}: {str(exc).splitlines()[0]}"
     ours = le.exp.model_dump(exclude={"grids", "description"})
     theirs = stored.model_dump(exclude={"grids", "description"})

@@ -22,7 +22,7 @@ def list_experiments(results: Path) -> list[dict]:
                         "points)", "total": None, "done": 0, "damaged": 0, "failed": 0, "in_progress": 0,
                         "running": 0, "slurm": {}})
             continue
-        ids = _sweep(d)
+        ids, why = _sweep(d)
         recs = store.read_records(d, strict=False)
         # an unreadable record is a damaged run, not a run, and a run not of the folder's sweep was copied in:
         # neither is counted (tortoise verify names them and the fix)
@@ -33,21 +33,22 @@ def list_experiments(results: Path) -> list[dict]:
                     "damaged": sum(1 for r in mine if r.record is None), "foreign": len(foreign),
                     "failed": sum(1 for r in mine if r.record is not None and not r.record.ok),
                     "in_progress": len(stale_work(d)), "notes": (notes := []),
-                    "running": _running(d, notes), "slurm": slurm.status(d)})
+                    "running": _running(d, notes), "slurm": slurm.status(d), "unknown": why})
     return out
 
 
-def _sweep(exp_dir: Path) -> frozenset[str] | None:
-    """The run ids of the folder's experiment (host/versions.folder_runs), or
-    None (a listing must not fail on one bad file)."""
+def _sweep(exp_dir: Path) -> tuple[frozenset[str] | None, str]:
+    """(the run ids of the folder's experiment (host/versions.folder_runs),
+    "") or (None, why not): a listing must not fail on one bad file (a
+    damaged experiment.yaml is named, and the other folders listed)."""
     exp_file = exp_dir / "experiment.yaml"
     if not os.path.lexists(exp_file):
-        return None
+        return None, ""
     try:
         safefs.check_regular(exp_file, f"listing {exp_dir}")  # a FIFO would hang the listing
-    except (OSError, *safefs.REFUSED):
-        return None
-    return folder_runs(exp_dir)[0]
+    except (OSError, *safefs.REFUSED) as exc:
+        return None, str(exc)
+    return folder_runs(exp_dir)
 
 
 def _running(exp_dir: Path, notes: list[str]) -> int:

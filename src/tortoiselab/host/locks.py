@@ -249,7 +249,7 @@ def clean_stale(exp_dir: Path, run_ids: set[str] | None = None) -> list[str]:
     with setup_lock(exp_dir):
         if run_ids is None:  # a shard leaves the scratch of verifies alone
             done += [_clean_scratch(exp_dir, exp_dir / n) for n in sorted(os.listdir(exp_dir))
-                     if VERIFY_SCRATCH.match(n)]
+                     if VERIFY_SCRATCH.fullmatch(n)]
             done += _clean_obsolete(exp_dir)
         for tmp in stale_work(exp_dir):
             m = RUN_TMP.match(tmp.name)

@@ -63,13 +63,13 @@ def check_options(partition: str | None, parallelism: int | None, time_limit: st
     if parallelism is not None and parallelism < 1:
         raise RunnerError(f"array-parallelism: at most this many array tasks run at once; give 1 or more, "
                           f"not {parallelism}")
-    if partition is not None and not PARTITION_RE.match(partition):
+    if partition is not None and not PARTITION_RE.fullmatch(partition):
         raise RunnerError(f"partition: {partition!r} is not a partition name (letters, digits, _ . -; "
                           "several with commas); `sinfo -s` lists them")
-    if time_limit is not None and not TIME_RE.match(time_limit):
+    if time_limit is not None and not TIME_RE.fullmatch(time_limit):
         raise RunnerError(f"time: {time_limit!r} is not a Slurm time limit; write minutes (30), MM:SS, "
                           "HH:MM:SS or D-HH[:MM[:SS]], e.g. --time 2:00:00")
-    if mem is not None and not MEM_RE.match(mem):
+    if mem is not None and not MEM_RE.fullmatch(mem):
         raise RunnerError(f"mem: {mem!r} is not a Slurm memory size; write a number with K, M, G or T, "
                           "e.g. --mem 2G (the UML guest alone has 1G)")
 

@@ -57,6 +57,7 @@ from tortoiselab.host.locks import claim, setup_lock
 from tortoiselab.host.stopping import killed_from_outside
 from tortoiselab.host.store import files
 from tortoiselab.host.tablediff import table_differences
+from tortoiselab.spec import bounds
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
@@ -114,15 +115,26 @@ def problem_lines(problems: list[Problem], indent: str = "  ") -> list[str]:
 # --- manifests -----------------------------------------------------------------------
 
 
-def _digest(path: Path) -> tuple[int, str]:
-    """(bytes, sha256) of a regular file, opened without following a link."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    h, n = hashlib.sha256(), 0
+def _digest(path: Path, expect_bytes: int | None = None, bounded: bool = True) -> tuple[int, str | None]:
+    """(bytes, sha256) of a regular file, opened without following a link
+    and sized by fstat on that descriptor first: a file above its bound
+    (spec/bounds.read_bound; bounded), or whose size is not expect_bytes
+    (its manifest's), comes back as (its size, None), never hashed: a
+    sparse 10 GB page.har costs a stat, not 72 s of hashing. A file that
+    is not regular raises safefs.NotRegular."""
+    fd = os.open(path, safefs.READ_FLAGS)
     with os.fdopen(fd, "rb") as f:
-        while chunk := f.read(1 << 20):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise safefs.not_regular(Path(path), safefs.kind_of(st.st_mode), "hashing")
+        size = st.st_size
+        if (bounded and size > bounds.read_bound(Path(path).name)) or expect_bytes not in (None, size):
+            return size, None
+        h, n = hashlib.sha256(), 0
+        while n <= size and (chunk := f.read(1 << 20)):  # never past the size checked, also of a growing file
             h.update(chunk)
             n += len(chunk)
-    return n, h.hexdigest()
+    return n, h.hexdigest() if n == size else None
 
 
 def _walk(run_dir: Path) -> tuple[dict[str, Path], list[str]]:
@@ -146,20 +158,29 @@ def _walk(run_dir: Path) -> tuple[dict[str, Path], list[str]]:
     return files, sorted(odd)
 
 
-def manifest_of(run_dir: Path) -> dict:
-    """The manifest of a run folder as it is now (not written)."""
+def manifest_of(run_dir: Path, bounded: bool = False) -> dict:
+    """The manifest of a run folder as it is now (not written). bounded (a
+    folder not the runner's own: adopt): a file above its bound
+    (spec/bounds.read_bound) is refused, never hashed."""
     files, odd = _walk(Path(run_dir))
     if odd:
         raise store.StoreError(f"run {Path(run_dir).name}: {run_dir}: {', '.join(odd)} is not a regular file "
                                "(a link?); a run folder holds files only")
-    return {"format": MANIFEST_FORMAT, "algorithm": "sha256",
-            "files": {rel: dict(zip(("bytes", "sha256"), _digest(p))) for rel, p in sorted(files.items())}}
+    out = {}
+    for rel, p in sorted(files.items()):
+        size, digest = _digest(p, bounded=bounded)
+        if digest is None:
+            raise store.StoreError(f"run {Path(run_dir).name}: " + str(safefs.too_large(
+                p, size, bounds.read_bound(p.name), fix=f"its manifest is not written; {store.redo_fix(run_dir)}")))
+        out[rel] = {"bytes": size, "sha256": digest}
+    return {"format": MANIFEST_FORMAT, "algorithm": "sha256", "files": out}
 
 
-def write_manifest(run_dir: Path) -> Path:
+def write_manifest(run_dir: Path, bounded: bool = False) -> Path:
     """run_dir/manifest.json, written last (the caller then renames the
-    folder into place); refuses to write through a link or over a file."""
-    text = json.dumps(manifest_of(run_dir), indent=1, sort_keys=True)
+    folder into place); refuses to write through a link or over a file.
+    bounded: as manifest_of."""
+    text = json.dumps(manifest_of(run_dir, bounded), indent=1, sort_keys=True)
     return files.write_new(Path(run_dir).parent, Path(run_dir) / MANIFEST, text, doing=f"writing {run_dir}'s manifest")
 
 
@@ -176,7 +197,7 @@ def manifest_differences(listed: dict, present: dict) -> list[tuple[str, str]]:
             a, b = listed[rel], present[rel]
             out.append((rel, f"changed since the run was stored ({a.get('bytes')} bytes, sha256 "
                              f"{str(a.get('sha256'))[:12]}.. in the manifest; {b['bytes']} bytes, "
-                             f"sha256 {b['sha256'][:12]}.. now)"))
+                             f"sha256 {str(b.get('sha256'))[:12]}.. now)"))
     return out
 
 
@@ -191,10 +212,10 @@ def run_folders(exp_dir: Path, run_ids: set[str] | None = None) -> list[Path]:
         if d.name.startswith(".") or (run_ids is not None and d.name not in run_ids):
             continue
         if d.is_symlink() or not d.is_dir():
-            if RUN_ID.match(d.name):
+            if RUN_ID.fullmatch(d.name):
                 out.append(d)
             continue
-        if RUN_ID.match(d.name) or (d / store.RECORD).exists() or (d / MANIFEST).exists():
+        if RUN_ID.fullmatch(d.name) or (d / store.RECORD).exists() or (d / MANIFEST).exists():
             out.append(d)
     return out
 
@@ -236,9 +257,39 @@ def check_run(run_dir: Path) -> tuple[list[Problem], list[str]]:
     except (OSError, ValueError, KeyError, TypeError, *safefs.REFUSED) as exc:
         problems.append(Problem(rid, mf, f"unreadable manifest ({exc})", fix))
         return problems, []
-    now = {rel: dict(zip(("bytes", "sha256"), _digest(p))) for rel, p in present.items()}
-    problems += [Problem(rid, run_dir / rel, what, fix) for rel, what in manifest_differences(listed_files, now)]
+    now, unhashed = present_files(present, listed_files)
+    differ = dict(manifest_differences(listed_files, now))
+    named = {p.file for p in problems}  # a record too large to read is named once
+    problems += [Problem(rid, run_dir / rel, unhashed.get(rel) or differ[rel], fix)
+                 for rel in sorted(set(differ) | set(unhashed))
+                 if not (run_dir / rel in named and "above the" in unhashed.get(rel, ""))]
     return problems, []
+
+
+def present_files(present: dict[str, Path], listed: dict) -> tuple[dict[str, dict], dict[str, str]]:
+    """(relative path -> {"bytes", "sha256"} of the run's files now, relative
+    path -> why it was not hashed). Each file is sized first (_digest): one
+    whose size is not its manifest's, or above its bound, is never hashed
+    (its sha256 None), and named by its size alone."""
+    now: dict[str, dict] = {}
+    unhashed: dict[str, str] = {}
+    for rel, p in present.items():
+        entry = listed.get(rel)
+        expect = entry.get("bytes") if isinstance(entry, dict) else None
+        expect = expect if isinstance(expect, int) and not isinstance(expect, bool) else None
+        try:
+            size, digest = _digest(p, expect if entry is not None else None)
+        except (OSError, *safefs.REFUSED) as exc:  # replaced since it was listed (a FIFO now): never waited on
+            now[rel], unhashed[rel] = {"bytes": None, "sha256": None}, f"not read ({exc})"
+            continue
+        now[rel] = {"bytes": size, "sha256": digest}
+        bound = bounds.read_bound(Path(rel).name)
+        if digest is None and expect is not None and size != expect:
+            unhashed[rel] = (f"changed since the run was stored: {bounds.size_words(size)} now, "
+                             f"{bounds.size_words(expect)} in the manifest (not hashed: the size differs)")
+        elif digest is None and size > bound:
+            unhashed[rel] = safefs.too_large(p, size, bound).what.replace("not read", "not hashed")
+    return now, unhashed
 
 
 def adopt_fix(run_dir: Path) -> str:
@@ -270,7 +321,7 @@ def check_membership(exp_dir: Path, dirs: list[Path]) -> tuple[list[Problem], li
         if ids is not None and d.name not in ids:
             out.append(Problem(d.name, d, f"not a run of {exp_dir.name} (no run of its experiment.yaml's sweep "
                                           "has this id): copied from elsewhere?", move, redo=False))
-        elif ids is None and RUN_ID.match(d.name) and d.is_dir() and not d.is_symlink():
+        elif ids is None and RUN_ID.fullmatch(d.name) and d.is_dir() and not d.is_symlink():
             try:
                 name = store.read_record(d).experiment
             except store.StoreError:
@@ -295,7 +346,11 @@ def check_table(exp_dir: Path, stored: list[store.Stored]) -> tuple[list[Problem
         return [], [f"no {store.TABLE} (readers build the table from the records; {rebuild_fix(exp_dir)})"] \
             if stored else []
     try:
-        table = readfiles.read_parquet(f)  # a link or a FIFO is named, never followed or opened
+        # a link or a FIFO is named, never followed or opened; a table above its bound, or whose footer
+        # holds far more rows than the folder has runs, is never decoded (spec/bounds.py)
+        table = readfiles.read_parquet(f, runs=len(stored))
+    except safefs.TooLarge as exc:
+        return [Problem(None, f, exc.what, rebuild_fix(exp_dir))], []
     except safefs.REFUSED:
         what = f"a link to {safefs.target(f)}" if safefs.is_link(f) else safefs.kind_of(os.lstat(f).st_mode)
         return [Problem(None, f, f"{what}, not a regular file: never read (docs/faults.md)",
@@ -401,7 +456,7 @@ def adopt(check: FolderCheck) -> list[str]:
             with claim(check.exp_dir, rid):
                 again = verify_folder(check.exp_dir, {rid}, table=False)
                 if unmanifested(again) == [rid]:
-                    write_manifest(check.exp_dir / rid)
+                    write_manifest(check.exp_dir / rid, bounded=True)  # files of unknown origin
                     lines.append(f"adopted {check.exp_dir / rid}: wrote its {MANIFEST} over its files as they are "
                                  "now (trusted as stored: nothing showed whether they had been changed)")
     return lines

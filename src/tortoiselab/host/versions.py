@@ -151,7 +151,7 @@ def one_experiment(exp_dir: Path, exp: Experiment, runs: list[RunSpec]) -> None:
         if stored is None and _read_no_follow(exp_dir / "experiment.yaml") is not None:
             raise _refuse(exp_dir, exp, _stored_experiment(exp_dir, grid)[1])
         ids = {r.run_id for r in runs}
-        strays = sorted(p.name for p in exp_dir.iterdir() if RUN_DIR.match(p.name) and p.name not in ids)
+        strays = sorted(p.name for p in exp_dir.iterdir() if RUN_DIR.fullmatch(p.name) and p.name not in ids)
         if strays:
             raise _refuse(exp_dir, exp, f"runs {', '.join(strays[:3])}{' ...' if len(strays) > 3 else ''} "
                                         "are not in this file's sweep")

@@ -243,3 +243,61 @@ def points(exp: Any, errors: list[str]) -> Iterator[dict[str, Any]]:
         return iter(())
     keys = list(exp.sweep)
     return ({k: exp.sweep[k][i] for k, i in zip(keys, index)} for index in _walk(exp.sweep, exp.exclude))
+
+
+# --- what a reader of a results folder reads at most (docs/inputs.md, "Files a reader reads") ---------
+#
+# A results folder is untrusted input (docs/faults.md): each of its files is
+# sized by fstat on the descriptor that would read it, and refused above its
+# bound (or, for a run's files, above the size its manifest records) before
+# one byte is read or hashed. The bounds are far above what the lab writes
+# (tests/data/runs: run.json 7 KB, a run's manifest.json 1 KB, .lab's site
+# manifest 77 KB, cwnd.json 64 KB, server.pcap 420 KB at most) and far below
+# what a reader can hold: a record is parsed whole into Python objects (some
+# 10 times its bytes), a capture is hashed and parsed (snaplen 128: about 150
+# bytes a packet, so 1 GiB is some 7 million packets, a 25-minute load at
+# 8 Mbit/s is 1.5 million).
+
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+READ_BOUNDS: dict[str, int] = {
+    "run.json": 16 * MiB,  # one run's record (host/store)
+    "manifest.json": 16 * MiB,  # a run's manifest (host/verify.py), .lab/site's (web/pages.py)
+    "pki.json": 1 * MiB,  # .lab/pki's (web/pki.py)
+    "experiment.yaml": 1 * MiB,  # spec/yamlfile.MAX_BYTES
+    "experiment.json": 64 * KiB,  # the folder's version: three keys (host/versions.py)
+    "runs.parquet": 256 * MiB,  # the runs table, one row per run (host/store)
+    "connections.json": 64 * MiB,  # server.pcap's connections table (host/store/captures.py)
+    "cwnd.json": 64 * MiB,  # tcp_probe samples, one per ACK (guest/trace.py)
+    "page.har": 64 * MiB,  # the load's timeline, no bodies (client/har.py, browser/)
+    ".pcap": 1 * GiB,  # captures: server.pcap, client.pcap, cdn.pcap
+    ".log": 64 * MiB,  # the lab's logs copied into a failed run's folder (host/citelogs.py)
+}
+READ_BOUND_OTHER = 64 * MiB  # any other file of a results folder (map.json, figures, ...)
+
+# runs.parquet: the row count and sizes come from its footer (Parquet's
+# FileMetaData) before a value is decoded; a table has one row per run
+# folder, and up to TABLE_EXTRA_ROWS more are decoded so that `verify` can
+# name each (a row without a run record: an edit, a run moved away); the
+# columns are host/columns.py's (about 70; a table of another version's
+# columns is rebuilt all the same).
+TABLE_EXTRA_ROWS = 1_000
+TABLE_MAX_COLUMNS = 1_000
+TABLE_MAX_UNCOMPRESSED = 1 * GiB  # the footer's uncompressed bytes of all column chunks
+
+
+def read_bound(name: str) -> int:
+    """The most bytes a reader reads of a results folder's file named `name`
+    (its last component): READ_BOUNDS by name, else by suffix, else
+    READ_BOUND_OTHER."""
+    if name in READ_BOUNDS:
+        return READ_BOUNDS[name]
+    suffix = name[name.rfind("."):] if "." in name else ""
+    return READ_BOUNDS.get(suffix, READ_BOUND_OTHER)
+
+
+def size_words(n: int) -> str:
+    """n bytes as a person reads them: '1,572,864,000 bytes (1.5 GiB)'."""
+    for unit, size in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if n >= size:
+            return f"{n:,} bytes ({n / size:.1f} {unit})"
+    return f"{n:,} bytes"

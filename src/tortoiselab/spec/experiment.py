@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from tortoiselab.spec.bounds import MAX_FOLDER_NAME, name_problems, points as sweep_points, size_problem
 from tortoiselab.spec.browsercfg import browser_problems
@@ -68,13 +68,14 @@ from tortoiselab.spec.topologies import TopologyCfg
 from tortoiselab.spec.topology import TopologyError
 from tortoiselab.spec.sides import ClientCfg, ServerCfg
 from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
+from tortoiselab.spec.strictnum import NumbersModel
 
 
 class ExperimentError(ValueError):
     """Every problem of an experiment file, one per line, each with its path."""
 
 
-class _PathCfgBase(BaseModel):
+class _PathCfgBase(NumbersModel):
     """An experiment's path: a region profile and/or explicit values; PathCfg
     adds every PathSpec field, optional, so a new PathSpec field is a path
     setting at once. The values are checked as a PathSpec by resolve()."""
@@ -103,7 +104,7 @@ PathCfg = create_model(
        for name, f in PathSpec.model_fields.items()})
 
 
-class RunConfig(BaseModel):
+class RunConfig(NumbersModel):
     """One point of a sweep: everything a run needs."""
 
     model_config = ConfigDict(extra="forbid")
@@ -152,7 +153,7 @@ EXACT_REPETITIONS = ("repetitions of a point whose run draws no random number (s
                      "no jitter, no random cross traffic), which the virtual clock repeats exactly; none: repetitions")
 
 
-class Grid(BaseModel):
+class Grid(NumbersModel):
     """A named alternative sweep of an experiment (e.g. ci, reduced)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -185,7 +186,7 @@ class Grid(BaseModel):
 GRID_NAME = r"^[a-z0-9][a-z0-9_\-]{0,31}$"
 
 
-class Experiment(BaseModel):
+class Experiment(NumbersModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]{0,63}$")  # a grid adds @<grid> (apply_grid)
     description: str = ""
@@ -215,14 +216,14 @@ class Experiment(BaseModel):
     @classmethod
     def _grid_names(cls, v: dict[str, Grid]) -> dict[str, Grid]:
         for name in v:
-            if not re.match(GRID_NAME, name):
+            if not re.fullmatch(GRID_NAME, name):
                 raise ValueError(f"grid name {name!r}: lower-case letters, digits, - and _, e.g. reduced")
         return v
 
     @model_validator(mode="after")
     def _map_names(self) -> "Experiment":
         for name in self.maps:
-            if not re.match(GRID_NAME, grid_name(name)):
+            if not re.fullmatch(GRID_NAME, grid_name(name)):
                 raise ValueError(f"maps: map name {name!r}: lower-case letters, digits, - and _, e.g. hybla")
             if grid_name(name) in self.grids:
                 raise ValueError(f"maps.{name}: its grid {grid_name(name)!r} is also under grids:; rename one")

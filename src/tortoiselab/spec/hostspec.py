@@ -23,10 +23,11 @@ import functools
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from tortoiselab.project import REPO_DIR
 from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
+from tortoiselab.spec.strictnum import NumbersModel
 
 HOSTS_FILE = REPO_DIR / "topologies" / "hosts.yaml"
 # the name that stands for the region profile's host (client only)
@@ -72,7 +73,7 @@ Buffers = Annotated[tuple[Annotated[int, Field(ge=BUF_MIN, le=BUF_MAX)],
                     BeforeValidator(_triple), AfterValidator(_ordered)]
 
 
-class HostSpec(BaseModel):
+class HostSpec(NumbersModel):
     """A host's TCP buffer settings; None leaves the namespace's own."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -106,7 +107,7 @@ def read_back(sysctls: dict[str, str]) -> HostSpec:
     return HostSpec(**vals)
 
 
-class NamedHost(BaseModel):
+class NamedHost(NumbersModel):
     """One named host with a source for every value it sets."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -129,7 +130,7 @@ class NamedHost(BaseModel):
         return self
 
 
-class HostsFile(BaseModel):
+class HostsFile(NumbersModel):
     model_config = ConfigDict(extra="forbid")
     version: int = Field(ge=1, le=1)
     hosts: dict[str, NamedHost]

@@ -46,10 +46,11 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
+from tortoiselab.spec.strictnum import NumbersModel
 
 
-class GilbertElliott(BaseModel):
+class GilbertElliott(NumbersModel):
     """netem's ``loss gemodel p r 1-h 1-k`` in percent, as tc takes it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -32,11 +32,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from tortoiselab.spec import cols
 from tortoiselab.spec.population import market
 from tortoiselab.spec.regions import load_regions
+from tortoiselab.spec.strictnum import NumbersModel
 
 MAP_PREFIX = "map-"  # a map's grid: map-<name>, its results folder <experiment>@map-<name>
 RTT_AXIS = cols.RTT
@@ -45,7 +46,7 @@ MIN_LOSSY_REPETITIONS = 6  # below 6 pairs the paired test cannot reach p < 0.05
 OWN_FIELDS = (cols.RTT, cols.LOSS, cols.LOSS_UP)
 
 
-class MapCfg(BaseModel):
+class MapCfg(NumbersModel):
     """One sensitivity map of an experiment file (`maps.<name>`)."""
 
     model_config = ConfigDict(extra="forbid")

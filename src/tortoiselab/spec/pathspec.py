@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 
-from pydantic import (BaseModel, ConfigDict, Field, ValidationError,
+from pydantic import (ConfigDict, Field, ValidationError,
                       ValidationInfo, field_validator, model_validator)
 
 from tortoiselab.spec.lossmodel import GilbertElliott, feasibility_problem, gilbert
 from tortoiselab.spec.trace import MIN_SEGMENT_MS, Trace
 from tortoiselab.spec.yamlfile import excerpt
+from tortoiselab.spec.strictnum import NumbersModel
 
 # Ethernet frame of a full-size segment: 1500-byte IP packet + 14-byte header.
 FRAME_BYTES = 1514
@@ -55,7 +56,7 @@ class PathError(ValueError):
     """A path specification that cannot be emulated; the message says why."""
 
 
-class PathSpec(BaseModel):
+class PathSpec(NumbersModel):
     """One emulated path: symmetric delay (RTT/2 each way), loss per direction,
     a bottleneck rate and the queue in front of it."""
 

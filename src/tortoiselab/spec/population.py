@@ -35,13 +35,14 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tortoiselab.project import REPO_DIR
 from tortoiselab.spec.hostspec import named_host
 from tortoiselab.spec.pathspec import PathSpec, describe_errors
 from tortoiselab.spec.regions import load_regions, queue_pkts_from_ms
 from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
+from tortoiselab.spec.strictnum import NumbersModel
 
 DEFAULT_FILE = REPO_DIR / "topologies" / "populations.yaml"
 Z90 = NormalDist().inv_cdf(0.9)  # 1.2816: a log-normal's p90 is median * exp(Z90 * sigma)
@@ -57,7 +58,7 @@ class PopulationError(ValueError):
     names the field and what to write instead."""
 
 
-class _Reasoned(BaseModel):
+class _Reasoned(NumbersModel):
     """A value with why it is what it is: a source, an assumption, or both
     (e.g. a sourced median with an assumed spread)."""
 
@@ -184,7 +185,7 @@ class Dist(_Reasoned):
         return x
 
 
-class Market(BaseModel):
+class Market(NumbersModel):
     """A market's users: one access type and host, and a distribution for
     each path parameter and for the connection a page load finds."""
 
@@ -231,7 +232,7 @@ class Market(BaseModel):
         return self
 
 
-class Populations(BaseModel):
+class Populations(NumbersModel):
     model_config = ConfigDict(extra="forbid")
     version: Literal[1]
     markets: dict[str, Market]
@@ -406,7 +407,7 @@ def vary_market(m: Market, vary: dict[str, float], field: str = "population.vary
         raise PopulationError(describe_errors(exc, prefix=field)) from None
 
 
-class PopulationCfg(BaseModel):
+class PopulationCfg(NumbersModel):
     """An experiment's population (spec/experiment.py): which market, how
     many users, the seed of their draws, and which connections the measured
     loads find. Each user is a run per arm; arms share the user."""

@@ -35,7 +35,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -52,6 +51,7 @@ from tortoiselab.spec.pathspec import FRAME_BYTES, PathError, PathSpec, describe
 ASSUMPTION = "assumption"
 ENV_VAR = "TORTOISE_REGIONS"
 from tortoiselab.project import REPO_DIR
+from tortoiselab.spec.strictnum import NumbersModel
 DEFAULT_FILE = REPO_DIR / "topologies" / "regions.yaml"
 USER_FILE = Path(".config") / "tortoiselab" / "regions.yaml"  # under $HOME
 
@@ -105,7 +105,7 @@ def queue_pkts_from_ms(rate_mbit: float, queue_ms: float) -> int:
     return max(2, math.ceil(bytes_ / FRAME_BYTES))
 
 
-class RegionPath(BaseModel):
+class RegionPath(NumbersModel):
     """A profile's path: PathSpec's fields, all stated (no silent defaults),
     plus ``queue_ms`` for a buffer given in time."""
 
@@ -163,7 +163,7 @@ class RegionPath(BaseModel):
 PATH_FIELDS = tuple(RegionPath.model_fields)
 
 
-class Profile(BaseModel):
+class Profile(NumbersModel):
     """One named path with a source for every value it sets."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -218,7 +218,7 @@ class Profile(BaseModel):
         return self.path.to_pathspec()
 
 
-class Addon(BaseModel):
+class Addon(NumbersModel):
     """Extra RTT for an origin far from the client's PoP."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -235,7 +235,7 @@ class Addon(BaseModel):
         return v
 
 
-class Regions(BaseModel):
+class Regions(NumbersModel):
     """The contents of one or more region files."""
 
     model_config = ConfigDict(extra="forbid")
@@ -252,7 +252,7 @@ class Regions(BaseModel):
     @classmethod
     def _names(cls, v: dict[str, Any]) -> dict[str, Any]:
         for name in v:
-            if not _NAME_RE.match(name):
+            if not _NAME_RE.fullmatch(name):
                 raise ValueError(f"name {name!r}: use lowercase letters, digits, '-', '.', '_'")
         return v
 

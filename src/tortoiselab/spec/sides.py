@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from tortoiselab.spec.ccparams import OUR_MODULES, ParamError, check_params
 from tortoiselab.spec.hostspec import REGION_HOST, SETTINGS, Buffers, HostSpec, named_host
 from tortoiselab.spec.pathspec import STOCK_ALGORITHMS
+from tortoiselab.spec.strictnum import NumbersModel
 
 PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html", "base.html", "article.html", "app.html")
 KNOWN_CC = (*STOCK_ALGORITHMS, *OUR_MODULES)
@@ -25,7 +26,7 @@ def _one_of(v: str, allowed: tuple[str, ...], what: str, has: str) -> str:
     return v
 
 
-class _HostCfg(BaseModel):
+class _HostCfg(NumbersModel):
     """A side's host (spec/hostspec.py, docs/hosts.md): a named host of
     topologies/hosts.yaml and/or its fields, the fields given winning over
     the name's. A run that sets none hashes to the run id it had before hosts

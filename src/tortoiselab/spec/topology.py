@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from tortoiselab.spec.strictnum import NumbersModel
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class TopologyError(ValueError):
     """Topology parameters that cannot be built; the message names the field."""
 
 
-class TopoParams(BaseModel):
+class TopoParams(NumbersModel):
     """A topology's parameters: units in names, unknown keys refused."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -42,9 +42,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from tortoiselab.project import REPO_DIR
+from tortoiselab.spec.strictnum import NumbersModel
 
 PACKET_BYTES = 1500  # one delivery opportunity: a full-size IP packet
 FRAME_BYTES = PACKET_BYTES + 14  # the same packet in its Ethernet frame, as the lab's links count it
@@ -232,7 +233,7 @@ def read_trace_file(file: Path) -> tuple[str, tuple[int, ...]]:
         raise TraceError(f"cannot read {str(file)!r}: {exc.strerror}") from None
 
 
-class Trace(BaseModel):
+class Trace(NumbersModel):
     """A capacity trace: the file (its absolute path), its name and the
     sha256 of its bytes. Given as a string (a path, or a shipped trace's
     name), the file is read and checked at once; given as a dict (a request

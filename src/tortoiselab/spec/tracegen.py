@@ -36,16 +36,17 @@ import statistics
 import sys
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from tortoiselab.spec.trace import PACKET_BYTES, TRACE_DIR, parse_mahimahi
 from tortoiselab.spec.yamlfile import read_yaml
+from tortoiselab.spec.strictnum import NumbersModel
 
 MODELS_FILE = TRACE_DIR / "models.yaml"
 ASSUMPTION = "assumption"
 
 
-class RateModel(BaseModel):
+class RateModel(NumbersModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     median_mbit: float = Field(gt=0, le=10_000, description="median of the 1-s throughputs, Mbit/s of IP packets")
@@ -58,7 +59,7 @@ class RateModel(BaseModel):
     seed: int = Field(ge=0, description="seed of the trace's random draws")
 
 
-class TraceModel(BaseModel):
+class TraceModel(NumbersModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     description: str
@@ -78,7 +79,7 @@ class TraceModel(BaseModel):
         return self
 
 
-class TraceModels(BaseModel):
+class TraceModels(NumbersModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     version: int = Field(1, ge=1, le=1)

@@ -1,6 +1,13 @@
 """Reading a user's YAML file with limits: size, UTF-8, anchor/alias
-expansion, nesting depth and duplicate keys, each refused with the file's
-name, where and what to do, before anything is built from it.
+expansion, nesting depth, digits of a number and duplicate keys, each
+refused with the file's name, where and what to do, before anything is
+built from it.
+
+Depth and digits are checked on PyYAML's events (yaml.parse: a state
+machine, no recursion) before the document is composed: PyYAML's composer
+recurses once per level, so 1,000 nested `[` in a 2 KB file were a
+RecursionError traceback, and `seed:` of 4,400 digits was Python's
+"Exceeds the limit (4300 digits)" naming neither file nor field.
 
 PyYAML's safe loader expands aliases into shared objects, so a file of a
 few hundred bytes whose anchors nest nine aliases seven levels deep stands
@@ -13,6 +20,7 @@ the values it stands for, and refused above a bound.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -22,6 +30,11 @@ import yaml
 MAX_BYTES = 1 << 20  # an experiment or region file is a few KB
 MAX_VALUES = 100_000  # scalars, sequences and mappings after alias expansion
 MAX_DEPTH = 64
+MAX_INT_DIGITS = 100  # a whole number's digits (a seed is below 2**63: 19); Python's int() stops at 4,300
+# YAML 1.1's int forms as PyYAML resolves them (binary, octal, decimal, hex, base 60), underscores allowed
+_INT = re.compile(r"[-+]?(?:0b[0-1_]+|0x[0-9a-fA-F_]+|[0-9][0-9_]*(?::[0-5]?[0-9])*)\Z")
+INT_TAG = "tag:yaml.org,2002:int"
+SCAN_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when PyYAML was built with it
 EXCERPT_CHARS = 80
 
 
@@ -102,6 +115,65 @@ def node_size(root: yaml.Node) -> tuple[int, int]:
     return memo[id(root)]
 
 
+def _field(stack: list[list]) -> str:
+    """The field a node sits in, as error messages name fields: keys joined
+    by dots, sequence items by their index (path.rtt_ms, sweep.server.cc.1)."""
+    return ".".join(str(f[1]) for f in stack if f[1] is not None) or "(the document)"
+
+
+def _enter(stack: list[list], event: yaml.Event) -> None:
+    """A node starts inside the innermost collection: a mapping's key (its
+    text, when a scalar) or value, or a sequence's next item."""
+    if not stack:
+        return
+    frame = stack[-1]  # [is a mapping, key or index, wants a key]
+    if frame[0]:
+        if frame[2]:
+            frame[1] = event.value if isinstance(event, yaml.ScalarEvent) else "?"
+        frame[2] = not frame[2]
+    else:
+        frame[1] = 0 if frame[1] is None else frame[1] + 1
+
+
+def scan_bounds(text: str, max_depth: int = MAX_DEPTH, max_digits: int = MAX_INT_DIGITS) -> None:
+    """Refuse (YamlFileError, with line, field and fix) a document nesting
+    deeper than max_depth, or holding a whole number of more than max_digits
+    digits, from its events alone: nothing is composed or converted, and
+    nothing recurses (yaml.parse is a state machine; libyaml's where PyYAML
+    has it). The scan stops at the first level too deep: the scanners' cost
+    grows with the square of the open levels (100,000 nested `[` took
+    libyaml 5 minutes). yaml.YAMLError for a document that does not parse."""
+    stack: list[list] = []  # the open collections, outermost first
+    for event in yaml.parse(text, Loader=SCAN_LOADER):
+        if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            stack.pop()
+            continue
+        if not isinstance(event, yaml.NodeEvent):
+            continue
+        _enter(stack, event)
+        if len(stack) + 1 > max_depth:  # a value is a level, as node_size counts them
+            raise YamlFileError(f"line {event.start_mark.line + 1}: {cut(_field(stack), 40)}: the file nests more "
+                                f"than {max_depth} levels deep; write the values out flat (the shipped files "
+                                "nest 9 at most)")
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            stack.append([isinstance(event, yaml.MappingStartEvent), None, True])
+        elif isinstance(event, yaml.ScalarEvent):
+            _check_digits(event, stack, max_digits)
+
+
+def _check_digits(event: yaml.ScalarEvent, stack: list[list], max_digits: int) -> None:
+    """A scalar PyYAML would make a whole number (plain, or tagged !!int)
+    of more than max_digits digits: refused, naming the field."""
+    if not (event.tag == INT_TAG or (not event.style and event.implicit[0])):  # plain: style None, or '' (libyaml)
+        return
+    value = event.value.strip()
+    digits = len(value.lstrip("+-").replace("_", ""))
+    if digits > max_digits and _INT.fullmatch(value):
+        raise YamlFileError(f"line {event.start_mark.line + 1}: {_field(stack)}: a whole number of {digits:,} digits; "
+                            f"at most {max_digits} are accepted (a seed is below 2**63, 19 digits): give a smaller "
+                            "value")
+
+
 def read_yaml(path: Path, what: str = "file", max_bytes: int = MAX_BYTES, max_values: int = MAX_VALUES,
               max_depth: int = MAX_DEPTH) -> Any:
     """The document in `path`, or YamlFileError naming the file and the
@@ -127,8 +199,18 @@ def read_yaml(path: Path, what: str = "file", max_bytes: int = MAX_BYTES, max_va
         line = data[:exc.start].count(b"\n") + 1
         raise YamlFileError(f"{path}: not UTF-8 text: byte {exc.start} (line {line}) is "
                             f"{data[exc.start:exc.start + 1]!r}; save the {what} as UTF-8") from None
+    return loads(text, path, what, max_values, max_depth)
+
+
+def loads(text: str, path: Path | str, what: str = "file", max_values: int = MAX_VALUES,
+          max_depth: int = MAX_DEPTH) -> Any:
+    """The document in `text` (read from `path`, which messages name) with
+    read_yaml's bounds but the file's size: depth and digits first from its
+    events (scan_bounds), then values after alias expansion, then built."""
+    path = Path(path)
     loader = _UniqueKeyLoader(text)
     try:
+        scan_bounds(text, max_depth)
         node = loader.get_single_node()
         if node is None:
             return None

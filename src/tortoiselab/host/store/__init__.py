@@ -235,6 +235,8 @@ def read_record(run_dir: Path) -> RunRecord:
         raw = json.loads(readfiles.record_bytes(run_dir))
         if not isinstance(raw, dict):
             raise ValueError(f"a JSON {type(raw).__name__}, not an object")
+    except safefs.TooLarge as exc:  # above its bound: sized by fstat, never read (spec/bounds.py)
+        raise DamagedRecord(f"run {Path(run_dir).name}: {f}: {exc.what}; fix: {redo_fix(run_dir)}") from None
     except safefs.REFUSED as exc:  # a link or a FIFO: named with its fix, never followed or opened
         raise DamagedRecord(f"run {Path(run_dir).name}: {f}: not read: {exc}; then {redo_fix(run_dir)}") from None
     except (OSError, ValueError) as exc:
@@ -380,9 +382,9 @@ def read_table(exp_dir: Path) -> tuple[pd.DataFrame, bool]:
     records = table_of(st.record for st in read_records(exp_dir))
     if os.path.lexists(table):
         try:
-            df = readfiles.read_parquet(table)
-        except (OSError, ValueError, pa.ArrowException, *safefs.REFUSED):  # garbage, a link, a FIFO: the
-            return records, True  # records give the table (tortoise verify names the file and the fix)
+            df = readfiles.read_parquet(table, runs=len(records))  # rows counted in its footer
+        except (OSError, ValueError, pa.ArrowException, *safefs.REFUSED):  # garbage, a link, a FIFO, a
+            return records, True  # bomb: the records give the table (tortoise verify names the file and the fix)
         if not table_differences(df, records):
             return df, False
     return records, os.path.lexists(table)

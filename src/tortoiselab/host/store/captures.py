@@ -32,6 +32,7 @@ from typing import Iterator
 from tortoiselab.analysis.conntable import TABLE, TABLE_FORMAT, analyze_pcap, table_connections, table_of
 from tortoiselab.host import labkernel, safefs
 from tortoiselab.host.store import StoreError, redo_fix
+from tortoiselab.spec import bounds
 
 CAPTURE = "server.pcap"
 SERVER_PORT = 443  # the server's side of the page's connections (guest/tasks/pageload.py)
@@ -74,8 +75,12 @@ def _capture(run_dir: Path) -> Iterator[tuple[str, str] | None]:
         yield None
         return
     with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise safefs.NotRegular(f"{pcap} is not a regular file; remove it (rm {pcap}) or run the run again")
+        if st.st_size > bounds.read_bound(CAPTURE):  # sized before a byte is hashed or parsed (spec/bounds.py)
+            raise safefs.too_large(pcap, st.st_size, bounds.read_bound(CAPTURE), f"reading {pcap}",
+                                   fix=f"then {redo_fix(run_dir)}")
         digest = hashlib.file_digest(fh, "sha256").hexdigest()
         yield f"/proc/self/fd/{fd}", digest
 

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Callable
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from tortoiselab.spec.pathspec import PathSpec
 from tortoiselab.spec.topologies import cellular, dumbbell, pop, wan
 from tortoiselab.spec.topology import Graph, TopologyError, TopoParams
+from tortoiselab.spec.strictnum import NumbersModel
 
 DEFAULT = "wan"
 _MODULES: dict[str, ModuleType] = {"cellular": cellular, "dumbbell": dumbbell, "pop": pop, "wan": wan}
@@ -46,7 +47,7 @@ def load(name: str) -> Topology:
     return Topology(name, _MODULES[name].Params, _MODULES[name].graph)
 
 
-class TopologyCfg(BaseModel):
+class TopologyCfg(NumbersModel):
     """An experiment's or a probe's topology: a name and its parameters
     (checked by the topology's Params: unknown or ill-typed ones are refused,
     naming the field)."""
