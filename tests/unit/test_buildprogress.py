@@ -72,12 +72,15 @@ def test_watcher_prints_plain_lines_and_keeps_the_commands_own(tmp_path):
 def test_wrapper_reports_a_real_builds_files_and_records_its_total(tmp_path, monkeypatch):
     """A command that extracts a tree into the cache and makes object files
     over a few seconds: the wrapper passes its lines through, reports the
-    count as it grows, records the most it saw for the next build, and
-    returns the command's status."""
+    count as it grows from the command's "building" line on, records the
+    most it saw for the next build, and returns the command's status."""
     build = textwrap.dedent(f"""
         import os, sys, time
         tree = os.path.join({str(tmp_path)!r}, "kernel", "build-abc.XYZ", "linux-source-7.3")
         os.makedirs(tree)
+        print("lab kernel: configuring (ARCH=um)", file=sys.stderr, flush=True)
+        open(os.path.join(tree, "conf.o"), "w").close()  # kconfig's own tool: not yet the build
+        time.sleep(1.5)
         print("lab kernel: building with 2 jobs", file=sys.stderr, flush=True)
         for i in range(6):
             open(os.path.join(tree, f"f{{i}}.o"), "w").close()
@@ -93,8 +96,8 @@ def test_wrapper_reports_a_real_builds_files_and_records_its_total(tmp_path, mon
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "/cache/kernel/uml7.3-abc/linux"
     lines = p.stderr.splitlines()
-    assert lines[0] == "lab kernel: building with 2 jobs"
-    counts = [int(ln.split()[2]) for ln in lines[1:] if "files compiled" in ln]
+    assert lines[:2] == ["lab kernel: configuring (ARCH=um)", "lab kernel: building with 2 jobs"]
+    counts = [int(ln.split()[2]) for ln in lines[2:] if "files compiled" in ln]
     assert counts and counts == sorted(counts) and counts[-1] >= 4
     assert all("of about 10 files compiled" in ln for ln in lines[1:] if "files compiled" in ln)
     assert int((tmp_path / "kernel" / "objects-7.3").read_text()) == counts[-1]

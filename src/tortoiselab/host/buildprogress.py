@@ -11,7 +11,9 @@ The command's own output passes through unchanged.
 The count is the object files (`*.o`) in the build tree the command
 extracted under the cache ($TORTOISE_CACHE, else ~/.cache/tortoiselab:
 kernel/build-<hash>.XXXXXX/linux-source-*), a folder that appeared after the
-command started, read every few seconds (links are not followed). The
+command started, read every few seconds (links are not followed) from the
+command's line BUILDING_LINE on (before it, configuring builds kconfig's
+own tools, and the clock of the estimate would start too early). The
 total is the count the last build of the same series reached, kept in the
 cache (objects-<series>), else the count measured for the series' shipped
 configuration (SHIPPED_TOTALS); a series without either gets the count
@@ -38,6 +40,7 @@ SHIPPED_TOTALS: dict[str, int] = {"7.3": 1067}
 PLAIN_EVERY_S = 10.0  # a plain line this often when the output is no terminal
 TTY_EVERY_S = 2.0  # the updating line's refresh on a terminal
 MIN_DONE_FOR_ESTIMATE = 0.03  # no time left is guessed before this share of the files is compiled
+BUILDING_LINE = "lab kernel: building"  # kernel/build-uml.sh's line as `make all` starts
 
 
 def cache_root() -> Path:
@@ -119,11 +122,14 @@ class Watcher:
         self.total = expected_total(kernel_dir, name)
         self.most = 0  # the highest count seen: the next build's total
         self.shown = ""
+        self.building = threading.Event()  # the command said BUILDING_LINE
         self.lock = threading.Lock()
         self.stop = threading.Event()
 
     def say(self, line: str) -> None:
         """A line of the command's own, above the updating line on a terminal."""
+        if line.startswith(BUILDING_LINE):
+            self.building.set()
         with self.lock:
             if self.tty and self.shown:
                 self.out.write("\r\033[K" + line + "\n" + self.shown)
@@ -140,13 +146,11 @@ class Watcher:
     def run(self) -> None:
         started = None
         while not self.stop.wait(TTY_EVERY_S if self.tty else PLAIN_EVERY_S if started else 1.0):
-            tree = new_tree(self.kernel_dir, self.before)
+            tree = new_tree(self.kernel_dir, self.before) if self.building.is_set() else None
             if tree is None:
-                continue
-            done = count_objects(tree)
-            if done == 0 and started is None:
-                continue  # extracting, configuring
+                continue  # extracting, configuring; or the kernel was in the cache
             started = started or time.monotonic()
+            done = count_objects(tree)
             self.most = max(self.most, done)
             self.show(status(done, self.total, time.monotonic() - started))
 
