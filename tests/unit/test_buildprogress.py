@@ -30,6 +30,10 @@ def test_status_gives_files_of_the_total_and_the_time_left():
         "lab kernel: 500 of about 2000 files compiled (25 %), 2 min 00 s so far, about 6 min 00 s left"
 
 
+def test_clock_reads_as_people_read_durations():
+    assert [bp.clock(s) for s in (45, 185, 6461)] == ["45 s", "3 min 05 s", "1 h 47 min"]
+
+
 def test_status_guesses_no_time_before_a_few_files_nor_without_a_total():
     assert bp.status(10, 2000, 30).endswith("30 s so far")
     assert bp.status(10, None, 30) == "lab kernel: 10 files compiled, 30 s so far"

@@ -75,8 +75,10 @@ def expected_total(kernel_dir: Path, name: str) -> int | None:
 
 
 def clock(seconds: float) -> str:
-    """A duration as people read it: '45 s', '3 min 05 s'."""
+    """A duration as people read it: '45 s', '3 min 05 s', '1 h 47 min'."""
     s = int(round(seconds))
+    if s >= 3600:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
     return f"{s} s" if s < 60 else f"{s // 60} min {s % 60:02d} s"
 
 
