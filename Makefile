@@ -20,12 +20,13 @@ setup-test:
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || /usr/bin/python3 -m venv --system-site-packages $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install -q -e '.[test,lab,browser]'
+	@bash scripts/pip-install.sh $(PY) --upgrade pip
+	@PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 bash scripts/pip-install.sh $(PY) -e '.[test,lab,browser]'
 	@touch $@
 
+# files compiled of the total and the time left while it builds (host/buildprogress.py)
 kernel: setup
-	@bash kernel/build-uml.sh >/dev/null
+	@$(PY) -m tortoiselab.host.buildprogress bash kernel/build-uml.sh >/dev/null
 
 # the UML lab kernel only where the lab will boot it: a host that runs the
 # native backend (root, netem, every algorithm: the course VM) needs none

@@ -21,6 +21,13 @@ load in it, without a Python start (client/loadserver.py).
 
     .venv/bin/python bench/speed.py [--configs 6.12:1:1,7.3:d:d,7.3:8:1:real] [--rounds 3] [--out DIR]
                                     [--before OTHER-CHECKOUT-VENV/bin/python]
+                                    [--experiment experiments/tortoise.yaml --grid reduced]
+
+--experiment and --grid bench another sweep than quick.yaml (a study's
+reduced grid, say) the same way. The first table gives, beside runs/hour
+and the simulated page-load time over the wall (the real-time ratio), how
+many times its floor the configuration's wall per simulated second was
+(`x floor`, the floor table's last column).
 
 A batch or jobs of `d` leaves the runner's default (`tortoise run` with no
 --batch or --jobs: the configuration a user gets). --before runs every
@@ -62,21 +69,23 @@ def kernel_ready(series: str) -> None:
 
 
 def run_config(series: str, batch: str, jobs: str, out: Path, clock: str = "virtual",
-               python: str = sys.executable, label: str = "") -> dict:
-    """quick.yaml once with `python -m tortoiselab.cli run` (another
-    interpreter: another checkout, e.g. the code before a change); batch
-    and jobs "d" leave the runner's defaults."""
+               python: str = sys.executable, label: str = "",
+               experiment: Path = REPO / "experiments" / "quick.yaml", grid: str | None = None) -> dict:
+    """An experiment (quick.yaml) once with `python -m tortoiselab.cli run`
+    (another interpreter: another checkout, e.g. the code before a change);
+    batch and jobs "d" leave the runner's defaults."""
     results = out / f"k{series}-b{batch}-j{jobs}-{clock}{label.replace(' ', '-')}-{time.time_ns()}"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     opts = [*(["--batch", batch] if batch != "d" else []), *(["--jobs", jobs] if jobs != "d" else [])]
-    p = subprocess.run([python, "-m", "tortoiselab.cli", "run", str(REPO / "experiments" / "quick.yaml"),
+    opts += ["--grid", grid] if grid else []
+    p = subprocess.run([python, "-m", "tortoiselab.cli", "run", str(experiment),
                         "--results", str(results), *opts, "--backend", "uml", "--clock", clock],
                        capture_output=True, text=True, env={**os.environ, "TORTOISE_KERNEL_SERIES": series})
     wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    recs = [json.loads(f.read_text()) for f in sorted((results / "quick").glob("*/run.json"))]
+    recs = [json.loads(f.read_text()) for f in sorted(results.glob("*/*/run.json"))]
     ok = [r for r in recs if r["ok"]]
     phases = {k: sum(r["meta"].get("phases", {}).get(k, 0.0) for r in recs) for k in PHASES}
     said = re.search(r"runs/hour, jobs (\d+)\)", p.stdout)  # what the runner chose when left to its default
@@ -161,12 +170,15 @@ def median_row(rows: list[dict]) -> dict:
 
 def report(rows: list[dict]) -> str:
     head = (f"{'configuration':<29} {'runs':>4} {'ok':>3} {'wall s':>7} {'runs/h':>7} {'load/wall':>9} "
-            f"{'CPU s/run':>9}  userspace; wall s of every round")
+            f"{'x floor':>7} {'CPU s/run':>9}  userspace; wall s of every round")
     lines = [head]
+    cores = os.cpu_count() or 1
     for r in rows:
         n = max(r["runs"], 1)
+        ratio = floor_row(r, cores)["ratio"]
         lines.append(f"{r['config']:<29} {r['runs']:>4} {r['ok']:>3} {r['wall']:>7.1f} "
-                     f"{r['runs'] / r['wall'] * 3600:>7.0f} {r['load_sim'] / r['wall']:>9.2f} {r['cpu'] / n:>9.2f}"
+                     f"{r['runs'] / r['wall'] * 3600:>7.0f} {r['load_sim'] / r['wall']:>9.2f} "
+                     f"{'-' if ratio is None else f'{ratio:.1f}':>7} {r['cpu'] / n:>9.2f}"
                      f"  {','.join(r['userspace'])}; {r.get('walls', '')}")
         if r["tail"]:
             lines.append("    FAILED: " + r["tail"].replace("\n", "\n    "))
@@ -178,7 +190,7 @@ def report(rows: list[dict]) -> str:
         rest = r["wall"] * r["jobs"] - sum(r["phases"].values())
         lines.append(f"{r['config']:<29} " + " ".join(f"{r['phases'][k] / n:>8.2f}" for k in PHASES)
                      + f" {rest / n:>8.2f}")
-    lines += floor_report(rows, os.cpu_count() or 1)
+    lines += floor_report(rows, cores)
     lines += ["", BASELINE]
     return "\n".join(lines)
 
@@ -192,6 +204,9 @@ def main() -> int:
     ap.add_argument("--before", default=None, metavar="PYTHON",
                     help="also run every configuration with this interpreter (a venv of another checkout: the "
                          "code before a change), interleaved, labelled 'before'")
+    ap.add_argument("--experiment", default=str(REPO / "experiments" / "quick.yaml"),
+                    help="the experiment file to run (default %(default)s)")
+    ap.add_argument("--grid", default=None, help="a grid of the experiment (e.g. reduced)")
     a = ap.parse_args()
     out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="tortoise-speed-"))
     configs = [tuple(c.split(":")) for c in a.configs.split(",")]
@@ -202,7 +217,8 @@ def main() -> int:
     for n in range(a.rounds):
         for c in configs:
             for py, label in pythons:
-                row = run_config(c[0], c[1], c[2], out, *(c[3:4] or ["virtual"]), python=py, label=label)
+                row = run_config(c[0], c[1], c[2], out, *(c[3:4] or ["virtual"]), python=py, label=label,
+                                 experiment=Path(a.experiment), grid=a.grid)
                 rounds[(*c, label)].append(row)
                 print(f"  round {n + 1}: {row['config']}: {row['runs']} runs in {row['wall']:.1f} s", flush=True)
     print(report([median_row(rows) for rows in rounds.values()]))

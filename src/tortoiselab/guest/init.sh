@@ -13,6 +13,13 @@
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # PYTHONHASHSEED: the same set/dict iteration order in every run (docs/determinism.md)
 export HOME=/tmp PYTHONDONTWRITEBYTECODE=1 LANG=C.UTF-8 PYTHONHASHSEED=0
+# Mininet imports distutils.version; setuptools' shim (the venv's
+# distutils-precedence.pth) would answer with its own copy and pull in
+# setuptools and pkg_resources: 154 more modules read through hostfs at every
+# boot (docs/speed.md, "Issue 52"). Where the interpreter's standard library
+# still has distutils (before Python 3.12), it answers instead.
+py_real="$(readlink -f "$TL_PYTHON")"
+[ -f "${py_real%/bin/*}/lib/${py_real##*/}/distutils/version.py" ] && export SETUPTOOLS_USE_DISTUTILS=stdlib
 TL_WORK="${TL_WORK:-$(readlink /proc/self/cwd)}"
 case "$TL_WORK" in
   /?*) export TL_WORK ;;

@@ -21,7 +21,8 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from tortoiselab.spec.browsercfg import browser_problems
-from tortoiselab.spec.experiment import ClientCfg, ServerCfg
+# not spec.experiment: the guest imports this module at every boot (docs/speed.md, "Issue 52")
+from tortoiselab.spec.sides import ClientCfg, ServerCfg
 from tortoiselab.spec.pathspec import PathSpec, describe_errors
 from tortoiselab.spec.topologies import TopologyCfg
 
