@@ -53,7 +53,7 @@ def cache_root() -> Path:
 
 def series() -> str:
     """The series the build is of: TORTOISE_KERNEL_SERIES, else kernel/SERIES."""
-    return os.environ.get("TORTOISE_KERNEL_SERIES") or (REPO_DIR / "kernel" / "SERIES").read_text().strip()
+    return os.environ.get("TORTOISE_KERNEL_SERIES") or (REPO_DIR / "kernel" / "SERIES").read_text(encoding="utf-8").strip()
 
 
 def count_objects(tree: Path) -> int:
@@ -69,7 +69,7 @@ def expected_total(kernel_dir: Path, name: str) -> int | None:
     """The object count of the series' last whole build in this cache, else
     the shipped figure, else None."""
     try:
-        return int((kernel_dir / f"objects-{name}").read_text().split()[0])
+        return int((kernel_dir / f"objects-{name}").read_text(encoding="utf-8").split()[0])
     except (OSError, ValueError, IndexError):
         return SHIPPED_TOTALS.get(name)
 
@@ -165,7 +165,7 @@ class Watcher:
             self.shown = ""
         if ok and self.most:  # the next build's total (a lower bound: counts are read every few seconds)
             try:
-                (self.kernel_dir / f"objects-{self.name}").write_text(f"{self.most}\n")
+                (self.kernel_dir / f"objects-{self.name}").write_text(f"{self.most}\n", encoding="utf-8")
             except OSError:
                 pass
 
@@ -176,7 +176,7 @@ def main(argv: list[str]) -> int:
         return 2
     kernel_dir = cache_root() / "kernel"
     watcher = Watcher(kernel_dir, series(), sys.stderr.isatty())
-    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, errors="replace", bufsize=1)
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace", bufsize=1)
     thread = threading.Thread(target=watcher.run, daemon=True)
     thread.start()
     try:
