@@ -7,8 +7,9 @@ of the measurement (log arm - log control) are centred so the pilot is
 p90, on the log of its p90 ratio), resampled with replacement to n pairs, shifted by the claimed effect
 (log(1 + effect / 100)), and the same test the measurement ran is run on
 each simulated sample (analysis.inference: Wilcoxon signed-rank with 6 or
-more pairs, the exact sign-flip test below, as paired_location; the paired
-permutation test of the p90 ratio for p90 claims, as paired_quantile).
+more pairs, the exact sign-flip test below, as paired_location; the
+studentized paired permutation test of the p90 ratio for p90 claims, as
+analysis.quantiletests.paired_quantile).
 Power = the share of samples significant at ALPHA in the claimed
 direction: p < alpha with the interval that inverts the test on the
 claimed side of 0 (docs/statistics.md). An equivalence claim's power
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as st
 
-from tortoiselab.analysis import inference
+from tortoiselab.analysis import inference, quantiletests
 from tortoiselab.studies.model import ALPHA, POWER_TARGET, Measurement
 
 SIMS = 400  # simulated samples per power value in the report (standard error <= 2.5 points)
@@ -158,7 +159,7 @@ def power(m: Measurement, effect: Effect, n: int | None = None, sims: int = SIMS
     if m.statistic == "p90":
         a = c * np.exp(x)
         # below what INNER random swaps resolve, the permutation null's normal tail
-        p = inference.paired_quantile_pvalues(c, a, 0.9, INNER, rng, normal_tail=alpha * INNER < RESOLVED)
+        p = quantiletests.paired_quantile_pvalues(c, a, 0.9, INNER, rng, normal_tail=alpha * INNER < RESOLVED)
         sign = np.sign(np.quantile(a, 0.9, axis=1) - np.quantile(c, 0.9, axis=1))
     else:
         x = _jitter(x, rng)
@@ -184,7 +185,7 @@ def _equivalence_power(m: Measurement, lr: np.ndarray, n: int, margin: float, si
     if m.statistic == "p90":
         a = c * np.exp(x)
         tail = alpha * INNER < RESOLVED
-        p_at = [inference.paired_quantile_pvalues(c, a * math.exp(-d), 0.9, INNER, rng, normal_tail=tail)
+        p_at = [quantiletests.paired_quantile_pvalues(c, a * math.exp(-d), 0.9, INNER, rng, normal_tail=tail)
                 for d in bounds]
         est = np.log(np.quantile(a, 0.9, axis=1) / np.quantile(c, 0.9, axis=1))
     else:
