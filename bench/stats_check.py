@@ -77,12 +77,12 @@ TESTS = (
     Test("Wilcoxon HL, equivalence", "ratio", "equivalence", "paired_location's interval within +-margin (n >= 6)"),
     Test("sign-flip, equivalence", "ratio", "equivalence", "the sign-flip interval within +-margin (below 6 pairs)",
          (5,)),
-    Test("p90 paired", "p90", "shift", "the paired permutation test of the p90 ratio (inference.paired_quantile)",
-         alternatives=("HD p90 paired",)),
-    Test("p90 between", "p90-groups", "shift", "the two-group permutation test of the p90 ratio "
-         "(inference.between_groups_quantile; groups of n)"),
+    Test("p90 paired", "p90", "shift", "the studentized paired permutation test of the p90 ratio "
+         "(quantiletests.paired_quantile)", alternatives=("unstudentized p90 paired", "HD p90 paired")),
+    Test("p90 between", "p90-groups", "shift", "the studentized two-group permutation test of the p90 ratio "
+         "(quantiletests.between_groups_quantile; groups of n)", alternatives=("unstudentized p90 between",)),
     Test("median ratio between", "ratio-groups", "shift", "the two-group permutation test of the ratio of the "
-         "groups' median per-pair ratios (between_groups_quantile, q = 0.5; groups of n)",
+         "groups' median per-pair ratios (the studentized quantiletests.between_groups_quantile, q = 0.5; groups of n)",
          alternatives=("Mann-Whitney on log ratios",)),
     Test("Mann-Whitney shift", "shift-groups", "shift", "Mann-Whitney between two groups, Hodges-Lehmann shift "
          "(rankci.shift_between_groups; groups of n; effect in the claim's unit)"),
@@ -98,6 +98,11 @@ ALTERNATIVES = {
                      "order statistics, Harrell & Davis 1982); not switched here: the claims' registered test is "
                      "the sample p90 (changing a test is a registered change, the lead's call), and it is not "
                      "uniformly better: its weights reach into the stalls of the tail",
+    "unstudentized p90 paired": "the test the p90 claims used before issue 51 (inference.paired_quantile): its "
+                                "permutation null is the arms' exchangeability, so it rejects where the arms differ "
+                                "in shape with the same p90 (the pilots' table below); replaced",
+    "unstudentized p90 between": "the two-group test before issue 51 (inference.between_groups_quantile); replaced "
+                                 "for the same reason",
     "Mann-Whitney on log ratios": "the shift of the log per-pair ratios between the groups (Mann-Whitney, "
                                   "Hodges-Lehmann); not switched here: the claims' registered statistic is the "
                                   "ratio of the groups' medians, which a shift test estimates only under a pure "
@@ -230,7 +235,8 @@ def truths(test: Test, uses: list[Use]) -> list[tuple[str, float | None, float]]
 def decide(name: str, test: Test, effect: float | None, truth: float, n: int, sims: int, swaps: int, sp: dict,
            rng: np.random.Generator):
     """The stats_sims function for test `name` (the test or an alternative) at one truth."""
-    if name in ("Wilcoxon HL", "sign-flip", "p90 paired", "HD p90 paired", "p90 between"):
+    if name in ("Wilcoxon HL", "sign-flip", "p90 paired", "HD p90 paired", "p90 between", "unstudentized p90 paired",
+                "unstudentized p90 between"):
         return sim.sim_paired(name, n, truth, sims, sp, swaps, rng)
     if test.reading == "equivalence":
         return sim.sim_equivalence(n, truth, effect, sims, sp, rng)

@@ -46,8 +46,9 @@ STATISTICS = ("ratio", "p90")
 @dataclass(frozen=True)
 class Effect:
     """What a judge claims: kind "shift" (a change of pct %, signed) or
-    "equivalence" (no change beyond +-margin %), and where the number comes
-    from (source, in words)."""
+    "equivalence" (no change beyond +-margin %; its power is planned at the
+    pilot's measured change, not at 0), and where the number comes from
+    (source, in words)."""
 
     kind: str
     pct: float = 0.0
@@ -56,8 +57,16 @@ class Effect:
 
     def text(self) -> str:
         if self.kind == "equivalence":
-            return f"a CI within +-{self.margin:g} % with no change"
+            return f"a CI within +-{self.margin:g} % at the pilot's measured change"
         return f"{self.pct:+g} % ({self.source})" if self.source else f"{self.pct:+g} %"
+
+
+def min_pairs(alpha: float) -> int:
+    """The fewest pairs whose paired test can give p < alpha at all: its
+    smallest p over the 2^n swap or sign patterns is 2/2^n (the data and
+    its mirror image), so n > log2(2 / alpha): 6 at 0.05, 9 at 0.05 / 8.
+    No reading is planned below it (docs/statistics.md)."""
+    return int(math.floor(math.log2(2.0 / alpha))) + 1
 
 
 def effect_of(judge) -> Effect | None:
@@ -169,9 +178,12 @@ def power(m: Measurement, effect: Effect, n: int | None = None, sims: int = SIMS
 
 def _equivalence_power(m: Measurement, lr: np.ndarray, n: int, margin: float, sims: int, alpha: float,
                        rng: np.random.Generator) -> float:
-    """The share of samples without a change whose interval, the
-    inversion of the measurement's own test at alpha (the family's level,
-    as the label is read), lies within +-margin %: the test rejects both
+    """The share of samples whose interval, the inversion of the
+    measurement's own test at alpha (the family's level, as the label is
+    read), lies within +-margin %, the samples' true change being the
+    pilot's own estimate (its Hodges-Lehmann pseudo-median, or its p90
+    ratio: _centre), not 0: a pilot that measured a change of 3 % cannot
+    plan to show "within 5 %" as if it had measured none. The test rejects both
     margins at alpha with the estimate between them (two one-sided
     readings of the same two-sided test; its p falls away from the
     estimate on either side, so the interval ends inside the margins
@@ -180,7 +192,7 @@ def _equivalence_power(m: Measurement, lr: np.ndarray, n: int, margin: float, si
     interval is then unbounded whatever the pairs (5 pairs: 0.0625)."""
     if 2.0 / 2 ** n >= alpha:
         return 0.0
-    c, x = _samples(m, lr, n, 0.0, sims, rng)
+    c, x = _samples(m, lr, n, _centre(m, lr), sims, rng)
     bounds = (math.log1p(-margin / 100), math.log1p(margin / 100))
     if m.statistic == "p90":
         a = c * np.exp(x)
@@ -199,7 +211,8 @@ def _equivalence_power(m: Measurement, lr: np.ndarray, n: int, margin: float, si
 def required_n(m: Measurement, effect: Effect, target: float = POWER_TARGET, alpha: float = ALPHA,
                sims: int = PLAN_SIMS, n_max: int = N_MAX, seed: int = 0) -> int | None:
     """The fewest pairs with power >= target for `effect`, given the
-    measurement's spread (power() at each n, the same seed for every n);
+    measurement's spread (power() at each n, the same seed for every n),
+    never fewer than min_pairs(alpha);
     None when even n_max pairs do not reach it (or there are no pairs). No
     closed form fits the permutation test of a p90: a normal approximation
     with the pilot's bootstrap standard error asked for 245 pairs where the
@@ -209,12 +222,13 @@ def required_n(m: Measurement, effect: Effect, target: float = POWER_TARGET, alp
 
     def ok(n: int) -> bool:
         return (power(m, effect, n, sims, alpha, seed) or 0.0) >= target
-    hi = 6
+    floor = min_pairs(alpha)  # below it the test cannot reach alpha: never planned there
+    hi = max(6, floor)
     while not ok(hi):
         if hi >= n_max:
             return None
         hi = min(2 * hi, n_max)
-    lo = max(2, hi // 2)  # lo fails (or is the smallest n), hi passes
+    lo = max(floor, hi // 2)  # lo fails (or is the smallest n), hi passes
     if lo == hi or ok(lo):
         return lo
     while hi - lo > 1:

@@ -13,7 +13,7 @@ from tortoiselab.studies.data import current_run_ids, report_grids, study_folder
 from tortoiselab.studies.model import VERDICTS, Study, Verdict
 from tortoiselab.studies.physics import gate_check, physics_checks
 from tortoiselab.studies.registration import record_judged, table_hash
-from tortoiselab.studies.registry import STUDIES, claim_grid, evaluate, experiment_files
+from tortoiselab.studies.registry import STUDIES, claim_grid, evaluate, experiment_files, pair_word
 
 WHY_WE_DIFFER = {
     "tortoise": "LinkedIn measured real users' page views in its PoPs for weeks (RUM); we emulate one path per "
@@ -171,7 +171,10 @@ def verdict_counts(flat: list[Verdict]) -> dict[str, int]:
 
 
 def _n_per_arm(v: Verdict) -> str:
-    return f"{v.n_control} + {v.n_arm}" if v.n_control or v.n_arm else f"{v.n} (runs)"
+    """n as what it is: "39 pairs" (or users, over a population), "5 against 10 values" for two groups."""
+    if (v.n_control or v.n_arm) and not v.n_control == v.n_arm == v.n:
+        return f"{v.n_control} against {v.n_arm} values"
+    return f"{v.n} {pair_word(v.setup)}"
 
 
 def _p_cell(v: Verdict) -> str:
