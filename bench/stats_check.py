@@ -386,9 +386,9 @@ FIXED_NOTES = (
     "- Wilcoxon HL against p90 paired: far more power on the same pairs, but for another hypothesis (the median "
     "per-pair change, not the p90 the seeds state); it is shown as a variant (coalescing's pooled-median rows), "
     "not used for a p90 claim",
-    "- every size here is under the model's null, \"the arm is the control, scaled\" (exchangeable pairs); on the "
-    "pilots' own pairs centred on their p90 ratio, where the arms differ in shape, the p90 tests reject far more "
-    "often than alpha (`bench/stats_check.py --results DIR`, the section \"On the pilot pairs\")",
+    "- every size here is under the model's null, \"the arm is the control, scaled\" (exchangeable pairs); the p90 "
+    "tests' size where the arms differ in shape, on each p90 reading's own pilot pairs, is the table of the "
+    "section \"On the pilot pairs\" (the same script, bench/pilot_pairs.json)",
 )
 
 
@@ -452,7 +452,8 @@ def pilots(args) -> list[str]:
     data = json.loads(Path(args.pilots).read_text())
     t0 = time.time()
     sims, swaps = (20, 100) if args.quick else (args.pilot_sims, args.pilot_swaps)
-    pairs = {k: v for k, v in data["pairs"].items() if args.all_pilots or v.get("primary", True)}
+    pairs = {k: v for k, v in data["pairs"].items()
+             if args.all_pilots or v.get("primary", True) or k.endswith("-users")}
     lines, s = rs.pilot_table(pairs, sims, swaps)
     over = lambda xs: ", ".join(xs) if xs else "none"  # noqa: E731
     return [PILOT_INTRO, "", *lines, "",
@@ -463,8 +464,9 @@ def pilots(args) -> list[str]:
 
 
 PILOT_INTRO = (
-    "Made by `bench/stats_check.py` (`make stats-check`) from the primary p90 readings' pilot pairs "
-    "(bench/pilot_pairs.json; --all-pilots: the variants' too; claims with the same pairs on one row): each pilot as a continuous population whose p90 ratio is exactly 1 (a "
+    "Made by `bench/stats_check.py` (`make stats-check`) from the pilot pairs of the primary p90 readings and the "
+    "paired readings over users (bench/pilot_pairs.json; --all-pilots: every variant's too; claims with the same "
+    "pairs on one row): each pilot as a continuous population whose p90 ratio is exactly 1 (a "
     "smoothed bootstrap of its pairs, the log ratios shifted until the population's p90s are equal: "
     "bench/stats_resample.py, smoothed_pilot_runs), n pairs drawn from it; `size` = the share of samples the test "
     "rejects at 0.05 and at the claim's family level alpha / m, for the studentized test the claims now use (new) and "
@@ -493,7 +495,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", choices=("tests", "pilots"), help="only the tests' table, or only the pilots' table")
     ap.add_argument("--pilot-sims", type=int, default=200)
     ap.add_argument("--pilot-swaps", type=int, default=200)
-    ap.add_argument("--all-pilots", action="store_true", help="the variants' pilots too (default: the primary readings')")
+    ap.add_argument("--all-pilots", action="store_true", help="every variant's pilots too (default: the primary readings' and those over users)")
     args = ap.parse_args(argv)
     if args.results and args.save_pilots:
         return save_pilots(args.results, args.grid, Path(args.pilots))
