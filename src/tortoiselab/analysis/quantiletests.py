@@ -58,6 +58,7 @@ PSEUDO = 0.5  # the pseudo-pairs' weight on each side (paired_statistic)
 TOL_LOG = 1e-6  # a bound is within this of where p crosses alpha, or (TOL_SE) a hundredth of the se if more
 TOL_SE = 1e-2  # (the Monte Carlo error of a bound from 4000 random swaps is about 0.07 se at alpha 0.05 / 8)
 MAX_STEPS = 60  # bisection steps at most (it takes about 7)
+REL_TOL = 1e-5  # single precision keeps about 7 digits: statistics equal in exact arithmetic may differ in the 6th
 
 
 def _side(x: np.ndarray, q: float):
@@ -130,12 +131,25 @@ def groups_statistic(u: np.ndarray, v: np.ndarray, q: float = 0.9) -> tuple[np.n
 def _working(u: np.ndarray, v: np.ndarray, exact: bool) -> tuple[np.ndarray, np.ndarray]:
     """u, v moved by their rows' mean log control (T and se do not move)
     and, for random resamples, in single precision: a permutation null
-    needs no more than its 6 digits and is computed twice as fast; an
-    exact enumeration keeps double precision, so that a pattern's mirror
-    (every pair swapped: T* = -T, the same se) ties with it exactly."""
+    needs no more than its 6 digits and is computed twice as fast; the
+    observed statistic is computed from the same arrays (a double-precision
+    one beside single-precision resamples counted none of them as at
+    least as extreme where the pairs were nearly identical: p = 1 / (B +
+    1) for exchangeable pairs), and a resample counts as at least as
+    extreme within REL_TOL of it (_hits). An exact enumeration keeps
+    double precision, so that a pattern's mirror (every pair swapped:
+    T* = -T, the same se) ties with it exactly."""
     centre = u.mean(axis=-1, keepdims=True)
     dtype = np.float64 if exact else np.float32
     return (u - centre).astype(dtype), (v - centre).astype(dtype)
+
+
+def _hits(null: np.ndarray, obs, exact: bool) -> np.ndarray:
+    """The resamples at least as extreme as obs (per row): |S*| >= |S|
+    less T_TOL (double precision), or less REL_TOL |S| (single)."""
+    obs = np.asarray(obs, float)
+    tol = T_TOL if exact else REL_TOL * np.maximum(1.0, obs)
+    return np.sum(null >= (obs - tol)[..., None], axis=-1)
 
 
 def _paired_null(u: np.ndarray, v: np.ndarray, masks: np.ndarray, q: float,
@@ -143,8 +157,8 @@ def _paired_null(u: np.ndarray, v: np.ndarray, masks: np.ndarray, q: float,
     """(|S| per row, |S*| per row and pattern) for rows of log pairs u, v
     (samples, n) and swap patterns (B, n)."""
     s, n = u.shape
-    obs = np.abs(_studentized(*paired_statistic(u, v, q)))
     u, v = _working(u, v, exact)
+    obs = np.abs(_studentized(*paired_statistic(u, v, q)))
     null = np.empty((s, len(masks)))
     rows = max(1, CHUNK_ELEMENTS // max(n * len(masks), 1))
     for i in range(0, s, rows):
@@ -157,8 +171,8 @@ def _groups_null(u: np.ndarray, v: np.ndarray, splits: np.ndarray, q: float,
                  exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(|S|, |S*|) for rows of log groups u (samples, n_c), v (samples, n_a) and splits (B, n_c + n_a)."""
     s, k = u.shape[0], u.shape[1]
-    obs = np.abs(_studentized(*groups_statistic(u, v, q)))
     u, v = _working(u, v, exact)
+    obs = np.abs(_studentized(*groups_statistic(u, v, q)))
     null = np.empty((s, len(splits)))
     rows = max(1, CHUNK_ELEMENTS // max(splits.size, 1))
     for i in range(0, s, rows):
@@ -178,7 +192,7 @@ def _p(obs: np.ndarray, null: np.ndarray, exact: bool, normal_tail: bool = False
         with np.errstate(divide="ignore", invalid="ignore"):
             z = np.where(rms > 0, obs / rms, np.where(obs > 0, np.inf, 0.0))
         return special.erfc(z / math.sqrt(2))
-    hits = np.sum(null >= (obs - T_TOL)[:, None], axis=1)
+    hits = _hits(null, obs, exact)
     return hits / null.shape[1] if exact else (hits + 1) / (null.shape[1] + 1)
 
 
@@ -260,12 +274,12 @@ def _invert(null_at: Callable[[float], tuple[float, np.ndarray]], exact: bool, c
 
     def pfun(d: float) -> float:
         obs, null = null_at(d)
-        hits = int(np.sum(null >= obs - T_TOL))
+        hits = int(_hits(null, obs, exact))
         return (1 + hits) / count if exact else (hits + 1) / (count + 1)
 
     def accepts(d: float) -> bool:
         obs, null = null_at(d)
-        return need <= 0 or (need <= null.size and int(np.sum(null >= obs - T_TOL)) >= need)
+        return need <= 0 or (need <= null.size and int(_hits(null, obs, exact)) >= need)
     if need <= 0:
         low, high = -math.inf, math.inf
     else:
