@@ -66,8 +66,10 @@ test-lab: setup setup-test kernel
 	$(PY) -m pytest -q -ra tests/integration
 
 # figures, not assertions: the size and power of every test the verdicts use, at n = 6, 20, 60, at each claim's
-# effect and alpha 0.05 and 0.05 / m, at the pilots' spreads (bench/stats_spreads.json), written into
-# docs/statistics.md (bench/stats_check.py; --quick for a smoke test; bench/stats_pilots.py remakes the spreads)
+# effect and alpha 0.05 and 0.05 / m, at the pilots' spreads (bench/stats_spreads.json), and the p90 tests' size
+# and power on every primary p90 reading's own pilot pairs (bench/pilot_pairs.json), written into
+# docs/statistics.md (bench/stats_check.py; --quick for a smoke test; bench/stats_pilots.py remakes the spreads,
+# bench/stats_check.py --results DIR --grid reduced --save-pilots the pilot pairs)
 stats-check: setup
 	$(PY) bench/stats_check.py
 

@@ -6,7 +6,8 @@ studies.power.effect_of, or a direction judge's `interest` in its unit), at
 n = 6, 20, 60 and at alpha 0.05 and at each family level in use (0.05 / m,
 m from the report's families in tests/data/verdict-rows.json).
 
-    .venv/bin/python bench/stats_check.py [--sims 1000] [--swaps 2000] [--quick] [--no-write]
+    .venv/bin/python bench/stats_check.py [--sims 1000] [--swaps 2000] [--quick] [--no-write] [--only tests|pilots]
+    .venv/bin/python bench/stats_check.py --results DIR --grid reduced --save-pilots   (bench/pilot_pairs.json)
     .venv/bin/python bench/stats_check.py --results DIR [--grid G] [--save-pairs FILE] | --pairs FILE
 
 (the second form: each claim's own pilot pairs resampled, printed only:
@@ -77,12 +78,12 @@ TESTS = (
     Test("Wilcoxon HL, equivalence", "ratio", "equivalence", "paired_location's interval within +-margin (n >= 6)"),
     Test("sign-flip, equivalence", "ratio", "equivalence", "the sign-flip interval within +-margin (below 6 pairs)",
          (5,)),
-    Test("p90 paired", "p90", "shift", "the paired permutation test of the p90 ratio (inference.paired_quantile)",
-         alternatives=("HD p90 paired",)),
-    Test("p90 between", "p90-groups", "shift", "the two-group permutation test of the p90 ratio "
-         "(inference.between_groups_quantile; groups of n)"),
+    Test("p90 paired", "p90", "shift", "the studentized paired permutation test of the p90 ratio "
+         "(quantiletests.paired_quantile)", alternatives=("unstudentized p90 paired", "HD p90 paired")),
+    Test("p90 between", "p90-groups", "shift", "the studentized two-group permutation test of the p90 ratio "
+         "(quantiletests.between_groups_quantile; groups of n)", alternatives=("unstudentized p90 between",)),
     Test("median ratio between", "ratio-groups", "shift", "the two-group permutation test of the ratio of the "
-         "groups' median per-pair ratios (between_groups_quantile, q = 0.5; groups of n)",
+         "groups' median per-pair ratios (the studentized quantiletests.between_groups_quantile, q = 0.5; groups of n)",
          alternatives=("Mann-Whitney on log ratios",)),
     Test("Mann-Whitney shift", "shift-groups", "shift", "Mann-Whitney between two groups, Hodges-Lehmann shift "
          "(rankci.shift_between_groups; groups of n; effect in the claim's unit)"),
@@ -98,6 +99,11 @@ ALTERNATIVES = {
                      "order statistics, Harrell & Davis 1982); not switched here: the claims' registered test is "
                      "the sample p90 (changing a test is a registered change, the lead's call), and it is not "
                      "uniformly better: its weights reach into the stalls of the tail",
+    "unstudentized p90 paired": "the test the p90 claims used before issue 51 (inference.paired_quantile): its "
+                                "permutation null is the arms' exchangeability, so it rejects where the arms differ "
+                                "in shape with the same p90 (the pilots' table below); replaced",
+    "unstudentized p90 between": "the two-group test before issue 51 (inference.between_groups_quantile); replaced "
+                                 "for the same reason",
     "Mann-Whitney on log ratios": "the shift of the log per-pair ratios between the groups (Mann-Whitney, "
                                   "Hodges-Lehmann); not switched here: the claims' registered statistic is the "
                                   "ratio of the groups' medians, which a shift test estimates only under a pure "
@@ -230,7 +236,8 @@ def truths(test: Test, uses: list[Use]) -> list[tuple[str, float | None, float]]
 def decide(name: str, test: Test, effect: float | None, truth: float, n: int, sims: int, swaps: int, sp: dict,
            rng: np.random.Generator):
     """The stats_sims function for test `name` (the test or an alternative) at one truth."""
-    if name in ("Wilcoxon HL", "sign-flip", "p90 paired", "HD p90 paired", "p90 between"):
+    if name in ("Wilcoxon HL", "sign-flip", "p90 paired", "HD p90 paired", "p90 between", "unstudentized p90 paired",
+                "unstudentized p90 between"):
         return sim.sim_paired(name, n, truth, sims, sp, swaps, rng)
     if test.reading == "equivalence":
         return sim.sim_equivalence(n, truth, effect, sims, sp, rng)
@@ -379,9 +386,9 @@ FIXED_NOTES = (
     "- Wilcoxon HL against p90 paired: far more power on the same pairs, but for another hypothesis (the median "
     "per-pair change, not the p90 the seeds state); it is shown as a variant (coalescing's pooled-median rows), "
     "not used for a p90 claim",
-    "- every size here is under the model's null, \"the arm is the control, scaled\" (exchangeable pairs); on the "
-    "pilots' own pairs centred on their p90 ratio, where the arms differ in shape, the p90 tests reject far more "
-    "often than alpha (`bench/stats_check.py --results DIR`, the section \"On the pilot pairs\")",
+    "- every size here is under the model's null, \"the arm is the control, scaled\" (exchangeable pairs); the p90 "
+    "tests' size where the arms differ in shape, on each p90 reading's own pilot pairs, is the table of the "
+    "section \"On the pilot pairs\" (the same script, bench/pilot_pairs.json)",
 )
 
 
@@ -400,14 +407,14 @@ def build(spreads: dict, fam: dict[str, int], sims: int, swaps: int, ns: tuple[i
     return list(INTRO) + lines + findings(every, sims) + list(FIXED_NOTES) + [""], every
 
 
-def write_doc(lines: list[str], doc: Path = DOC) -> None:
-    """lines between the stats-check markers of doc (nothing else of it changes)."""
+def write_doc(lines: list[str], doc: Path = DOC, begin: str = BEGIN, end: str = END) -> None:
+    """lines between the markers begin ... end of doc (nothing else of it changes)."""
     text = doc.read_text()
-    head, _, rest = text.partition(BEGIN)
-    _, found, tail = rest.partition(END)
+    head, _, rest = text.partition(begin)
+    _, found, tail = rest.partition(end)
     if not found:
-        raise SystemExit(f"{doc}: no {BEGIN} ... {END} markers")
-    doc.write_text(head + BEGIN + "\n" + "\n".join(lines) + "\n" + END + tail)
+        raise SystemExit(f"{doc}: no {begin} ... {end} markers")
+    doc.write_text(head + begin + "\n" + "\n".join(lines) + "\n" + end + tail)
 
 
 def resample(args) -> int:
@@ -418,6 +425,56 @@ def resample(args) -> int:
         Path(args.save_pairs).write_text(json.dumps(pairs, indent=1))
     print("\n".join(rs.pilot_tables(pairs, args.sims, args.swaps)))
     return 0
+
+
+def save_pilots(results: str, grid: str, out: Path) -> int:
+    """The p90 claims' pilot pairs of a results folder (the grid of the
+    list with the most pairs, as the report reads them) with each claim's
+    family level (tests/data/verdict-rows.json) and claimed effect,
+    written as PILOTS: small (the per-pair numbers only), committed, so
+    the pilots' table runs on a fresh clone."""
+    import stats_resample as rs
+    from tortoiselab.studies.registry import STUDIES
+    fam, primary = families(), {c.id: c.primary for s in STUDIES.values() for c in s.claims}
+    pairs = {k: {"control": [round(x, 3) for x in v["control"]], "arm": [round(x, 3) for x in v["arm"]],
+                 "statistic": "p90", "effect": v["effect"], "alpha": ALPHA / fam.get(k.split(".")[0], 1),
+                 "primary": primary.get(k, False)}
+             for k, v in rs.results_pairs(results, grid).items() if v["statistic"] == "p90"}
+    out.write_text(json.dumps({"source": f"bench/stats_check.py --results {results} --grid {grid} --save-pilots",
+                               "pairs": pairs}, indent=1) + "\n")
+    print(f"{out}: {len(pairs)} p90 claims' pilot pairs")
+    return 0
+
+
+def pilots(args) -> list[str]:
+    """The p90 pilots' table (bench/stats_resample.py, pilot_table) of PILOTS, with its heading and summary."""
+    import stats_resample as rs
+    data = json.loads(Path(args.pilots).read_text())
+    t0 = time.time()
+    sims, swaps = (20, 100) if args.quick else (args.pilot_sims, args.pilot_swaps)
+    pairs = {k: v for k, v in data["pairs"].items()
+             if args.all_pilots or v.get("primary", True) or k.endswith("-users")}
+    lines, s = rs.pilot_table(pairs, sims, swaps)
+    over = lambda xs: ", ".join(xs) if xs else "none"  # noqa: E731
+    return [PILOT_INTRO, "", *lines, "",
+            f"Beyond alpha + 2 standard errors (\"!\"): studentized {len(s['new_over'])} of {s['cells']} size cells "
+            f"({over(s['new_over'])}); unstudentized {len(s['old_over'])} of {s['cells']} ({over(s['old_over'])}). "
+            f"{sims} samples a cell, {swaps} random swaps a sample; pilots: "
+            f"{data.get('source', args.pilots)}; wall time {(time.time() - t0) / 60:.1f} min.", ""]
+
+
+PILOT_INTRO = (
+    "Made by `bench/stats_check.py` (`make stats-check`) from the pilot pairs of the primary p90 readings and the "
+    "paired readings over users (bench/pilot_pairs.json; --all-pilots: every variant's too; claims with the same "
+    "pairs on one row): each pilot as a continuous population whose p90 ratio is exactly 1 (a "
+    "smoothed bootstrap of its pairs, the log ratios shifted until the population's p90s are equal: "
+    "bench/stats_resample.py, smoothed_pilot_runs), n pairs drawn from it; `size` = the share of samples the test "
+    "rejects at 0.05 and at the claim's family level alpha / m, for the studentized test the claims now use (new) and "
+    "the unstudentized one it replaced (old); `pairs swapped` = the studentized test's size when each pair's runs are "
+    "also swapped at random (exchangeable pairs, where it is exact); power = the studentized test's share significant "
+    "on the claimed side at the claimed effect (0.05, alpha / m). Shares in %.")
+PILOT_BEGIN, PILOT_END = "<!-- stats-pilots:begin -->", "<!-- stats-pilots:end -->"
+PILOTS = Path(__file__).resolve().parent / "pilot_pairs.json"
 
 
 def main(argv=None) -> int:
@@ -432,9 +489,27 @@ def main(argv=None) -> int:
     ap.add_argument("--grid", default="powered,reduced", help="with --results: the grids to read")
     ap.add_argument("--pairs", help="print the pilot-resampling check of JSON {name: {control, arm, statistic, effect}}")
     ap.add_argument("--save-pairs", help="with --results: write the pilot pairs read here")
+    ap.add_argument("--save-pilots", action="store_true", help=f"with --results: write the p90 claims' pilot pairs "
+                    f"to --pilots ({PILOTS.name})")
+    ap.add_argument("--pilots", default=str(PILOTS), help="the p90 pilots' pairs (--save-pilots writes them)")
+    ap.add_argument("--only", choices=("tests", "pilots"), help="only the tests' table, or only the pilots' table")
+    ap.add_argument("--pilot-sims", type=int, default=200)
+    ap.add_argument("--pilot-swaps", type=int, default=200)
+    ap.add_argument("--all-pilots", action="store_true", help="every variant's pilots too (default: the primary readings' and those over users)")
     args = ap.parse_args(argv)
+    if args.results and args.save_pilots:
+        return save_pilots(args.results, args.grid, Path(args.pilots))
     if args.results or args.pairs:
         return resample(args)
+    if args.only != "tests":
+        if not Path(args.pilots).is_file():
+            raise SystemExit(f"--pilots {args.pilots}: no such file (make it with --results DIR --save-pilots)")
+        plines = pilots(args)
+        print("\n".join(plines))
+        if not (args.no_write or args.quick):
+            write_doc(plines, begin=PILOT_BEGIN, end=PILOT_END)
+        if args.only == "pilots":
+            return 0
     if args.sims < 10 or args.swaps < 10:
         raise SystemExit("--sims and --swaps: 10 or more each")
     sims, swaps = (60, 400) if args.quick else (args.sims, args.swaps)

@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from tortoiselab.analysis import inference as inf
+from tortoiselab.analysis import quantiletests as qt
 from stats_sims import hd_paired_pvalues, hd_weights
 
 NS = (6, 20, 60)
@@ -53,6 +54,45 @@ def pilot_runs(control, arm, statistic: str, n: int, effect_pct: float, sims: in
     return cs, arms * (1 + effect_pct / 100)
 
 
+def _silverman(x: np.ndarray) -> float:
+    """Silverman's (1986, eq. 3.31) bandwidth of x: 0.9 min(sd, IQR / 1.349) n^(-1/5) (the sd alone
+    where the IQR is 0; 1e-4 where both are: a continuous population still)."""
+    sd = float(np.std(x))
+    iqr = float(np.subtract(*np.quantile(x, [0.75, 0.25])))
+    h = 0.9 * (min(sd, iqr / 1.349) if iqr > 0 else sd) * x.size ** -0.2
+    return h if h > 0 else 1e-4
+
+
+def smoothed_pilot_runs(control, arm, n: int, effect_pct: float, sims: int, rng: np.random.Generator,
+                        swapped: bool = False, population: int = 400_000):
+    """(control, arm), each (sims, 2n), from the pilot's pairs as a
+    continuous population where the p90 ratio is exactly 1 (a null that
+    holds): a smoothed bootstrap (Silverman & Young 1987) of the pairs, each
+    draw's log control and log ratio moved by normal noise of Silverman's
+    bandwidth of the pilot's (the pair kept together), the log ratios then
+    shifted so that the population's p90s (from `population` draws) are
+    equal, the arm scaled by 1 + effect. Resampled without smoothing, 13
+    pilot pairs make a population of 13 atoms, whose sample p90 jumps
+    between atoms: neither a p90 ratio of 1 nor a setting any quantile
+    test's asymptotics cover. swapped: each pair's runs swapped at random."""
+    u = np.log(np.asarray(control, float))
+    x = np.log(np.asarray(arm, float)) - u
+    hu, hx = _silverman(u), _silverman(x)
+
+    def draw(shape):
+        idx = rng.integers(0, u.size, shape)
+        lu = u[idx] + rng.normal(0, hu, shape)
+        return lu, lu + x[idx] + rng.normal(0, hx, shape)
+    big_u, big_v = draw((population,))
+    shift = math.log(np.quantile(np.exp(big_v), Q) / np.quantile(np.exp(big_u), Q))
+    lu, lv = draw((sims, 2 * n))
+    cs, arms = np.exp(lu), np.exp(lv - shift)
+    if swapped:
+        flip = rng.random(cs.shape) < 0.5
+        cs, arms = np.where(flip, arms, cs), np.where(flip, cs, arms)
+    return cs, arms * (1 + effect_pct / 100)
+
+
 # --- the tests, vectorised: (p, estimate) per sample ----------------------------------------
 
 
@@ -64,10 +104,12 @@ def run_test(test: str, c: np.ndarray, a: np.ndarray, n: int, swaps: int, rng: n
         return inf.paired_location_pvalues(np.log(ap) - np.log(cp))
     if test == "p90 between":
         ab = a[:, n:]
-        return (inf.between_groups_quantile_pvalues(cp, ab, Q, swaps, rng),
+        return (qt.between_groups_quantile_pvalues(cp, ab, Q, swaps, rng),
                 np.log(np.quantile(ab, Q, axis=1) / np.quantile(cp, Q, axis=1)))
     est = np.log(np.quantile(ap, Q, axis=1) / np.quantile(cp, Q, axis=1))
     if test == "p90 paired":
+        return qt.paired_quantile_pvalues(cp, ap, Q, swaps, rng), est
+    if test == "unstudentized p90 paired":
         return inf.paired_quantile_pvalues(cp, ap, Q, swaps, rng), est
     w = hd_weights(n)
     return hd_paired_pvalues(cp, ap, swaps, rng), np.log((np.sort(ap, axis=1) @ w) / (np.sort(cp, axis=1) @ w))
@@ -167,7 +209,7 @@ def pilot_tables(pairs: dict, sims: int, swaps: int) -> list[str]:
     out = []
     for name, p in pairs.items():
         stat = p.get("statistic") or "ratio"
-        tests = ("Wilcoxon HL",) if stat == "ratio" else ("p90 paired", "HD p90 paired", "p90 between")
+        tests = ("Wilcoxon HL",) if stat == "ratio" else ("p90 paired", "unstudentized p90 paired", "p90 between")
         effects = tuple(dict.fromkeys(e for e in (p.get("effect"), -5.0) if e))
         res = cells(lambda n, e, s, rng: pilot_runs(p["control"], p["arm"], stat, n, e, s, rng), tests, effects,
                     sims, swaps, seed=len(p["control"]))
@@ -178,3 +220,98 @@ def pilot_tables(pairs: dict, sims: int, swaps: int) -> list[str]:
     return out
 
 
+
+
+# --- the p90 pilots' table that `make stats-check` writes (bench/pilot_pairs.json) ---------------
+
+PILOT_NS = (20, 60)
+PILOT_TESTS = ("p90 paired", "unstudentized p90 paired")
+
+
+def distinct_pilots(pairs: dict) -> dict[str, dict]:
+    """The p90 pilots of pairs ({claim: {control, arm, statistic, effect,
+    alpha, primary}}), those with the same pairs merged into one entry
+    that names every claim (a variant that reads the same runs as its
+    primary, a composite's deciding part)."""
+    out: dict[tuple, dict] = {}
+    for name, p in pairs.items():
+        if p.get("statistic") != "p90" or len(p["control"]) < 2:
+            continue
+        key = (tuple(p["control"]), tuple(p["arm"]))
+        if key in out:
+            out[key]["claims"].append(name)
+            if p.get("effect") is not None and p["effect"] not in out[key]["effects"]:
+                out[key]["effects"].append(p["effect"])
+            out[key]["alpha"] = min(out[key]["alpha"], p.get("alpha", ALPHA))
+        else:
+            out[key] = {"claims": [name], "control": p["control"], "arm": p["arm"], "alpha": p.get("alpha", ALPHA),
+                        "effects": [p["effect"]] if p.get("effect") is not None else []}
+    return {v["claims"][0]: v for v in out.values()}
+
+
+def _rate(p: np.ndarray, est: np.ndarray, effect: float, alpha: float) -> float:
+    side = np.ones_like(p, bool) if effect == 0 else np.sign(est) == np.sign(effect)
+    return float(np.mean((p < alpha) & side))
+
+
+def pilot_rows(pilot: dict, sims: int, swaps: int, seed: int) -> list[dict]:
+    """Per n of PILOT_NS: each PILOT_TESTS test's size at 0.05 and at the
+    pilot's family level on the pilot resampled under "p90 ratio = 1"
+    (pilot_runs), the size with each pair's runs swapped at random
+    (exchangeable), and the power at each claimed effect (the same tests, the same samples)."""
+    rows = []
+    for n in PILOT_NS:
+        rng = np.random.default_rng([seed, n])
+        row = {"n": n, "size": {}, "swapped": {}, "power": {}}
+        draws = {"size": smoothed_pilot_runs(pilot["control"], pilot["arm"], n, 0.0, sims, rng),
+                 "swapped": smoothed_pilot_runs(pilot["control"], pilot["arm"], n, 0.0, sims, rng, swapped=True)}
+        for e in pilot["effects"]:
+            draws[e] = smoothed_pilot_runs(pilot["control"], pilot["arm"], n, e, sims, rng)
+        for t in PILOT_TESTS:
+            for what, (c, a) in draws.items():
+                p, est = run_test(t, c, a, n, swaps, np.random.default_rng([seed, n, 1]))
+                rates = {al: _rate(p, est, 0.0 if what in ("size", "swapped") else what, al)
+                         for al in (ALPHA, pilot["alpha"])}
+                if what in ("size", "swapped"):
+                    row[what][t] = rates
+                else:
+                    row["power"][t, what] = rates
+        rows.append(row)
+    return rows
+
+
+def limit(alpha: float, sims: int) -> float:
+    """alpha + 2 Monte Carlo standard errors of a share over sims samples."""
+    return alpha + 2 * math.sqrt(alpha * (1 - alpha) / sims)
+
+
+def pilot_table(pairs: dict, sims: int, swaps: int) -> tuple[list[str], dict]:
+    """The markdown table of every distinct p90 pilot (its claims, n of
+    pairs, family level): size under its p90-ratio null of the studentized
+    test and the unstudentized one at 0.05 and alpha / m, with "!" beyond
+    alpha + 2 standard errors, the studentized test's size on swapped
+    pairs and its power at the claimed effects; with a summary."""
+    new, old = PILOT_TESTS
+    head = ["pilot (claims)", "pairs", "alpha / m", "n", "size 0.05 new", "size 0.05 old", "size a/m new",
+            "size a/m old", "size 0.05 new, pairs swapped", "power at the claimed effect: 0.05, a/m (new)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    summary = {"cells": 0, "new_over": [], "old_over": []}
+
+    def cell(v: float, alpha: float, t: str, where: str) -> str:
+        over = v > limit(alpha, sims)
+        if over:
+            summary["new_over" if t == new else "old_over"].append(where)
+        return f"{100 * v:.1f}{' !' if over else ''}"
+    for seed, (name, pilot) in enumerate(distinct_pilots(pairs).items()):
+        al = pilot["alpha"]
+        for r in pilot_rows(pilot, sims, swaps, seed):
+            where = f"{name} n = {r['n']}"
+            summary["cells"] += 2
+            power = "; ".join(f"{e:+g} %: {100 * r['power'][new, e][ALPHA]:.0f}, {100 * r['power'][new, e][al]:.0f}"
+                              for e in pilot["effects"]) or "-"
+            lines.append("| " + " | ".join([
+                ", ".join(pilot["claims"]), str(len(pilot["control"])), f"{al:.2g}", str(r["n"]),
+                cell(r["size"][new][ALPHA], ALPHA, new, where), cell(r["size"][old][ALPHA], ALPHA, old, where),
+                cell(r["size"][new][al], al, new, where + " a/m"), cell(r["size"][old][al], al, old, where + " a/m"),
+                f"{100 * r['swapped'][new][ALPHA]:.1f}", power]) + " |")
+    return lines, summary

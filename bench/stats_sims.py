@@ -18,6 +18,7 @@ from scipy import special
 from scipy import stats as st
 
 from tortoiselab.analysis import inference as inf
+from tortoiselab.analysis import quantiletests as qt
 
 Q = 0.9
 Decide = Callable[[float], np.ndarray]
@@ -80,19 +81,24 @@ def sim_paired(test: str, n: int, effect: float, sims: int, sp: dict, swaps: int
                rng: np.random.Generator) -> Decide:
     """A paired test of a change in % (effect, signed): "Wilcoxon HL" /
     "sign-flip" (inference.paired_location_pvalues: Wilcoxon from 6 pairs,
-    the exact sign-flip below), "p90 paired" (paired_quantile_pvalues),
-    "HD p90 paired", "p90 between" (between_groups_quantile_pvalues, the
-    first n controls against the last n arms: other repetitions)."""
+    the exact sign-flip below), "p90 paired" (the studentized
+    quantiletests.paired_quantile_pvalues), "HD p90 paired", "p90 between"
+    (quantiletests.between_groups_quantile_pvalues, the first n controls
+    against the last n arms: other repetitions), and "unstudentized p90
+    paired" / "between" (inference's tests, the ones the claims used before
+    issue 51)."""
     c, a = paired_runs(n, effect, sims, sp, rng)
     cp, ap = c[:, :n], a[:, :n]
     if test in ("Wilcoxon HL", "sign-flip"):
         return _significant(*inf.paired_location_pvalues(np.log(ap) - np.log(cp)), effect)
-    if test == "p90 between":
+    if test in ("p90 between", "unstudentized p90 between"):
         ab = a[:, n:]
-        return _significant(inf.between_groups_quantile_pvalues(cp, ab, Q, swaps, rng),
+        fn = qt.between_groups_quantile_pvalues if test == "p90 between" else inf.between_groups_quantile_pvalues
+        return _significant(fn(cp, ab, Q, swaps, rng),
                             np.log(np.quantile(ab, Q, axis=1) / np.quantile(cp, Q, axis=1)), effect)
-    if test == "p90 paired":
-        return _significant(inf.paired_quantile_pvalues(cp, ap, Q, swaps, rng),
+    if test in ("p90 paired", "unstudentized p90 paired"):
+        fn = qt.paired_quantile_pvalues if test == "p90 paired" else inf.paired_quantile_pvalues
+        return _significant(fn(cp, ap, Q, swaps, rng),
                             np.log(np.quantile(ap, Q, axis=1) / np.quantile(cp, Q, axis=1)), effect)
     if test == "HD p90 paired":
         w = hd_weights(n)
@@ -139,7 +145,7 @@ def sim_groups_ratio(test: str, n: int, effect: float, sims: int, sp: dict, swap
     shift of the log ratios)."""
     xb, xo = _log_groups(n, effect, sims, sp, rng)
     if test == "median ratio between":
-        p = inf.between_groups_quantile_pvalues(np.exp(xb), np.exp(xo), 0.5, swaps, rng)
+        p = qt.between_groups_quantile_pvalues(np.exp(xb), np.exp(xo), 0.5, swaps, rng)
         return _significant(p, np.median(xo, axis=1) - np.median(xb, axis=1), effect)
     if test == "Mann-Whitney on log ratios":
         return _significant(*_mw(xb, xo), effect)

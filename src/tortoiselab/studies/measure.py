@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
-from tortoiselab.analysis import inference, rankci, stats
+from tortoiselab.analysis import inference, quantiletests, rankci, stats
 from tortoiselab.spec import cols
 from tortoiselab.studies.model import ALPHA, Judge, Measurement, NoData, fmt
 from tortoiselab.studies.power import Effect
@@ -127,19 +127,20 @@ def infer(c: np.ndarray, a: np.ndarray, statistic: str, alpha: float = ALPHA, se
     and the interval that inverts it at alpha (analysis.inference,
     analysis.rankci): "ratio" = Wilcoxon signed-rank on log ratios with the
     Hodges-Lehmann estimate (the exact sign-flip test below 6 pairs), "p90"
-    = the paired permutation test of the p90 ratio, "p90-groups" = the
-    permutation test of the p90 ratio of two independent groups,
+    = the studentized paired permutation test of the p90 ratio
+    (analysis.quantiletests), "p90-groups" = the studentized permutation
+    test of the p90 ratio of two independent groups,
     "ratio-groups" = the same test of the ratio of their medians (c and a
     per-pair ratios of two sets of pairs: change_of_change),
     "shift-groups" = the Mann-Whitney shift of a against c (two groups),
     "spearman" = Spearman's rho of c and a, "location" = the Wilcoxon
     centre of a alone (c unused) (docs/statistics.md)."""
     if statistic == "p90":
-        return inference.paired_quantile(c, a, 0.9, alpha, n_resamples=4000, seed=seed)
+        return quantiletests.paired_quantile(c, a, 0.9, alpha, n_resamples=4000, seed=seed)
     if statistic == "p90-groups":
-        return inference.between_groups_quantile(c, a, 0.9, alpha, n_resamples=4000, seed=seed)
+        return quantiletests.between_groups_quantile(c, a, 0.9, alpha, n_resamples=4000, seed=seed)
     if statistic == "ratio-groups":
-        return inference.between_groups_quantile(c, a, 0.5, alpha, n_resamples=4000, seed=seed)
+        return quantiletests.between_groups_quantile(c, a, 0.5, alpha, n_resamples=4000, seed=seed)
     if statistic == "shift-groups":
         return rankci.shift_between_groups(c, a, alpha)
     if statistic == "spearman":

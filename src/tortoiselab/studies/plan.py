@@ -73,6 +73,8 @@ class ClaimPlan:
     reps: int | None = None
     reps_upper: int | None = None
     note: str = ""
+    primary: bool = True
+    min_n: int = 0  # the fewest pairs whose test can reach the level at all (power.min_pairs)
 
     @property
     def level(self) -> float:
@@ -219,7 +221,8 @@ def plan_claim(c: Claim, m: Measurement, reps: int, family: int, sims: int = pw.
     `confidence`, the pairs inflated by it); a composite row plans its
     deciding part (registry.deciding)."""
     m = deciding(m, c.judge)
-    out = ClaimPlan(c.id, n=m.n, per_rep=m.n / max(reps, 1), family=family)
+    out = ClaimPlan(c.id, n=m.n, per_rep=m.n / max(reps, 1), family=family, primary=c.primary)
+    out.min_n = pw.min_pairs(out.level)
     effect = pw.effect_of(c.judge)
     if c.untestable or m.untestable:
         out.note = "not testable here: " + (c.untestable or m.untestable)
@@ -232,11 +235,14 @@ def plan_claim(c: Claim, m: Measurement, reps: int, family: int, sims: int = pw.
         out.note = "no claimed effect or no pairs to simulate from: the claim's own rule, not a test of a shift"
         return out
     out.effect = effect.text()
+    if m.n < out.min_n:  # no p below the level at its n: said, and never planned there (required_n's floor)
+        out.note = (f"at its {m.n} pairs the smallest possible p, 2/2^{m.n} = {2 / 2 ** m.n:.3g}, is not below the "
+                    f"level {out.level:.2g}: at least {out.min_n} pairs")
     sims = min(sims, P90_SIMS) if m.statistic == "p90" else sims
     out.power_now = pw.power(m, effect, sims=sims, alpha=out.level)
     out.factor = spread_factor(lr.size, confidence)
     if m.exact_repeats:
-        out.note = EXACT_REPEATS
+        out.note = EXACT_REPEATS + (f"; {out.note}" if out.note else "")
         return out
     out.pairs = pw.required_n(m, effect, POWER_TARGET, out.level, sims, n_max)
     upper = pw.required_n(inflated(m, out.factor), effect, POWER_TARGET, out.level, sims, n_max)
@@ -247,8 +253,21 @@ def plan_claim(c: Claim, m: Measurement, reps: int, family: int, sims: int = pw.
     out.reps, out.reps_upper = _reps(out.pairs, out.per_rep), _reps(out.pairs_upper, out.per_rep)
     if out.pairs_upper is None:
         where = "at the upper bound of" if out.pairs is not None else "against"
-        out.note = f"more than {n_max} pairs: the effect is small {where} the pilot's spread"
+        out.note = "; ".join(x for x in (out.note, f"more than {n_max} pairs: the effect is small {where} the "
+                                                  "pilot's spread") if x)
     return out
+
+
+def floor_reps(rows: list[ClaimPlan]) -> tuple[int, str]:
+    """The repetitions (or users) below which a primary reading's test
+    cannot reach its level at all (ClaimPlan.min_n over its pairs per
+    repetition), and the claims that set it: a powered grid never goes below."""
+    need = [(math.ceil(r.min_n / r.per_rep), r.claim_id) for r in rows if r.primary and r.effect and r.per_rep > 0]
+    if not need:
+        return 0, ""
+    top = max(k for k, _ in need)
+    return top, (f"at least {top} so that every primary reading's smallest possible p is below its level "
+                 f"({', '.join(c for k, c in need if k == top)})")
 
 
 def seconds_per_run(folder: Path) -> float | None:
@@ -307,10 +326,10 @@ def users_needed(rows: list[ClaimPlan], cap: int) -> tuple[int | None, str]:
     a claim is out of reach within power.N_MAX users. With a note of what
     the cap leaves short and what is out of reach."""
     need = [r.pairs_upper for r in rows if r.pairs_upper is not None]
-    far = [r.claim_id for r in rows if r.effect and r.pairs_upper is None and r.note != EXACT_REPEATS]
+    far = [r.claim_id for r in rows if r.effect and r.pairs_upper is None and not r.note.startswith(EXACT_REPEATS)]
     if not need and not far:
         return None, "no claim has a test to plan from"
-    top = max(need, default=cap)
+    top = max(need + [floor_reps(rows)[0]], default=cap)
     short = [r.claim_id for r in rows if r.pairs_upper is not None and r.pairs_upper > cap]
     notes = ([f"capped at {cap} users per market (--max-users): {', '.join(short)} would need up to {top}"]
              if short else [])
@@ -324,11 +343,15 @@ def repetitions_needed(rows: list[ClaimPlan], cap: int) -> tuple[int | None, str
     pilot's spread (reps_upper), capped (with a note of what the cap leaves
     underpowered)."""
     need = [r.reps_upper for r in rows if r.reps_upper is not None]
-    out_of_reach = [r.claim_id for r in rows if r.effect and r.reps_upper is None and r.note != EXACT_REPEATS]
+    out_of_reach = [r.claim_id for r in rows if r.effect and r.reps_upper is None
+                    and not r.note.startswith(EXACT_REPEATS)]
     far = f"out of reach within {pw.N_MAX} pairs: {', '.join(out_of_reach)}" if out_of_reach else ""
-    if not need:
+    floor, why = floor_reps(rows)
+    if not need and not floor:
         return None, far or "no claim of this experiment has a test to plan from"
-    top = max(need)
+    top = max(need + [floor])
+    if top == floor and floor > max(need, default=0):
+        far = "; ".join(x for x in (why, far) if x)
     if top <= cap:
         return top, far
     short = ", ".join(r.claim_id for r in rows if r.reps_upper is not None and r.reps_upper > cap)

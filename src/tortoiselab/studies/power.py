@@ -7,8 +7,9 @@ of the measurement (log arm - log control) are centred so the pilot is
 p90, on the log of its p90 ratio), resampled with replacement to n pairs, shifted by the claimed effect
 (log(1 + effect / 100)), and the same test the measurement ran is run on
 each simulated sample (analysis.inference: Wilcoxon signed-rank with 6 or
-more pairs, the exact sign-flip test below, as paired_location; the paired
-permutation test of the p90 ratio for p90 claims, as paired_quantile).
+more pairs, the exact sign-flip test below, as paired_location; the
+studentized paired permutation test of the p90 ratio for p90 claims, as
+analysis.quantiletests.paired_quantile).
 Power = the share of samples significant at ALPHA in the claimed
 direction: p < alpha with the interval that inverts the test on the
 claimed side of 0 (docs/statistics.md). An equivalence claim's power
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as st
 
-from tortoiselab.analysis import inference
+from tortoiselab.analysis import inference, quantiletests
 from tortoiselab.studies.model import ALPHA, POWER_TARGET, Measurement
 
 SIMS = 400  # simulated samples per power value in the report (standard error <= 2.5 points)
@@ -45,8 +46,9 @@ STATISTICS = ("ratio", "p90")
 @dataclass(frozen=True)
 class Effect:
     """What a judge claims: kind "shift" (a change of pct %, signed) or
-    "equivalence" (no change beyond +-margin %), and where the number comes
-    from (source, in words)."""
+    "equivalence" (no change beyond +-margin %; its power is planned at the
+    pilot's measured change, not at 0), and where the number comes from
+    (source, in words)."""
 
     kind: str
     pct: float = 0.0
@@ -55,8 +57,16 @@ class Effect:
 
     def text(self) -> str:
         if self.kind == "equivalence":
-            return f"a CI within +-{self.margin:g} % with no change"
+            return f"a CI within +-{self.margin:g} % at the pilot's measured change"
         return f"{self.pct:+g} % ({self.source})" if self.source else f"{self.pct:+g} %"
+
+
+def min_pairs(alpha: float) -> int:
+    """The fewest pairs whose paired test can give p < alpha at all: its
+    smallest p over the 2^n swap or sign patterns is 2/2^n (the data and
+    its mirror image), so n > log2(2 / alpha): 6 at 0.05, 9 at 0.05 / 8.
+    No reading is planned below it (docs/statistics.md)."""
+    return int(math.floor(math.log2(2.0 / alpha))) + 1
 
 
 def effect_of(judge) -> Effect | None:
@@ -158,7 +168,7 @@ def power(m: Measurement, effect: Effect, n: int | None = None, sims: int = SIMS
     if m.statistic == "p90":
         a = c * np.exp(x)
         # below what INNER random swaps resolve, the permutation null's normal tail
-        p = inference.paired_quantile_pvalues(c, a, 0.9, INNER, rng, normal_tail=alpha * INNER < RESOLVED)
+        p = quantiletests.paired_quantile_pvalues(c, a, 0.9, INNER, rng, normal_tail=alpha * INNER < RESOLVED)
         sign = np.sign(np.quantile(a, 0.9, axis=1) - np.quantile(c, 0.9, axis=1))
     else:
         x = _jitter(x, rng)
@@ -168,9 +178,12 @@ def power(m: Measurement, effect: Effect, n: int | None = None, sims: int = SIMS
 
 def _equivalence_power(m: Measurement, lr: np.ndarray, n: int, margin: float, sims: int, alpha: float,
                        rng: np.random.Generator) -> float:
-    """The share of samples without a change whose interval, the
-    inversion of the measurement's own test at alpha (the family's level,
-    as the label is read), lies within +-margin %: the test rejects both
+    """The share of samples whose interval, the inversion of the
+    measurement's own test at alpha (the family's level, as the label is
+    read), lies within +-margin %, the samples' true change being the
+    pilot's own estimate (its Hodges-Lehmann pseudo-median, or its p90
+    ratio: _centre), not 0: a pilot that measured a change of 3 % cannot
+    plan to show "within 5 %" as if it had measured none. The test rejects both
     margins at alpha with the estimate between them (two one-sided
     readings of the same two-sided test; its p falls away from the
     estimate on either side, so the interval ends inside the margins
@@ -179,12 +192,12 @@ def _equivalence_power(m: Measurement, lr: np.ndarray, n: int, margin: float, si
     interval is then unbounded whatever the pairs (5 pairs: 0.0625)."""
     if 2.0 / 2 ** n >= alpha:
         return 0.0
-    c, x = _samples(m, lr, n, 0.0, sims, rng)
+    c, x = _samples(m, lr, n, _centre(m, lr), sims, rng)
     bounds = (math.log1p(-margin / 100), math.log1p(margin / 100))
     if m.statistic == "p90":
         a = c * np.exp(x)
         tail = alpha * INNER < RESOLVED
-        p_at = [inference.paired_quantile_pvalues(c, a * math.exp(-d), 0.9, INNER, rng, normal_tail=tail)
+        p_at = [quantiletests.paired_quantile_pvalues(c, a * math.exp(-d), 0.9, INNER, rng, normal_tail=tail)
                 for d in bounds]
         est = np.log(np.quantile(a, 0.9, axis=1) / np.quantile(c, 0.9, axis=1))
     else:
@@ -198,7 +211,8 @@ def _equivalence_power(m: Measurement, lr: np.ndarray, n: int, margin: float, si
 def required_n(m: Measurement, effect: Effect, target: float = POWER_TARGET, alpha: float = ALPHA,
                sims: int = PLAN_SIMS, n_max: int = N_MAX, seed: int = 0) -> int | None:
     """The fewest pairs with power >= target for `effect`, given the
-    measurement's spread (power() at each n, the same seed for every n);
+    measurement's spread (power() at each n, the same seed for every n),
+    never fewer than min_pairs(alpha);
     None when even n_max pairs do not reach it (or there are no pairs). No
     closed form fits the permutation test of a p90: a normal approximation
     with the pilot's bootstrap standard error asked for 245 pairs where the
@@ -208,12 +222,13 @@ def required_n(m: Measurement, effect: Effect, target: float = POWER_TARGET, alp
 
     def ok(n: int) -> bool:
         return (power(m, effect, n, sims, alpha, seed) or 0.0) >= target
-    hi = 6
+    floor = min_pairs(alpha)  # below it the test cannot reach alpha: never planned there
+    hi = max(6, floor)
     while not ok(hi):
         if hi >= n_max:
             return None
         hi = min(2 * hi, n_max)
-    lo = max(2, hi // 2)  # lo fails (or is the smallest n), hi passes
+    lo = max(floor, hi // 2)  # lo fails (or is the smallest n), hi passes
     if lo == hi or ok(lo):
         return lo
     while hi - lo > 1:

@@ -144,12 +144,22 @@ def deciding(m: Measurement, judge) -> Measurement:
             + f"; shown comparison: {part.detail}"))
 
 
-def settle_note(m: Measurement, effect: pw.Effect | None, level: float) -> tuple[int | None, str]:
+def pair_word(setup: str) -> str:
+    """What one pair of a claim is: a simulated user (population set-up) or a pair of runs."""
+    return "users" if setup == "population" else "pairs"
+
+
+def settle_note(m: Measurement, effect: pw.Effect | None, level: float,
+                unit: str = "pairs") -> tuple[int | None, str]:
     """What would settle an inconclusive claim, as `tortoise plan` sizes it
-    (studies/plan.py): the pairs with 80 % power for its claimed effect, a
-    shift or an equivalence margin, at its level (power.required_n), or in
-    words why the planner cannot size it (no claimed effect, a test it does
-    not simulate, runs that repeat exactly)."""
+    (studies/plan.py): the pairs (unit: or users) with 80 % power for its
+    claimed effect, a shift or an equivalence margin (at the pilot's
+    measured change), at its level (power.required_n), or in words why the
+    planner cannot size it (no claimed effect, a test it does not
+    simulate, runs that repeat exactly). A claim whose own n already has
+    that power says so, with no count: more of the same runs would not
+    settle it (before, "about 76 pairs would settle it" stood on a row of
+    186)."""
     if effect is None or pw.log_ratios(m) is None:
         test = STATISTICS.get(m.statistic, "a number without a test")
         why = f"its claimed effect is in {m.unit}, not a change in %" if effect is None else "it has no such pairs"
@@ -159,8 +169,12 @@ def settle_note(m: Measurement, effect: pw.Effect | None, level: float) -> tuple
         return None, "more repetitions add no pairs (its loss-free runs repeat exactly); more conditions would"
     n = pw.required_n(m, effect, alpha=level, sims=SETTLE_SIMS)
     if n is None:
-        return None, f"more than {pw.N_MAX} pairs would be needed to settle it"
-    return n, f"about {n} pairs would settle it (80 % power for {effect.text()} at this level, `tortoise plan`)"
+        return None, f"more than {pw.N_MAX} {unit} would be needed to settle it"
+    if n <= m.n:
+        return None, (f"its {m.n} {unit} already give 80 % power for {effect.text()} at this level (`tortoise plan` "
+                      f"asks for {n}): more of the same runs would not settle it; the measured change lies between 0 "
+                      "and the claimed effect, or the pilot's spread understates the tail that decides its test")
+    return n, f"about {n} {unit} would settle it (80 % power for {effect.text()} at this level, `tortoise plan`)"
 
 
 def judge_claim(c: Claim, m: Measurement | None, why_none: str = "", settle: bool = False) -> Verdict:
@@ -187,7 +201,7 @@ def judge_claim(c: Claim, m: Measurement | None, why_none: str = "", settle: boo
             m = dataclasses.replace(m, power=judged, power_raw=raw)
         verdict, why = c.judge(m)
         if verdict == "inconclusive" and settle:
-            settle_n, note = settle_note(m, effect, level)
+            settle_n, note = settle_note(m, effect, level, pair_word(c.setup))
             why += "; " + note
     if m.failed:
         why += f"; {m.failed} failed runs of its selection are in no pair"

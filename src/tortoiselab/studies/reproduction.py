@@ -13,7 +13,7 @@ from tortoiselab.studies.data import current_run_ids, report_grids, study_folder
 from tortoiselab.studies.model import VERDICTS, Study, Verdict
 from tortoiselab.studies.physics import gate_check, physics_checks
 from tortoiselab.studies.registration import record_judged, table_hash
-from tortoiselab.studies.registry import STUDIES, claim_grid, evaluate, experiment_files
+from tortoiselab.studies.registry import STUDIES, claim_grid, evaluate, experiment_files, pair_word
 
 WHY_WE_DIFFER = {
     "tortoise": "LinkedIn measured real users' page views in its PoPs for weeks (RUM); we emulate one path per "
@@ -66,15 +66,16 @@ HOW_TO_READ = (
     "of the claim's own test at the study's level (below), and the raw p of that test at no change. The "
     "tests (docs/statistics.md): for a median change, the Wilcoxon signed-rank test on per-pair log ratios "
     "with the Hodges-Lehmann estimate (the exact sign-flip test below 6 pairs, whose smallest p is 2/2^n); "
-    "for a p90, the paired permutation test of the p90 ratio (arm and control swapped within pairs; exact "
-    "over the 2^n swaps up to 12 pairs); over users, the same paired over users, and beside it the "
-    "between-group permutation test of two independent groups of users (LinkedIn split machines into groups: "
-    "its design was between groups, not paired); the interval is the set of effects each test does not reject "
-    "(test inversion), so interval and p cannot disagree. A p90 interval "
-    "assumes the arm is the control rescaled: where an arm changes the shape of the distribution its test "
-    "answers \"do the arms differ\" and the interval covers the p90 ratio less often than stated (measured "
-    "on these pilots: docs/statistics.md, \"On the pilot pairs\"). An unbounded side (-inf, +inf) is one the test "
-    "cannot bound with these pairs. *n per arm* = runs of control + arm that were paired. Loss-free runs on "
+    "for a p90, the studentized paired permutation test of the p90 ratio (the log ratio over its standard "
+    "error, arm and control swapped within pairs; exact over the 2^n swaps up to 12 pairs; Chung & Romano "
+    "2013): it keeps its size where the arms differ in shape, asymptotically, and is exact where they do not; "
+    "over users, the same paired over users, and beside it the studentized between-group permutation test of "
+    "two independent groups of users (LinkedIn split machines into groups: its design was between groups, not "
+    "paired); the interval is the set of effects each test does not reject (test inversion), so interval and p "
+    "cannot disagree. Where a few stalled runs decide a p90 (its size on the pilots: docs/statistics.md, \"On "
+    "the pilot pairs\") no test of the sample p90 holds its size at these n. An unbounded side (-inf, +inf) is "
+    "one the test cannot bound with these pairs. *n per arm* = the pairs (users over a population) or, for two "
+    "groups, \"A against B values\". Loss-free runs on "
     "the virtual clock are exact: their interval is the runs' range. *power* (for planning; it decides no "
     "label) = the probability that the claim's test at the study's level sees the claimed effect (the claimed "
     "range's bound nearer 0; a direction claim's smallest effect of interest; for \"about the same\", an "
@@ -171,7 +172,10 @@ def verdict_counts(flat: list[Verdict]) -> dict[str, int]:
 
 
 def _n_per_arm(v: Verdict) -> str:
-    return f"{v.n_control} + {v.n_arm}" if v.n_control or v.n_arm else f"{v.n} (runs)"
+    """n as what it is: "39 pairs" (or users, over a population), "5 against 10 values" for two groups."""
+    if (v.n_control or v.n_arm) and not v.n_control == v.n_arm == v.n:
+        return f"{v.n_control} against {v.n_arm} values"
+    return f"{v.n} {pair_word(v.setup)}"
 
 
 def _p_cell(v: Verdict) -> str:
