@@ -53,9 +53,13 @@ CHANGED = {"tortoise.india-desktop-cdt": "inconclusive", "coalescing.gain-us": "
            "cubic_plus.loss-throughput": "inconclusive", "reno_beta.low-loss-similar": "inconclusive",
            "coalescing.gain-is-connect-time": "inconclusive", "tortoise.screen-top3": "not testable here",
            "coalescing.reuse-ratio": "not testable here", "initcwnd.tls-3-round-trips": "agree",
-           "initcwnd.ten-round-trips": "smaller than claimed"}
+           # issue 51: exact runs outside a claimed count disagree (a count has no 0 side to be "smaller" against)
+           "initcwnd.ten-round-trips": "disagree"}
 # claims added since the file was written (variants: two groups of users), with the label they have here
-ADDED = {"tortoise.india-mobile-plt-users-groups": "inconclusive", "coalescing.gain-us-users-groups": "inconclusive",
+ADDED = {# issue 51: the coalescing sentence naming three markets is one row (its parts gain-india, -us, -germany, now
+         # variants); the ci grid has US pairs alone, and the row needs every part
+         "coalescing.gain": "no data",
+         "tortoise.india-mobile-plt-users-groups": "inconclusive", "coalescing.gain-us-users-groups": "inconclusive",
          "coalescing.cache-shrinks-gain-chromium": "no data",  # the browser grid: not among the canned runs
          # issue 39: Reno's factor under both readings; the variant read as beta itself (beta 0.5-0.9) is what the
          # primary claim measured before on these runs (beta 0.5 and 0.9: its number must not move)
@@ -141,7 +145,7 @@ def test_the_reproduction_markdown_builds_from_them(results):
     flat = [_want(c.id) for s in S.STUDIES.values() for c in s.claims if c.primary]
     counts = {k: flat.count(k) for k in S.VERDICTS}
     assert f"**{len(flat)} seed sentences: " + ", ".join(f"{counts[k]} {k}" for k in S.VERDICTS) + ".**" in text
-    assert "Bonferroni" in text and "| n per arm | p raw / x m | power |" in text
+    assert "Bonferroni" in text and "| n | p raw / x m | power |" in text
     for study in S.STUDIES.values():
         assert f"## {study.title}" in text
         for c in study.claims:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -28,7 +29,8 @@ import pandas as pd
 from tortoiselab.analysis.rankci import location, shift_between_groups
 from tortoiselab.spec import cols
 from tortoiselab.studies.connections import reuse_in_connections
-from tortoiselab.studies.measure import change, direction, improvement, interval_of, ok_rows, pair_key, pairs
+from tortoiselab.studies.measure import (change, direction, improvement, interval_of, ok_rows, pair_key, pairs,
+                                         per_part)
 from tortoiselab.studies.model import SEEDS, Measurement, NoData, claim
 from tortoiselab.studies.population import measure_over_users
 
@@ -137,7 +139,7 @@ def _reuse(df: pd.DataFrame) -> Measurement:
     return Measurement(100 * by[shown][0], math.nan, math.nan, None, sum(n for _, n in by.values()), "%",
                        f"shown: {shown}; reuse ratio in connections with coalescing on (of the connections the "
                        "page views needed to static, the share that rode the www connection; n = connections; "
-                       "views served wholly from cache need none): " + _market_text(by))
+                       "views served wholly from cache need none): " + _market_text(by), n_what="connections")
 
 
 def _cache_shrinks(df: pd.DataFrame, arm_col: str = cols.COALESCING, off=False, on=True) -> Measurement:
@@ -162,7 +164,8 @@ def _cache_shrinks(df: pd.DataFrame, arm_col: str = cols.COALESCING, off=False, 
                        f"median gain {np.median(base):.0f} ms without cache hits, {np.median(high):.0f} ms with "
                        f"{100 * hi:.0f} % of page views served from cache ({still} of {len(high)} pairs still "
                        f"fetched from static); {r.test}", level=0.05, min_p=r.min_p,
-                       control=tuple(base.tolist()), arm=tuple(high.tolist()), statistic="shift-groups")
+                       control=tuple(base.tolist()), arm=tuple(high.tolist()), statistic="shift-groups",
+                       n_what="pairs in the smaller group")
 
 
 # --- the browser arm: Chromium on the grid "browser" ------------------------------------
@@ -199,7 +202,8 @@ def _browser_reuse(df: pd.DataFrame) -> Measurement:
                        "cache hits): "
                        + ", ".join(f"{r} {100 * v:.0f} %" for r, v in req.items())
                        + "; TCP connections in the server capture (median), one IP / two IPs: "
-                       + ", ".join(f"{r} {tcp_of(r, 'same-ip')} / {tcp_of(r, 'two-ip')}" for r in req.index))
+                       + ", ".join(f"{r} {tcp_of(r, 'same-ip')} / {tcp_of(r, 'two-ip')}" for r in req.index),
+                       n_what="connections")
 
 
 def _judge_reuse_markets(m: Measurement) -> tuple[str, str]:
@@ -213,27 +217,58 @@ def _judge_reuse_markets(m: Measurement) -> tuple[str, str]:
 
 
 def _gain_claims(cid: str, text: str, region: str, judge_rule) -> tuple:
-    """A market's gain claim: the primary reading on our loader's runs (the
-    coalescing flag, the report's grid), the p90 without cache hits; beside
-    it the same at the highest cache-hit ratio, the median per-pair change
-    pooled over the cache ratios, and Chromium's p90 without cache hits
-    (one IP vs two, grid browser)."""
+    """One market's part of the gain sentence (GAIN, its primary reading is
+    the three markets' composite row): the market alone on our loader's
+    runs (the coalescing flag, the report's grid), the p90 without cache
+    hits; beside it the same at the highest cache-hit ratio, the median
+    per-pair change pooled over the cache ratios, and Chromium's p90
+    without cache hits (one IP vs two, grid browser). All variants of the
+    sentence GAIN."""
     on_off = f"{region}, on vs off"
+    market = _market(region)
     return (claim("coalescing", cid, S001, text, "coalescing",
                   f"plt_ms p90, {on_off}, no cache hits (the seed's pages whose static content was downloaded)",
-                  _coalesce_gain(region, SEED_CACHE_RATIO), judge_rule, loader="loader"),
+                  _coalesce_gain(region, SEED_CACHE_RATIO), judge_rule, loader="loader", sentence=GAIN,
+                  variant=f"{market} alone (one part of the sentence)"),
             claim("coalescing", f"{cid}-cache{100 * HIGH_CACHE_RATIO:.0f}", S001, text, "coalescing",
                   f"plt_ms p90, {on_off}, {100 * HIGH_CACHE_RATIO:.0f} % of page views served from cache",
-                  _coalesce_gain(region, HIGH_CACHE_RATIO), judge_rule, loader="loader", sentence=cid,
-                  variant=f"{100 * HIGH_CACHE_RATIO:.0f} % of page views from cache"),
+                  _coalesce_gain(region, HIGH_CACHE_RATIO), judge_rule, loader="loader", sentence=GAIN,
+                  variant=f"{market}, {100 * HIGH_CACHE_RATIO:.0f} % of page views from cache"),
             claim("coalescing", f"{cid}-pooled-median", S001, text, "coalescing",
                   f"plt_ms median per-pair change, {on_off}, pooled over cache ratios",
-                  _coalesce_gain_pooled(region), judge_rule, loader="loader", sentence=cid,
-                  variant="median per-pair change pooled over cache ratios (the reading before issue 39)"),
+                  _coalesce_gain_pooled(region), judge_rule, loader="loader", sentence=GAIN,
+                  variant=f"{market}, median per-pair change pooled over cache ratios (the reading before issue 39)"),
             claim("coalescing", f"{cid}-chromium", S001, text, "coalescing",
                   f"Chromium (grid {BROWSER_GRID}): plt_ms p90, {region}, one IP vs two IPs, no cache hits",
-                  _browser_gain(region), judge_rule, loader="chromium", grid=BROWSER_GRID, sentence=cid,
-                  variant="Chromium"))
+                  _browser_gain(region), judge_rule, loader="chromium", grid=BROWSER_GRID, sentence=GAIN,
+                  variant=f"{market}, Chromium"))
+
+
+GAIN = "gain"
+GAIN_TEXT = ("We conducted this experiment in selected PoPs ... for the desktop feed page and observed site speed "
+             "improvements ... with a notable boost in client-perceived download time of 8% in India, 4% in U.S, "
+             "and 5% in Germany")
+# the sentence's three figures: market -> (region, claimed range in %)
+GAIN_PARTS = {"india": (MARKETS[0], (-9, -7)), "us": (MARKETS[1], (-5, -3)), "germany": (MARKETS[2], (-6, -4))}
+
+
+def _market(region: str) -> str:
+    return {"india": "India", "us": "U.S.", "germany": "Germany"}[region.split("-")[0]]
+
+
+def _every_market(df: pd.DataFrame) -> Measurement:
+    """The sentence's three figures as one row: each market's p90 gain
+    without cache hits (the parts, registry.deciding judges each against its
+    own figure: per_part); shown until then, the first market's."""
+    ms = {name: _coalesce_gain(region, SEED_CACHE_RATIO)(df) for name, (region, _) in GAIN_PARTS.items()}
+    first = next(iter(ms.values()))
+    return replace(first, parts=tuple(ms.items()), composite="each market's p90 gain against its own figure",
+                   detail="; ".join(f"{k}: {m.text()}" for k, m in ms.items()))
+
+
+GAIN_JUDGE = per_part({name: improvement(*rng) for name, (_, rng) in GAIN_PARTS.items()},
+                      "8 % in India, 4 % in the U.S. and 5 % in Germany",
+                      ", ".join(f"{name} {lo:g}..{hi:g} %" for name, (_, (lo, hi)) in GAIN_PARTS.items()))
 
 
 REUSE_RULE = "agree if the markets' reuse ratios match the seed's within 10 points; disagree otherwise"
@@ -252,8 +287,9 @@ USER_CLAIMS = tuple(
           + (", two groups" if groups else ""),
           measure_over_users(cols.PLT, cols.COALESCING, False, True, market, groups=groups,
                              where={cols.PAGE: "feed.html"}), judge,  # the single-path rows' page (the desktop feed)
-          setup="population", sentence=f"gain-{name}",
-          variant="over users, two groups (a between-group test)" if groups else "over users, paired")
+          setup="population", sentence=GAIN,
+          variant=f"{_market(market)}, " + ("over users, two groups (a between-group test)" if groups
+                                            else "over users, paired"))
     for groups in (False, True)
     for name, text, market, judge in (
         ("india", "a notable boost in client-perceived download time of 8% in India", "india-desktop-2017",
@@ -262,6 +298,9 @@ USER_CLAIMS = tuple(
 
 
 CLAIMS = (
+    claim("coalescing", GAIN, S001, GAIN_TEXT, "coalescing",
+          "plt_ms p90, on vs off, no cache hits, per market (India, U.S., Germany), each against its own figure",
+          _every_market, GAIN_JUDGE, loader="loader"),
     *_gain_claims("gain-india", "a notable boost in client-perceived download time of 8% in India", MARKETS[0],
                   improvement(-9, -7)),
     *_gain_claims("gain-us", "... 4% in U.S", MARKETS[1], improvement(-5, -3)),

@@ -14,7 +14,7 @@ import pandas as pd
 
 from tortoiselab.analysis.rankci import shift_between_groups
 from tortoiselab.spec import cols
-from tortoiselab.studies.measure import Where, change, direction, equivalent, pairs
+from tortoiselab.studies.measure import Where, change, direction, equivalent, exact_change, pairs, tie_reason
 from tortoiselab.studies.model import ALPHA, SEEDS, Measurement, NoData, claim
 
 S002 = SEEDS["002"]
@@ -85,51 +85,74 @@ def _gains(df: pd.DataFrame, url: str) -> np.ndarray:
     return (100 * (p["arm"] / p["control"] - 1)).to_numpy(float)
 
 
+def _pairs_of(df: pd.DataFrame, url: str) -> pd.DataFrame:
+    p = pairs(df, cols.THROUGHPUT, "arm", CONTROL, BETA_ONLY, {cols.URL: url, **LOSSY})
+    if p.empty:
+        raise NoData(f"no lossy h2load runs of {url} in both arms")
+    return p
+
+
+def _gains(df: pd.DataFrame, url: str) -> np.ndarray:
+    p = _pairs_of(df, url)
+    return (100 * (p["arm"] / p["control"] - 1)).to_numpy(float)
+
+
 def _size_effect(df: pd.DataFrame) -> Measurement:
     """Under loss: CUBIC+'s throughput gain for the paper's "larger" objects
     (> 1 MB and 10-100 KB, Figures 3-4) against its gain for its "medium"
     ones (1-10 KB, Figure 5), in percentage points: the shift between the
     two groups of per-pair gains (Mann-Whitney, with the Hodges-Lehmann
-    estimate and its interval). A tie by construction when most 5 KB pairs
-    are identical: then the medium objects cannot gain, whatever beta'."""
+    estimate and its interval). A tie by construction only by the
+    documented rule, every pair of every size identical (tie_reason); how
+    many 5 KB pairs are identical is said in the detail (a medium object
+    that cannot gain is what the sentence claims, not a tie)."""
+    by = {u: _pairs_of(df, u) for u in (OBJ_1M, OBJ_50K, OBJ_5K)}
     big = np.concatenate([_gains(df, OBJ_1M), _gains(df, OBJ_50K)])
     med = _gains(df, OBJ_5K)
     parts = {u: np.median(_gains(df, u)) for u in (OBJ_1M, OBJ_50K, OBJ_5K)}
     same = int(np.sum(med == 0))
+    every = pd.concat(by.values())
+    tie = tie_reason(every["control"].to_numpy(float), every["arm"].to_numpy(float))
     detail = (f"median gain against n = 1: {np.median(big):+.1f} % for 1 MB and 50 KB ({parts[OBJ_1M]:+.1f} %, "
-              f"{parts[OBJ_50K]:+.1f} %), {np.median(med):+.1f} % for 5 KB; 5 KB pairs identical: {same} of {len(med)}")
-    tie = (f"{same} of {len(med)} 5 KB pairs are identical ({TIE_5K}): the comparison of sizes is decided by a tie by "
-           "construction; testable with an initial window or loss pattern that leaves a 5 KB response more than "
-           "one window" if 2 * same >= len(med) else "")
+              f"{parts[OBJ_50K]:+.1f} %), {np.median(med):+.1f} % for 5 KB; 5 KB pairs identical: {same} of {len(med)} "
+              "(a 5 KB response fits the window after almost any back-off: the medium objects gain little by "
+              "construction, which is what the sentence says; a tie only if every pair is identical)")
     if min(len(big), len(med)) < 2:
         return Measurement(float(np.median(big) - np.median(med)), n=min(len(big), len(med)), unit="pp",
-                           detail=detail, tie=tie)
+                           detail=detail, tie=tie, n_what="pairs in the smaller group")
     r = shift_between_groups(med, big)
     return Measurement(r.estimate, r.low, r.high, r.p_value, min(len(big), len(med)), "pp",
                        f"{detail}; {r.test}", tie=tie, level=ALPHA, min_p=r.min_p,
-                       control=tuple(med.tolist()), arm=tuple(big.tolist()), statistic="shift-groups")
+                       control=tuple(med.tolist()), arm=tuple(big.tolist()), statistic="shift-groups",
+                       n_what="pairs in the smaller group")
 
 
 def _worst_of(metric: str, arms: tuple[str, ...], pick: str, where: Where, tie_url: str | None = None,
               tie_where: Where | None = None):
     """The CUBIC+ variant whose change against the n = 1 control over the
     runs where selects is the largest ("max") or the largest in size
-    ("abs"), the others and the stock-cubic comparison in detail."""
+    ("abs"), the others and the stock-cubic comparison in detail. Loss-free
+    runs (where sets loss 0) repeat exactly on the virtual clock: one pair
+    per condition, read as exact values (measure.exact_change), as every
+    study reads exact runs."""
     def measure(df: pd.DataFrame) -> Measurement:
-        df_lossless = where.get(cols.LOSS) == 0
+        lossless = where.get(cols.LOSS) == 0
         df = _distinct(df, metric)
-        ms = {a: change(df, metric, "arm", CONTROL, a, "ratio", where=where) for a in arms}
+
+        def one(a: str) -> Measurement:
+            if not lossless:
+                return change(df, metric, "arm", CONTROL, a, "ratio", where=where)
+            p = pairs(df, metric, "arm", CONTROL, a, where)
+            if p.empty:
+                raise NoData(f"no paired runs of {a} and {CONTROL} for {metric}")
+            return exact_change(p, f"the median per-pair change of {metric}, {a} vs {CONTROL}")
+        ms = {a: one(a) for a in arms}
         key = (lambda a: ms[a].value) if pick == "max" else (lambda a: abs(ms[a].value))
         w = max(ms, key=key)
         m = ms[w]
-        copies = ""
-        if df_lossless and (m.min_p is None or m.min_p >= ALPHA):
-            copies = (f"loss-free virtual-clock runs repeat exactly: {m.n} distinct pairs, whose smallest possible p "
-                      f"is {m.min_p if m.min_p is not None else 1:.2g}, and repetitions add none; testable with "
-                      "loss or jitter on the path (seeded variation) or more delay levels")
-        return replace(m, exact_repeats=df_lossless, tie=m.tie or copies, detail=f"shown: {w} vs {CONTROL}; " + "; ".join(f"{a}: {ms[a].text()}" for a in ms)
+        return replace(m, detail=f"shown: {w} vs {CONTROL}; " + "; ".join(f"{a}: {ms[a].text()}" for a in ms)
                        + _stock(df, metric, w, where) + (_tie_note(df, tie_url, tie_where or {}) if tie_url else "")
-                       + ("; loss-free repetitions that repeat exactly counted once" if df_lossless else ""))
+                       + ("; loss-free repetitions that repeat exactly counted once" if lossless else ""))
     return measure
 
 

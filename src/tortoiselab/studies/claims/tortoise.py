@@ -163,7 +163,7 @@ def _screen(df: pd.DataFrame, pset: str) -> Measurement:
                        f"faster than the field's median ({med.median():.0f} ms): {', '.join(sorted(best)) or 'none'}; "
                        "median content download time by algorithm: "
                        + ", ".join(f"{cc} {v:.0f} ms" for cc, v in med.items())
-                       + "; p: Kruskal-Wallis across the algorithms")
+                       + "; p: Kruskal-Wallis across the algorithms", n_what="runs")
 
 
 def _judge_screen(m: Measurement) -> tuple[str, str]:
