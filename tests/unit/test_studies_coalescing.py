@@ -131,3 +131,22 @@ def test_the_connect_time_claim_shows_each_markets_p90_drop_in_its_connect_times
     # p90 1000 ms off, 900 on: a drop of 100 ms, 2, 1 and 4 connect times
     assert "india-desktop-2017 100 ms = 2.00, us-desktop-2017 100 ms = 1.00, germany-desktop-2016 100 ms = 4.00" in (
         m.detail)
+
+
+def test_connection_setup_is_read_as_a_share_of_the_initial_load():
+    """The left-out sentence "Connection set up time typically accounts for
+    5 to 7% of initial page load time" (issue 51): the www connection's
+    set-up over the PLT of views without coalescing or cache hits."""
+    from tortoiselab.studies.registry import judge_claim
+    c = CLAIMS["coalescing.setup-share"]
+    assert c.primary
+
+    def with_connect(share):
+        df = _runs({0.0: np.full(13, 0.9)})
+        rng = np.random.default_rng(2)
+        df["connect_ms"] = df["plt_ms"] * share * rng.uniform(0.97, 1.03, len(df)) / 100
+        return df
+    m = c.measure(with_connect(6.0))
+    assert m.n == 39 and m.n_what == "page views" and m.value == pytest.approx(6.0, abs=0.2)
+    assert judge_claim(c, m).verdict == "agree"
+    assert judge_claim(c, c.measure(with_connect(20.0))).verdict == "disagree"

@@ -98,6 +98,44 @@ def _p90_drops(p: pd.DataFrame) -> str:
     return ", ".join(out)
 
 
+def _setup_share(df: pd.DataFrame) -> Measurement:
+    """"Connection set up time typically accounts for 5 to 7% of initial
+    page load time": the www connection's set-up (TCP + TLS) as a share of
+    the page load, in %, per page view without coalescing and without cache
+    hits (an initial load, each connection set up), pooled over the
+    markets: the Hodges-Lehmann centre ("typically") with the interval of
+    the Wilcoxon signed-rank test that inverts it (statistic "location");
+    each market's median share in the detail."""
+    d = ok_rows(df, "connect_ms", {cols.COALESCING: False, cols.CACHE_HIT_RATIO: SEED_CACHE_RATIO})
+    d = d[d[cols.PLT].notna() & (d[cols.PLT] > 0)]
+    if d.empty:
+        raise NoData("no page views without coalescing and cache hits with a connect time")
+    share = (100 * d["connect_ms"] / d[cols.PLT]).to_numpy(float)
+    by = (100 * d["connect_ms"] / d[cols.PLT]).groupby(d[cols.REGION]).median()
+    detail = ("the www connection's TCP + TLS set-up over the page load, coalescing off, no cache hits; median by "
+              "market: " + ", ".join(f"{r} {v:.1f} %" for r, v in by.items()))
+    if len(share) < 2:
+        return Measurement(float(share[0]), n=1, unit="% of PLT", detail=detail + "; one view: no test",
+                           n_what="page views")
+    e = location(share)
+    return Measurement(e.estimate, e.low, e.high, e.p_value, len(share), "% of PLT", f"{detail}; {e.test}",
+                       level=0.05, min_p=e.min_p, control=tuple(np.zeros_like(share).tolist()),
+                       arm=tuple(share.tolist()), statistic="location", n_what="page views")
+
+
+def _judge_share(m: Measurement) -> tuple[str, str]:
+    """The interval of the share against the seed's 5 to 7 %: a level, not
+    a change (no 0 side)."""
+    low, high = interval_of(m)
+    ci = f"[{low:.2f}, {high:.2f}] % of PLT"
+    if SETUP_SHARE[0] <= low and high <= SETUP_SHARE[1]:
+        return "agree", f"the interval {ci} is within the seed's {SETUP_SHARE[0]:g} to {SETUP_SHARE[1]:g} %"
+    if high < SETUP_SHARE[0] or low > SETUP_SHARE[1]:
+        return "disagree", f"the interval {ci} lies wholly outside the seed's {SETUP_SHARE[0]:g} to {SETUP_SHARE[1]:g} %"
+    return "inconclusive", f"the interval {ci} reaches beyond the seed's {SETUP_SHARE[0]:g} to {SETUP_SHARE[1]:g} %"
+
+
+SETUP_SHARE = (5.0, 7.0)  # the seed's "5 to 7% of initial page load time"
 RATIO_MARGIN = 0.25  # "roughly matched": within +-25 % of one connect time
 
 
@@ -311,6 +349,14 @@ CLAIMS = (
           (_judge_ratio_one, "read off the interval of the Hodges-Lehmann median of gain / connect time (Wilcoxon "
                              "signed-rank inverted) at the study's level: agree if within 0.75..1.25; disagree if "
                              "wholly outside; inconclusive if it reaches beyond"), loader="loader"),
+    claim("coalescing", "setup-share", S001,
+          "Connection set up time typically accounts for 5 to 7% of initial page load time given the TCP stack "
+          "deployed at LinkedIn", "coalescing",
+          "the www connection's TCP + TLS set-up / PLT, coalescing off, no cache hits, pooled over the markets",
+          _setup_share, (_judge_share, "read off the interval of the Hodges-Lehmann centre of the share (Wilcoxon "
+                                       "signed-rank inverted) at the study's level: agree if within 5..7 % (a "
+                                       "level the seed states, not a change: no 0 side); disagree if wholly "
+                                       "outside; inconclusive if it reaches beyond"), loader="loader"),
     claim("coalescing", "reuse-ratio", S001, REUSE_TEXT, "coalescing",
           "reuse ratio in connections with coalescing on (India shown)",
           _reuse, (_judge_reuse_markets, REUSE_RULE), loader="loader", untestable=REUSE_UNTESTABLE),
