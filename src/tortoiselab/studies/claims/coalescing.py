@@ -29,8 +29,8 @@ import pandas as pd
 from tortoiselab.analysis.rankci import location, shift_between_groups
 from tortoiselab.spec import cols
 from tortoiselab.studies.connections import reuse_in_connections
-from tortoiselab.studies.measure import (change, direction, improvement, interval_of, ok_rows, pair_key, pairs,
-                                         per_part)
+from tortoiselab.studies.measure import (STATISTICS, change, direction, improvement, infer, interval_of, ok_rows,
+                                         pair_key, pairs, per_part)
 from tortoiselab.studies.model import SEEDS, Measurement, NoData, claim
 from tortoiselab.studies.population import measure_over_users
 
@@ -206,6 +206,47 @@ def _cache_shrinks(df: pd.DataFrame, arm_col: str = cols.COALESCING, off=False, 
                        n_what="pairs in the smaller group")
 
 
+def _cache_shrinks_p90(df: pd.DataFrame) -> Measurement:
+    """The seed's impact is the drop of the p90 page load time, per market
+    (p90s of different markets are not pooled): in each market,
+    coalescing's paired p90 ratio (on / off) at the highest cache-hit ratio
+    against the same without cache hits (_p90_ratio_change), read as one
+    row whose every market must hold (its parts, registry.deciding)."""
+    ms = {(region.split("-")[0],): _p90_ratio_change(df[df[cols.REGION] == region])
+          for region in MARKETS if (df[cols.REGION] == region).any()}
+    if not ms:
+        raise NoData("no coalescing runs of the markets")
+    first = next(iter(ms.values()))
+    return replace(first, parts=tuple((k[0], m) for k, m in ms.items()),
+                   composite="each market's p90 drop with cache hits against none",
+                   detail="; ".join(f"{k[0]}: {m.text()}" for k, m in ms.items()))
+
+
+def _p90_ratio_change(df: pd.DataFrame) -> Measurement:
+    """Coalescing's paired p90 ratio (on / off) at the highest cache-hit
+    ratio against the same without cache hits, in % (positive = a smaller
+    drop with cache hits: "the lesser the impact"), by the percentile
+    bootstrap over each set's pairs (measure.p90_ratio_of_sets); each set's
+    p90 change in the detail."""
+    hi = df[cols.CACHE_HIT_RATIO].max()
+    sets = {}
+    for ratio in (0.0, hi):
+        p = pairs(df, cols.PLT, cols.COALESCING, False, True, {cols.CACHE_HIT_RATIO: ratio})
+        if len(p) < 2 or hi == 0:
+            raise NoData("needs two or more pairs with and without cache hits")
+        sets[ratio] = p
+    flat = {r: np.concatenate([p["control"].to_numpy(float), p["arm"].to_numpy(float)]) for r, p in sets.items()}
+    r = infer(flat[0.0], flat[hi], "p90-ratio-groups")
+    value, low, high = r.pct()
+    each = ", ".join(f"{100 * ratio:.0f} % from cache {100 * (np.quantile(p['arm'], 0.9) / np.quantile(p['control'], 0.9) - 1):+.1f} %"
+                     for ratio, p in sets.items())
+    return Measurement(value, low, high, r.p_value, min(len(p) for p in sets.values()), "%",
+                       f"{STATISTICS['p90-ratio-groups']} of plt_ms, on vs off, with {100 * hi:.0f} % of page views "
+                       f"from cache against none: the p90 change {each}; {r.test}", level=0.05, min_p=r.min_p,
+                       n_control=len(sets[0.0]), n_arm=len(sets[hi]), control=tuple(flat[0.0].tolist()),
+                       arm=tuple(flat[hi].tolist()), statistic="p90-ratio-groups", n_what="pairs per set")
+
+
 # --- the browser arm: Chromium on the grid "browser" ------------------------------------
 
 
@@ -367,8 +408,15 @@ CLAIMS = (
     claim("coalescing", "cache-shrinks-gain", S001,
           "The higher the percentage of browser cache hit ratio, the lesser the impact of enabling connection "
           "coalescing", "coalescing",
-          "mean gain in ms with the highest share of page views served from cache vs none", _cache_shrinks,
-          direction("lower", "the gain with cache hits", CACHE_EFFECT_MS, "ms"), loader="loader"),
+          "coalescing's paired p90 ratio (the seed's impact: the drop of the p90 PLT) with the highest share of page "
+          "views served from cache against none", _cache_shrinks_p90,
+          direction("higher", "the p90 ratio with cache hits (a smaller drop)"), loader="loader"),
+    claim("coalescing", "cache-shrinks-gain-ms", S001,
+          "The higher the percentage of browser cache hit ratio, the lesser the impact of enabling connection "
+          "coalescing", "coalescing",
+          "median gain in ms per pair with the highest share of page views served from cache vs none", _cache_shrinks,
+          direction("lower", "the gain with cache hits", CACHE_EFFECT_MS, "ms"), loader="loader",
+          sentence="cache-shrinks-gain", variant="the per-pair gain in ms (the reading before issue 51)"),
     claim("coalescing", "cache-shrinks-gain-chromium", S001,
           "The higher the percentage of browser cache hit ratio, the lesser the impact of enabling connection "
           "coalescing", "coalescing",
