@@ -42,12 +42,19 @@ DELAY = [(u, rtt, 0, 10) for u in (C.OBJ_5K, C.OBJ_50K) for rtt in (20, 100, 200
 IW = [(u, 100, 0, iw) for u in (C.OBJ_5K, C.OBJ_50K) for iw in (3, 10, 21, 32)]
 
 
+def _cells(grid):
+    runs = expand(load(REPO / "experiments" / "cubic_plus.yaml", grid=grid))
+    return {(r.config["client"]["url"], r.config["path"]["rtt_ms"], r.config["path"]["loss_pct"],
+             r.config["server"]["initcwnd_pkts"]) for r in runs}, runs
+
+
 def test_the_papers_delay_and_iw_sweeps_have_no_added_loss_and_iw_21():
-    runs = expand(load(REPO / "experiments" / "cubic_plus.yaml", grid="reduced"))
-    cells = {(r.config["client"]["url"], r.config["path"]["rtt_ms"], r.config["path"]["loss_pct"],
-              r.config["server"]["initcwnd_pkts"]) for r in runs}
-    assert set(DELAY) <= cells and set(IW) <= cells
-    assert {(C.OBJ_500, 100, loss, 10) for loss in (2, 6, 10)} <= cells  # the < 1 KB object under loss
+    paper, runs = _cells(C.PAPER_GRID)
+    assert set(DELAY) | set(IW) == paper and all(r.repetition == 0 for r in runs)  # exact runs: one repetition
+    assert _claim("delay-small-close").grid == _claim("initcwnd-little-role").grid == C.PAPER_GRID
+    reduced, _ = _cells("reduced")
+    assert {(C.OBJ_500, 100, loss, 10) for loss in (2, 6, 10)} <= reduced  # the < 1 KB object under loss
+    assert {(u, 100, 2, 21) for u in (C.OBJ_5K, C.OBJ_50K)} <= reduced  # the lossy variant at IW 21 too
     assert _claim("delay-small-close").primary and _claim("initcwnd-little-role").primary
     for cid in ("delay-small-close-lossy", "initcwnd-little-role-lossy"):
         assert not _claim(cid).primary and "2 % loss" in _claim(cid).variant

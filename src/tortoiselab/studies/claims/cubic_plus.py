@@ -182,6 +182,7 @@ DELAY_SMALL_WHAT = "h2load throughput, 5 KB and 50 KB, RTT 20/100/200 ms, no net
 DELAY_SMALL_WHERE = {cols.URL: [OBJ_5K, OBJ_50K], cols.LOSS: 0, cols.INITCWND: 10}
 DELAY_SMALL_LOSSY_WHAT = "h2load throughput, 50 KB, RTT 20/100/200 ms, 2 % loss, vs n = 1"
 DELAY_SMALL_LOSSY_WHERE = {cols.URL: OBJ_50K, cols.LOSS: 2, cols.INITCWND: 10}
+PAPER_GRID = "paper"  # experiments/cubic_plus.yaml: the loss-free delay and IW sweeps, one repetition (exact runs)
 IW_TEXT = ("initial congestion window has very less role ... All three variants are observed to perform the same "
            "under varying values of initial congestion window size")
 IW_WHERE = {cols.URL: [OBJ_5K, OBJ_50K], cols.LOSS: 0, cols.RTT: 100, cols.INITCWND: [3, 10, 21, 32]}
@@ -216,7 +217,7 @@ CLAIMS = (
           direction("lower", "the better variant's throughput")),
     claim("cubic_plus", "delay-small-close", S002, DELAY_SMALL, "cubic_plus",
           DELAY_SMALL_WHAT + " (exact runs: one pair per condition; the arm farthest from the control shown)",
-          _worst_of(cols.THROUGHPUT, (BETA_ONLY, BETA_K), "abs", DELAY_SMALL_WHERE), equivalent(5)),
+          _worst_of(cols.THROUGHPUT, (BETA_ONLY, BETA_K), "abs", DELAY_SMALL_WHERE), equivalent(5), grid=PAPER_GRID),
     claim("cubic_plus", "delay-small-close-lossy", S002, DELAY_SMALL, "cubic_plus",
           DELAY_SMALL_LOSSY_WHAT + " (5 KB ties even with loss)",
           _worst_of(cols.THROUGHPUT, (BETA_ONLY, BETA_K), "abs", DELAY_SMALL_LOSSY_WHERE, tie_url=OBJ_5K,
@@ -225,7 +226,7 @@ CLAIMS = (
     claim("cubic_plus", "initcwnd-little-role", S002, IW_TEXT, "cubic_plus",
           "h2load throughput, 5 KB and 50 KB, IW 3/10/21/32 (the paper's Table 1), RTT 100 ms, no netem loss (the "
           "paper's 7.3), vs n = 1 (exact runs: one pair per condition)",
-          _worst_of(cols.THROUGHPUT, (BETA_ONLY, BETA_K), "abs", IW_WHERE), equivalent(5)),
+          _worst_of(cols.THROUGHPUT, (BETA_ONLY, BETA_K), "abs", IW_WHERE), equivalent(5), grid=PAPER_GRID),
     claim("cubic_plus", "initcwnd-little-role-lossy", S002, IW_TEXT, "cubic_plus",
           "h2load throughput, 50 KB, IW 3/10/21/32, RTT 100 ms, 2 % loss (5 KB ties even with loss), vs n = 1",
           _worst_of(cols.THROUGHPUT, (BETA_ONLY, BETA_K), "abs", IW_LOSSY_WHERE, tie_url=OBJ_5K,
