@@ -125,19 +125,13 @@ BOOT = 4000  # bootstrap resamples of the p90-ratio-groups reading
 
 
 def p90_ratio_of_sets(c: np.ndarray, a: np.ndarray, alpha: float = ALPHA, seed: int = 0) -> inference.Inference:
-    """Two independent sets of pairs, each flattened as (its controls, then
-    its arms): the log of set a's paired p90 ratio over set c's, with a
-    percentile bootstrap over the pairs of each set (BOOT resamples, each
-    set resampled on its own): the interval the (alpha / 2, 1 - alpha / 2)
-    quantiles of the resampled statistic, p = 2 min(share <= 0, share >=
-    0) of the same resamples (so the interval excludes 0 when p < alpha, up
-    to the quantiles' interpolation, which _consistent settles)."""
+    """Two sets of pairs, each flattened (its controls, then its arms): log
+    of set a's paired p90 ratio over set c's; a percentile bootstrap over
+    each set's pairs (BOOT resamples): interval = the alpha / 2, 1 - alpha
+    / 2 quantiles, p = 2 min(share <= 0, share >= 0), the count deciding."""
     rng = np.random.default_rng(seed)
 
-    def halves(x):
-        n = len(x) // 2
-        return np.asarray(x[:n], float), np.asarray(x[n:], float)
-    (c0, c1), (a0, a1) = halves(c), halves(a)
+    (c0, c1), (a0, a1) = (np.split(np.asarray(x, float), 2) for x in (c, a))
 
     def log_ratio(off, on, idx):
         return np.log(np.quantile(on[idx], 0.9, axis=-1) / np.quantile(off[idx], 0.9, axis=-1))
