@@ -240,7 +240,11 @@ def test_a_grid_list_reads_each_claim_from_the_grid_that_gives_it_most_pairs(mon
     assert got["cubic_plus.initcwnd-little-role-lossy"] == ("powered", 62)
     assert got["cubic_plus.loss-throughput"] == ("reduced", 50)
     assert got["cubic_plus.plt-low-loss-equal"] == ("reduced", 5)
-    assert {v.grid for v in R.evaluate("cubic_plus", tmp_path, "reduced")} == {"reduced"}
+    # every claim reads the report's grid, but those that name a grid of their own (issue 51: CUBIC+'s loss-free
+    # sweeps read the grid paper, which this test's frames do not have)
+    own = {c.id for c in R.study("cubic_plus").claims if c.grid}
+    assert own == {"cubic_plus.delay-small-close", "cubic_plus.initcwnd-little-role"}
+    assert {v.grid for v in R.evaluate("cubic_plus", tmp_path, "reduced") if v.claim_id not in own} == {"reduced"}
 
 
 def test_a_grid_powered_for_some_claims_serves_only_those(tmp_path):

@@ -211,15 +211,21 @@ def _cache_shrinks_p90(df: pd.DataFrame) -> Measurement:
     (p90s of different markets are not pooled): in each market,
     coalescing's paired p90 ratio (on / off) at the highest cache-hit ratio
     against the same without cache hits (_p90_ratio_change), read as one
-    row whose every market must hold (its parts, registry.deciding)."""
-    ms = {(region.split("-")[0],): _p90_ratio_change(df[df[cols.REGION] == region])
-          for region in MARKETS if (df[cols.REGION] == region).any()}
+    row whose every market must hold (its parts, registry.deciding); a
+    market without two pairs at both cache ratios is left out, and said."""
+    ms, missing = {}, []
+    for region in MARKETS:
+        try:
+            ms[(region.split("-")[0],)] = _p90_ratio_change(df[df[cols.REGION] == region])
+        except NoData:
+            missing.append(region.split("-")[0])
     if not ms:
-        raise NoData("no coalescing runs of the markets")
+        raise NoData("needs two or more pairs with and without cache hits in a market")
     first = next(iter(ms.values()))
     return replace(first, parts=tuple((k[0], m) for k, m in ms.items()),
                    composite="each market's p90 drop with cache hits against none",
-                   detail="; ".join(f"{k[0]}: {m.text()}" for k, m in ms.items()))
+                   detail="; ".join(f"{k[0]}: {m.text()}" for k, m in ms.items())
+                   + (f"; no pairs at both cache ratios: {', '.join(missing)}" if missing else ""))
 
 
 def _p90_ratio_change(df: pd.DataFrame) -> Measurement:
