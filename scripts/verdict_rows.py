@@ -21,7 +21,7 @@ from pathlib import Path
 from tortoiselab.studies import registry as R
 from tortoiselab.studies.data import current_points, load_runs, study_folder
 
-ROWS = ("tortoise.india-desktop-cdt", "tortoise.china-desktop-cdt", "tortoise.china-desktop-cdt-rich",
+ROWS = ("coalescing.gain", "initcwnd.ten-round-trips", "tortoise.india-desktop-cdt", "tortoise.china-desktop-cdt", "tortoise.china-desktop-cdt-rich",
         "tortoise.china-mobile-plt-users", "tortoise.all-three-improve", "tortoise.all-three-improve-users",
         "tortoise.hybla-best", "tortoise.screen-top3", "tortoise.screen-top3-rich", "coalescing.gain-india",
         "coalescing.gain-us", "coalescing.gain-germany", "coalescing.gain-india-users", "coalescing.reuse-ratio",
@@ -30,7 +30,7 @@ ROWS = ("tortoise.india-desktop-cdt", "tortoise.china-desktop-cdt", "tortoise.ch
         "cubic_plus.plt-high-loss-better", "cubic_plus.larger-objects-gain-more", "cubic_plus.delay-large-cubic-wins",
         "reno_beta.high-loss-hard-cut-slower", "reno_beta.low-loss-similar")
 FIELDS = ("value", "low", "high", "p_value", "n", "unit", "statistic", "tie", "exact_repeats", "min_p", "n_control",
-          "n_arm")
+          "n_arm", "n_what")
 OUT = Path(__file__).resolve().parents[1] / "tests" / "data" / "verdict-rows.json"
 
 

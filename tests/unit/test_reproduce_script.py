@@ -69,6 +69,7 @@ def test_failed_runs_are_counted_every_step_runs_and_the_exit_is_the_reports(tmp
                             + " --jobs 2")
                 prev = g
     want.append("run experiments/coalescing.yaml --grid browser --jobs 2")
+    want.append("run experiments/cubic_plus.yaml --grid paper --jobs 2")  # CUBIC+'s loss-free sweeps (issue 51)
     want += [f"run experiments/{e}.yaml --grid sensitivity --jobs 2"
              for e in ("tortoise-population", "coalescing-population")]
     want.append("population-sensitivity tortoise-population coalescing-population --write")

@@ -51,13 +51,17 @@ def test_direction_equivalence_and_exact_rules():
     higher, _ = S.direction("higher")
     assert higher.effect.pct == 5
     assert higher(m(3, 1, 5, 0.01))[0] == "agree"
-    assert higher(m(3, -1, 6, 0.3))[0] == "inconclusive"  # holds 0 and +5 %
-    assert higher(m(1, -1, 3, 0.3))[0] == "disagree"      # holds 0, excludes +5 %: no effect of interest
+    assert higher(m(3, -1, 6, 0.3))[0] == "inconclusive"  # holds 0
+    # issue 51: holds 0 and excludes +5 %, which the seed never states: inconclusive, not "disagree" (before)
+    assert higher(m(1, -1, 3, 0.3))[0] == "inconclusive"
     assert higher(m(-3, -5, -1, 0.01))[0] == "disagree"
+    # exact runs: their range read as exact values, no inconclusive
+    assert higher(S.Measurement(1, -1, 3, None, 3, exact_repeats=True))[0] == "disagree"
+    assert higher(S.Measurement(2, 1, 3, None, 3, exact_repeats=True))[0] == "agree"
     assert S.direction("lower", effect=10)[0].effect.pct == -10
     seconds, rule = S.direction("higher", "the penalty", 1, "s")
     assert not hasattr(seconds, "effect") and "+1 s" in rule  # no power simulation outside %
-    assert seconds(S.Measurement(0.2, -0.5, 0.8, 0.4, 10, "s"))[0] == "disagree"
+    assert seconds(S.Measurement(0.2, -0.5, 0.8, 0.4, 10, "s"))[0] == "inconclusive"  # before issue 51: disagree
     eq, _ = S.equivalent(5)
     assert eq(m(1, -2, 3))[0] == "agree"
     assert eq(m(1, -9, 11))[0] == "inconclusive"
@@ -66,8 +70,9 @@ def test_direction_equivalence_and_exact_rules():
     assert eq(m(8, 2, 10, power=0.9))[0] == "inconclusive"
     ex, _ = S.exact(10, 0, "packets")
     assert ex(m(10, 10, 10))[0] == "agree"
-    assert ex(m(10.5, 10, 11))[0] == "larger than claimed"
-    assert ex(m(8, 8, 8))[0] == "smaller than claimed"
+    # issue 51: a count has no 0 side; exact runs outside it disagree (before: larger / smaller than claimed)
+    assert ex(m(10.5, 10, 11))[0] == "disagree"
+    assert ex(m(8, 8, 8))[0] == "disagree" and "refutes" in ex(m(8, 8, 8))[1]
 
 
 # --- paired changes ---------------------------------------------------------------

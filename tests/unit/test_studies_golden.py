@@ -53,9 +53,21 @@ CHANGED = {"tortoise.india-desktop-cdt": "inconclusive", "coalescing.gain-us": "
            "cubic_plus.loss-throughput": "inconclusive", "reno_beta.low-loss-similar": "inconclusive",
            "coalescing.gain-is-connect-time": "inconclusive", "tortoise.screen-top3": "not testable here",
            "coalescing.reuse-ratio": "not testable here", "initcwnd.tls-3-round-trips": "agree",
-           "initcwnd.ten-round-trips": "smaller than claimed"}
+           # issue 51: exact runs outside a claimed count disagree (a count has no 0 side to be "smaller" against)
+           "initcwnd.ten-round-trips": "disagree"}
 # claims added since the file was written (variants: two groups of users), with the label they have here
-ADDED = {"tortoise.india-mobile-plt-users-groups": "inconclusive", "coalescing.gain-us-users-groups": "inconclusive",
+ADDED = {# issue 51: the coalescing sentence naming three markets is one row (its parts gain-india, -us, -germany, now
+         # variants); the ci grid has US pairs alone, and the row needs every part
+         "coalescing.gain": "no data",
+         # issue 51: left-out sentences added (the ci grid has no Singapore / South America runs, no 500 B object); the
+         # connection set-up share reads the ci grid's one US view without coalescing (one view: no test)
+         "tortoise.rest-of-world-improves": "no data", "tortoise.rest-of-world-improves-rich": "no data",
+         "cubic_plus.tiny-objects-same": "no data", "coalescing.setup-share": "inconclusive",
+         # issue 51: CUBIC+'s 2 % loss readings of delay and IW are variants now (the primaries read the paper's
+         # loss-free sweeps); the ms reading of the cache claim is a variant (the primary reads the p90)
+         "cubic_plus.delay-small-close-lossy": "no data", "cubic_plus.initcwnd-little-role-lossy": "no data",
+         "coalescing.cache-shrinks-gain-ms": "no data",
+         "tortoise.india-mobile-plt-users-groups": "inconclusive", "coalescing.gain-us-users-groups": "inconclusive",
          "coalescing.cache-shrinks-gain-chromium": "no data",  # the browser grid: not among the canned runs
          # issue 39: Reno's factor under both readings; the variant read as beta itself (beta 0.5-0.9) is what the
          # primary claim measured before on these runs (beta 0.5 and 0.9: its number must not move)
@@ -90,6 +102,10 @@ ADDED.update({f"tortoise.{c}-single": "no data" for c in (
 ADDED["tortoise.india-desktop-cdt-single"] = "inconclusive"
 
 
+# issue 51: sentences the claims left out before (no number of before to keep)
+NEW_SENTENCES = {"coalescing.setup-share"}
+
+
 def _want(claim_id: str) -> str:
     if claim_id in MOVED:
         return MOVED[claim_id]
@@ -109,8 +125,8 @@ def test_every_claim_has_its_verdict_of_before(study_id, results):
     assert [v.claim_id for v in verdicts] == [c.id for c in S.STUDIES[study_id].claims]
     for v in verdicts:
         assert v.verdict == _want(v.claim_id), (v.claim_id, v.why)
-        if v.verdict == "no data" and v.claim_id in ADDED or v.claim_id in MOVED:
-            continue
+        if v.verdict == "no data" and v.claim_id in ADDED or v.claim_id in MOVED or v.claim_id in NEW_SENTENCES:
+            continue  # (a new sentence has no number of before)
         want = (BEFORE["verdicts"].get(v.claim_id) or BEFORE["verdicts"][
             v.claim_id.removesuffix("-groups").removesuffix("-as-beta").removesuffix("-pooled-median")
             .removesuffix("-single")])
@@ -141,7 +157,7 @@ def test_the_reproduction_markdown_builds_from_them(results):
     flat = [_want(c.id) for s in S.STUDIES.values() for c in s.claims if c.primary]
     counts = {k: flat.count(k) for k in S.VERDICTS}
     assert f"**{len(flat)} seed sentences: " + ", ".join(f"{counts[k]} {k}" for k in S.VERDICTS) + ".**" in text
-    assert "Bonferroni" in text and "| n per arm | p raw / x m | power |" in text
+    assert "Bonferroni" in text and "| n | p raw / x m | power |" in text
     for study in S.STUDIES.values():
         assert f"## {study.title}" in text
         for c in study.claims:

@@ -118,8 +118,35 @@ def tie_reason(c: np.ndarray, a: np.ndarray) -> str:
 STATISTICS = {"ratio": "the median per-pair change", "p90": "the paired p90 ratio",
               "p90-groups": "the p90 ratio of two groups", "shift-groups": "the shift between two groups",
               "ratio-groups": "the ratio of two groups' median per-pair changes",
-              "spearman": "Spearman's rho", "location": "the centre of the arm's values"}
-IN_PERCENT = ("ratio", "p90", "p90-groups", "ratio-groups")
+              "spearman": "Spearman's rho", "location": "the centre of the arm's values",
+              "p90-ratio-groups": "the ratio of two sets' paired p90 ratios"}
+IN_PERCENT = ("ratio", "p90", "p90-groups", "ratio-groups", "p90-ratio-groups")
+BOOT = 4000  # bootstrap resamples of the p90-ratio-groups reading
+
+
+def p90_ratio_of_sets(c: np.ndarray, a: np.ndarray, alpha: float = ALPHA, seed: int = 0) -> inference.Inference:
+    """Two sets of pairs, each flattened (its controls, then its arms): log
+    of set a's paired p90 ratio over set c's; a percentile bootstrap over
+    each set's pairs (BOOT resamples): interval = the alpha / 2, 1 - alpha
+    / 2 quantiles, p = 2 min(share <= 0, share >= 0), the count deciding."""
+    rng = np.random.default_rng(seed)
+
+    (c0, c1), (a0, a1) = (np.split(np.asarray(x, float), 2) for x in (c, a))
+
+    def log_ratio(off, on, idx):
+        return np.log(np.quantile(on[idx], 0.9, axis=-1) / np.quantile(off[idx], 0.9, axis=-1))
+    est = float(log_ratio(a0, a1, slice(None)) - log_ratio(c0, c1, slice(None)))
+    ic, ia = rng.integers(0, len(c0), (BOOT, len(c0))), rng.integers(0, len(a0), (BOOT, len(a0)))
+    boot = log_ratio(a0, a1, ia) - log_ratio(c0, c1, ic)
+    p = float(min(1.0, 2 * min(np.mean(boot <= 0), np.mean(boot >= 0))))
+    p = max(p, 1 / (BOOT + 1))
+    low, high = (float(x) for x in np.quantile(boot, [alpha / 2, 1 - alpha / 2]))
+    if (p < alpha) == (low <= 0 <= high):  # the quantiles' interpolation against the count: the count decides
+        low, high = (min(low, 0.0), max(high, 0.0)) if p >= alpha else (
+            (max(low, 1e-12), high) if est > 0 else (low, min(high, -1e-12)))
+    return inference.Inference(est, low, high, p, alpha, 1 / (BOOT + 1), min(len(c0), len(a0)),
+                               f"percentile bootstrap of the pairs of each set ({BOOT} resamples), "
+                               f"interval at alpha {alpha:.3g}", False)
 
 
 def infer(c: np.ndarray, a: np.ndarray, statistic: str, alpha: float = ALPHA, seed: int = 0):
@@ -134,7 +161,9 @@ def infer(c: np.ndarray, a: np.ndarray, statistic: str, alpha: float = ALPHA, se
     per-pair ratios of two sets of pairs: change_of_change),
     "shift-groups" = the Mann-Whitney shift of a against c (two groups),
     "spearman" = Spearman's rho of c and a, "location" = the Wilcoxon
-    centre of a alone (c unused) (docs/statistics.md)."""
+    centre of a alone (c unused), "p90-ratio-groups" = the ratio of two
+    sets' paired p90 ratios (c and a each a set's controls then its arms:
+    p90_ratio_of_sets) (docs/statistics.md)."""
     if statistic == "p90":
         return quantiletests.paired_quantile(c, a, 0.9, alpha, n_resamples=4000, seed=seed)
     if statistic == "p90-groups":
@@ -147,6 +176,8 @@ def infer(c: np.ndarray, a: np.ndarray, statistic: str, alpha: float = ALPHA, se
         return rankci.spearman(c, a, alpha)
     if statistic == "location":
         return rankci.location(a, alpha)
+    if statistic == "p90-ratio-groups":
+        return p90_ratio_of_sets(c, a, alpha, seed)
     return inference.paired_location(c, a, alpha)
 
 
@@ -219,18 +250,37 @@ def change_of_change(df: pd.DataFrame, metric: str, arm_col: str, control, arm, 
                        f"{100 * (np.median(a) - 1):+.1f} % (other) against {100 * (np.median(c) - 1):+.1f} % (base); "
                        f"{r.test}", n_control=len(c), n_arm=len(a), control=tuple(c.tolist()),
                        arm=tuple(a.tolist()), statistic="ratio-groups", level=ALPHA, min_p=r.min_p,
+                       n_what="pairs in the smaller set",
                        tie=tie_reason(both["control"].to_numpy(float), both["arm"].to_numpy(float)))
 
 
-def span(values: Iterable[float], unit: str, detail: str) -> Measurement:
+def span(values: Iterable[float], unit: str, detail: str, n_what: str = "runs") -> Measurement:
     """Deterministic runs: the mean, with the range of the runs as its
-    interval (no test)."""
+    interval (no test; exact_repeats: the judges read the range as the
+    runs' exact values, read_exact)."""
     v = np.asarray(list(values), float)
     v = v[np.isfinite(v)]
     if v.size == 0:
         raise NoData("no runs with this measurement")
     return Measurement(float(v.mean()), float(v.min()), float(v.max()), None, int(v.size), unit,
-                       detail + " (interval: the runs' range; loss-free virtual-clock runs are exact)")
+                       detail + " (interval: the runs' range; loss-free virtual-clock runs are exact)",
+                       exact_repeats=True, n_what=n_what)
+
+
+def exact_change(p: pd.DataFrame, detail: str) -> Measurement:
+    """Loss-free runs on the virtual clock, one pair per condition (copies
+    of a repetition counted once): each condition's change is exact, so the
+    number is the median of the conditions' changes (in %) and its
+    interval their range, with no test (read_exact reads it); the pairs
+    ride along for tie_reason."""
+    c, a = p["control"].to_numpy(float), p["arm"].to_numpy(float)
+    pct = 100 * (a / c - 1)
+    each = ", ".join(f"{x:+.2f} %" for x in pct)
+    return Measurement(float(np.median(pct)), float(pct.min()), float(pct.max()), None, len(p), "%",
+                       detail + "; exact runs (loss-free, virtual clock): the median of the conditions' changes, "
+                       f"in brackets their range (no sampling error, no test); per condition: {each}", n_control=len(p), n_arm=len(p),
+                       control=tuple(c.tolist()), arm=tuple(a.tolist()), tie=tie_reason(c, a), exact_repeats=True,
+                       n_what="conditions")
 
 
 # --- the verdict rule: each judge returns (judge, its rule in words) ---------------------
@@ -238,8 +288,12 @@ def span(values: Iterable[float], unit: str, detail: str) -> Measurement:
 # test's inversion at the study family's level: significance and interval cannot disagree). Every
 # judge carries the effect it claims (judge.effect, a power.Effect) for the power shown beside the
 # label, which decides nothing. Ties and untestable claims never reach a judge (registry.judge_claim).
+# Exact runs (loss-free, virtual clock: exact_repeats) are read one way in every study (read_exact):
+# their range is the runs' exact values, not an estimate, so it has no "inconclusive".
 
-DIRECTION_EFFECT = 5.0  # % : a direction claim's smallest effect of interest, unless it names one
+# % : the effect `tortoise plan` and the power column size a direction claim for (the seed names no size);
+# it decides no label: a direction claim is a significant change in the claimed direction (docs/statistics.md)
+DIRECTION_EFFECT = 5.0
 
 
 def interval_of(m: Measurement) -> tuple[float, float]:
@@ -272,12 +326,13 @@ def read_interval(low: float, high: float, sign: int, claimed: tuple[float, floa
     """The label of an interval [low, high] (% change) for a claim of a
     change on side `sign` (-1: lower, +1: higher) of size `claimed` (lo, hi
     in %, lo <= hi; None: direction only) whose smallest effect of interest
-    is `interest` (signed %): agree = wholly on the claimed side and
-    overlapping the claimed range (any size, for a direction claim); larger
-    / smaller than claimed = wholly on the claimed side, beyond / short of
-    the range; disagree = wholly on the other side, or holding 0 while
-    excluding every claimed effect; inconclusive = holding 0 and a claimed
-    effect. unit: the interval's, for the words."""
+    is `interest` (signed %; 0 for a direction claim, which names no size:
+    then an interval that holds 0 is never "disagree"): agree = wholly on
+    the claimed side and overlapping the claimed range (any size, for a
+    direction claim); larger / smaller than claimed = wholly on the claimed
+    side, beyond / short of the range; disagree = wholly on the other side,
+    or holding 0 while excluding every claimed effect; inconclusive =
+    holding 0 and a claimed effect. unit: the interval's, for the words."""
     ci = _ci(low, high, unit)
     claimed_side = high < 0 if sign < 0 else low > 0
     other_side = low > 0 if sign < 0 else high < 0
@@ -294,9 +349,33 @@ def read_interval(low: float, high: float, sign: int, claimed: tuple[float, floa
     if other_side:
         return "disagree", f"the interval {ci} excludes 0 on the other side: a significant change the other way"
     if overlap:
+        if claimed is None and interest == 0:
+            return "inconclusive", (f"the interval {ci} holds 0: no significant change on the claimed side (a "
+                                    "direction claim names no size to reject)")
         return "inconclusive", f"the interval {ci} holds both 0 and the claimed effect"
     what = f"the claimed {lo:g}..{hi:g} {unit}" if claimed else f"any effect of {interest:+g} {unit} or more"
     return "disagree", f"the interval {ci} holds 0 and excludes {what}: the data reject the claimed size"
+
+
+EXACT_WHY = "exact runs (loss-free, on the virtual clock: no sampling error, no test)"
+
+
+def read_exact(low: float, high: float, sign: int, claimed: tuple[float, float] | None,
+               unit: str = "%") -> tuple[str, str]:
+    """The label of exact runs' range [low, high] (the changes of the
+    conditions, each exact) for a claimed change on side `sign` of size
+    `claimed` (None: direction only): agree = every condition on the
+    claimed side and the range overlapping the claimed range; larger /
+    smaller than claimed = every condition on the claimed side, the range
+    beside the claimed one; disagree = any condition not on the claimed
+    side (no "inconclusive": nothing here is uncertain)."""
+    rng = _ci(low, high, unit)
+    if (high < 0) if sign < 0 else (low > 0):
+        label, why = read_interval(low, high, sign, claimed, 0.0, unit)
+        return label, f"{EXACT_WHY}: the range {rng} of the conditions' changes" + why.split(f"{rng}", 1)[1]
+    side = "lower" if sign < 0 else "higher"
+    return "disagree", (f"{EXACT_WHY}: the range {rng} of the conditions' changes is not wholly {side}: in at "
+                        "least one condition the arm is not " + side + " than the control")
 
 
 def _nearer_bound(lo: float, hi: float) -> Effect:
@@ -322,28 +401,35 @@ def improvement(lo: float, hi: float, better: str = "lower") -> tuple[Judge, str
             "if it holds both")
 
     def judge(m: Measurement) -> tuple[str, str]:
+        if m.exact_repeats:
+            return read_exact(*interval_of(m), sign, (lo, hi), m.unit)
         return read_interval(*interval_of(m), sign, (lo, hi), effect.pct, m.unit)
     judge.effect = effect
-    return judge, rule
+    return judge, rule + "; exact runs: their range read as exact values (no inconclusive)"
 
 
 def direction(better: str = "lower", what: str = "the arm", effect: float | None = None,
               unit: str = "%") -> tuple[Judge, str]:
-    """A claim of direction only (better / worse, no size): agree on any
-    interval wholly on the claimed side; its smallest effect of interest
-    (`effect` in `unit`, DIRECTION_EFFECT % unless given) decides between
-    disagree and inconclusive when the interval holds 0, and is what power
-    is for (a change in %; other units have no power simulation)."""
+    """A claim of direction only (better / worse, no size): a significant
+    change in the claimed direction. agree = the interval wholly on the
+    claimed side; disagree = wholly on the other side; inconclusive = it
+    holds 0 (the seed names no size, so no threshold can reject one).
+    `effect` (in `unit`, DIRECTION_EFFECT % unless given) is only what the
+    power column and `tortoise plan` size the claim for (a change in %;
+    other units have no power simulation): it decides no label."""
     sign = -1 if better == "lower" else 1
     size = DIRECTION_EFFECT if effect is None else abs(effect)
-    eff = Effect("shift", sign * size, source="the smallest effect of interest for a direction claim")
+    eff = Effect("shift", sign * size, source="the effect the planner sizes a direction claim for")
     rule = (f"read off {_level_text()}: agree if it excludes 0 on the side where {what} is {better}; disagree if "
-            f"it excludes 0 on the other side, or holds 0 and excludes {sign * size:+g} {unit} (the smallest effect "
-            "of interest); inconclusive if it holds both")
+            "it excludes 0 on the other side; inconclusive if it holds 0 (a direction claim names no size; "
+            f"{sign * size:+g} {unit} is only what the power is shown for); exact runs: agree if every condition "
+            f"is {better}, disagree otherwise")
 
     def judge(m: Measurement) -> tuple[str, str]:
-        return read_interval(*interval_of(m), sign, None, sign * size, m.unit)
-    judge.interest = (sign * size, unit)  # the smallest effect of interest in its unit (bench/stats_check.py reads it)
+        if m.exact_repeats:
+            return read_exact(*interval_of(m), sign, None, m.unit)
+        return read_interval(*interval_of(m), sign, None, 0.0, m.unit)
+    judge.interest = (sign * size, unit)  # the effect sized for, in its unit (bench/stats_check.py reads it)
     if unit == "%":
         judge.effect = eff
     return judge, rule
@@ -365,6 +451,8 @@ def equivalent(margin: float) -> tuple[Judge, str]:
             return "agree", f"the interval {ci} is within +-{margin:g} %"
         if low > margin or high < -margin:
             return "disagree", f"the interval {ci} lies wholly beyond +-{margin:g} %"
+        if m.exact_repeats:
+            return "disagree", f"{EXACT_WHY}: the range {ci} of the conditions' changes reaches beyond +-{margin:g} %"
         return "inconclusive", f"the interval {ci} reaches beyond +-{margin:g} %"
     judge.effect = eff
     return judge, rule
@@ -372,15 +460,40 @@ def equivalent(margin: float) -> tuple[Judge, str]:
 
 def exact(target: float, tol: float, unit: str) -> tuple[Judge, str]:
     """A count or size the seed states, on exact runs: agree if every run
-    gives it (within tol); larger / smaller than claimed otherwise."""
-    rule = (f"agree if every run gives {target:g} {unit} (within {tol:g}); larger / smaller than claimed if the "
-            "runs give more / less")
+    gives it (within tol); disagree otherwise, with the reason: a count has
+    no 0 side to be "smaller" or "larger than claimed" against (those
+    labels are for a claimed change beside its range), and exact runs have
+    no sampling error to be inconclusive about."""
+    rule = (f"agree if every run gives {target:g} {unit} (within {tol:g}); disagree if any run gives another count "
+            "(exact runs: no sampling error; a count has no 0 side, so no larger / smaller than claimed)")
 
     def judge(m: Measurement) -> tuple[str, str]:
         low, high = interval_of(m)
+        rng = f"range {fmt(low, '')}..{fmt(high, '')} {unit}"
         if abs(low - target) <= tol and abs(high - target) <= tol:
-            return "agree", f"{fmt(m.value, unit)} against the seed's {target:g} {unit}"
-        more = m.value > target
-        return ("larger than claimed" if more else "smaller than claimed",
-                f"{fmt(m.value, unit)} against the seed's {target:g} {unit}")
+            return "agree", f"{fmt(m.value, unit)} ({rng}) against the seed's {target:g} +- {tol:g} {unit}"
+        return "disagree", (f"{fmt(m.value, unit)} ({rng} over {m.n} {m.n_what}) against the seed's {target:g} +- "
+                            f"{tol:g} {unit}: {EXACT_WHY}, so a count outside the claimed range refutes it")
+    return judge, rule
+
+
+def per_part(judges: Mapping[str, tuple[Judge, str]], what: str, figures: str) -> tuple[Judge, str]:
+    """The judge of one seed sentence that names several figures (e.g.
+    "8 % in India, 4 % in U.S, and 5 % in Germany"), read as one composite
+    row whose parts are named as the keys of `judges`: each part judged by
+    its own figure's judge (registry.part_judge), the row decided by its
+    parts (registry.deciding); figures: each part's figure, in words. Its
+    effect, for a caller that asks the row rather than a part, is the
+    first part's."""
+    def judge(m: Measurement) -> tuple[str, str]:
+        if m.part not in judges:
+            raise KeyError(f"per_part: no judge for part {m.part!r} of {what}; the parts are {', '.join(judges)}")
+        return judges[m.part][0](m)
+    judge.parts = {name: j for name, (j, _) in judges.items()}
+    first = next(iter(judges.values()))[0]
+    if getattr(first, "effect", None) is not None:
+        judge.effect = first.effect
+    rule = (f"{what}: every part must hold, each read by the rule below against its own figure ({figures}); the "
+            "row takes the first label a part has of disagree, not testable here, inconclusive, smaller than "
+            "claimed, agree, larger than claimed; each part: " + next(iter(judges.values()))[1])
     return judge, rule

@@ -92,6 +92,11 @@ class Measurement:
     # claim's rule at the family's level (registry.deciding picks the one shown), and what they are, in words
     parts: tuple = field(default=(), repr=False, compare=False)
     composite: str = ""
+    # what n counts, as the row prints it: "pairs" (one condition and seed in both arms), "users" (a simulated
+    # user in both arms), "groups" (two independent groups: n is the smaller), "conditions" (exact runs, one
+    # pair per condition), "runs", "connections", ...
+    n_what: str = "pairs"
+    part: str = ""  # a composite row's deciding part (registry.deciding), by name
 
     @property
     def p(self) -> float | None:
@@ -107,13 +112,13 @@ class Measurement:
         return not (self.low <= 0 <= self.high)
 
     def text(self) -> str:
-        """The number in words: "-4.1 % [-6.0, -2.2], p = 0.002 (n = 12)"."""
+        """The number in words: "-4.1 % [-6.0, -2.2], p = 0.002 (n = 12 pairs)"."""
         if self.value is None or not math.isfinite(self.value):
             return "no value"
         bound = lambda x: fmt(x, "") if math.isfinite(x) else ("-inf" if x < 0 else "+inf")  # noqa: E731
         ci = f" [{bound(self.low)}, {bound(self.high)}]" if not math.isnan(self.low) else ""
         p = f", p = {self.p_value:.2g}" if self.p_value is not None and math.isfinite(self.p_value) else ""
-        return f"{fmt(self.value, self.unit)}{ci}{p} (n = {self.n})"
+        return f"{fmt(self.value, self.unit)}{ci}{p} (n = {self.n} {self.n_what})"
 
 
 @dataclass(frozen=True)
@@ -238,6 +243,7 @@ class Verdict:
     failed: int = 0  # failed runs of the claim's selection (they count in no pair)
     untestable: str = ""
     changed: str = ""  # non-empty: the claim changed after its runs had been judged (registration)
+    n_what: str = "pairs"  # what n counts (Measurement.n_what)
 
     def as_dict(self) -> dict:
         return asdict(self)

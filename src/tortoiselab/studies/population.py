@@ -159,7 +159,7 @@ def population_change(df: pd.DataFrame, metric: str, arm_col: str, control, arm,
         + ("" if test else f"; no test with fewer than {MIN_USERS_FOR_TEST} users"),
         n_control=len(c), n_arm=len(a), control=tuple(c.tolist()), arm=tuple(a.tolist()),
         statistic=statistic if test else "", tie=tie_reason(c, a), level=0.05 if r else None,
-        min_p=r.min_p if r else None, failed=dropped)
+        min_p=r.min_p if r else None, failed=dropped, n_what="users per group" if groups else "users")
 
 
 def population_quantiles(df: pd.DataFrame, metric: str, arm_col: str, market: str | None = None,

@@ -85,21 +85,47 @@ def measure_claim(c: Claim, df: pd.DataFrame, folder: Path) -> Measurement:
     return m
 
 
+# "the same" value in both arms of a pair: within this share of the control's value. The loader stores times rounded
+# to 1 us (client/timeline.py); 5e-5 of a ~200 ms load is 10 us, the screen's SAME_MEDIAN_MS (claims/tortoise.py):
+# pairs this close ran the same load, up to the loader's timing, not a different congestion control
+SAME_RELATIVE = 5e-5
+
+
+def _same(c: np.ndarray, a: np.ndarray) -> np.ndarray:
+    return np.abs(a - c) <= SAME_RELATIVE * np.abs(c)
+
+
 def tie_of(m: Measurement) -> str:
-    """Why the measurement is a tie by construction ("" if it is not): every
-    pair identical (m.tie), or a change whose value and whole CI are exactly
-    0 % with a test behind it, where at least half the pairs are tied (or
-    the pairs were not passed on): the median pair is tied in every resample."""
+    """Why the measurement is a tie by construction ("" if it is not), for
+    every paired comparison: every pair identical (m.tie); or at least half
+    the pairs the same within SAME_RELATIVE (the loader's timing) and the
+    statistic itself the same at that resolution (the p90s of the two arms,
+    or the median per-pair change, within SAME_RELATIVE): both arms ran the
+    same load by construction (e.g. Scalable and H-TCP's identical slow
+    start on a loss-free path); or, without the pairs, a change whose value
+    and whole CI are exactly 0 % with a test behind it."""
     if m.tie:
         return m.tie
+    if m.control and m.statistic in ("ratio", "p90") and len(m.control) == len(m.arm):
+        c, a = np.asarray(m.control, float), np.asarray(m.arm, float)
+        same = _same(c, a)
+        if 2 * int(same.sum()) < len(c):
+            return ""
+        if m.statistic == "p90":
+            pc, pa = float(np.quantile(c, 0.9)), float(np.quantile(a, 0.9))
+            if not _same(np.array([pc]), np.array([pa]))[0]:
+                return ""
+            stat = f"the p90s {pc:.3f} and {pa:.3f} agree"
+        else:
+            med = float(np.median(a / c - 1))
+            if abs(med) > SAME_RELATIVE:
+                return ""
+            stat = f"the median per-pair change {100 * med:+.4f} % is 0"
+        return (f"{int(same.sum())} of {len(c)} pairs gave the arm the control's value within {SAME_RELATIVE:g} of it "
+                f"(the loader's timing), and {stat} at that resolution: both arms ran the same load, "
+                "a tie by construction, not a finding")
     if m.unit != "%" or m.p_value is None or not (m.value == 0 and m.low == 0 and m.high == 0):
         return ""
-    if m.control:
-        tied = int(np.sum(np.asarray(m.control) == np.asarray(m.arm)))
-        if 2 * tied < len(m.control):
-            return ""
-        return (f"{tied} of {len(m.control)} pairs gave the arm exactly the control's value, and the change and "
-                "its whole CI are 0.00 %: a tie by construction, not a finding")
     return ("the change and its whole CI are exactly 0.00 % (the median pair tied in every resample): a tie by "
             "construction, not a finding")
 
@@ -109,10 +135,17 @@ def tie_of(m: Measurement) -> str:
 SEVERITY = ("disagree", "not testable here", "inconclusive", "smaller than claimed", "agree", "larger than claimed")
 
 
-def part_label(part: Measurement, judge) -> tuple[str, str]:
+def part_judge(judge, name: str = ""):
+    """The judge of one part of a composite row: the claim's own, or, for a
+    row whose parts have claims of their own (measure.per_part: a sentence
+    naming three markets, each with its figure), that part's."""
+    return getattr(judge, "parts", {}).get(name, judge)
+
+
+def part_label(part: Measurement, judge, name: str = "") -> tuple[str, str]:
     """One part of a composite row judged as a row of its own: "not
-    testable here" for a tie by construction, else the claim's judge."""
-    return ("not testable here", tie_of(part)) if tie_of(part) else judge(part)
+    testable here" for a tie by construction, else its judge (part_judge)."""
+    return ("not testable here", tie_of(part)) if tie_of(part) else part_judge(judge, name)(part)
 
 
 def deciding(m: Measurement, judge) -> Measurement:
@@ -128,7 +161,7 @@ def deciding(m: Measurement, judge) -> Measurement:
     m itself when it has no parts."""
     if not m.parts:
         return m
-    labels = {name: part_label(part, judge) for name, part in m.parts}
+    labels = {name: part_label(part, judge, name) for name, part in m.parts}
     parts = dict(m.parts)
     rank = {v: i for i, v in enumerate(SEVERITY)}
 
@@ -138,7 +171,7 @@ def deciding(m: Measurement, judge) -> Measurement:
     name = max(parts, key=key)
     part = parts[name]
     return dataclasses.replace(
-        part, tie=f"{name}: {tie_of(part)}" if tie_of(part) else "", detail=(
+        part, part=name, tie=f"{name}: {tie_of(part)}" if tie_of(part) else "", detail=(
             f"{m.composite}: all {len(parts)} must hold; shown, the part that decides ({labels[name][0]}): {name}; "
             + "; ".join(f"{j} {labels[j][0]}: {parts[j].text()}" for j in parts)
             + f"; shown comparison: {part.detail}"))
@@ -165,8 +198,6 @@ def settle_note(m: Measurement, effect: pw.Effect | None, level: float,
         why = f"its claimed effect is in {m.unit}, not a change in %" if effect is None else "it has no such pairs"
         return None, ("`tortoise plan` cannot size it: it simulates the paired tests of a change in % (a median "
                       f"change, a paired p90); this row's number is {test}, and {why}")
-    if m.exact_repeats:
-        return None, "more repetitions add no pairs (its loss-free runs repeat exactly); more conditions would"
     n = pw.required_n(m, effect, alpha=level, sims=SETTLE_SIMS)
     if n is None:
         return None, f"more than {pw.N_MAX} {unit} would be needed to settle it"
@@ -184,9 +215,10 @@ def judge_claim(c: Claim, m: Measurement | None, why_none: str = "", settle: boo
     claimed effect at m's level and at ALPHA; settle: for an inconclusive
     claim, the pairs that would settle it (power.required_n at m's level);
     m None: "no data" (why_none)."""
-    effect = pw.effect_of(c.judge)
     settle_n = None
     m = deciding(m, c.judge) if m is not None else None
+    judge = part_judge(c.judge, m.part if m is not None else "")
+    effect = pw.effect_of(judge)
     if m is None:
         m, verdict, why = Measurement(math.nan, detail=why_none), "no data", why_none
     elif c.untestable:
@@ -199,7 +231,7 @@ def judge_claim(c: Claim, m: Measurement | None, why_none: str = "", settle: boo
             raw = pw.power(m, effect)
             judged = pw.power(m, effect, alpha=level) if level < ALPHA and raw else raw
             m = dataclasses.replace(m, power=judged, power_raw=raw)
-        verdict, why = c.judge(m)
+        verdict, why = judge(m)
         if verdict == "inconclusive" and settle:
             settle_n, note = settle_note(m, effect, level, pair_word(c.setup))
             why += "; " + note
@@ -212,7 +244,7 @@ def judge_claim(c: Claim, m: Measurement | None, why_none: str = "", settle: boo
                    effect=effect.text() if effect and m.power is not None else "",
                    n_control=m.n_control, n_arm=m.n_arm, setup=c.setup, sentence=c.sentence, primary=c.primary,
                    variant=c.variant, level=m.level, min_p=_clean(m.min_p), settle_n=settle_n, failed=m.failed,
-                   untestable=c.untestable)
+                   untestable=c.untestable, n_what=m.n_what)
 
 
 def verdict_of(c: Claim, df: pd.DataFrame, folder: Path) -> Verdict:

@@ -13,7 +13,7 @@ from tortoiselab.studies.data import current_run_ids, report_grids, study_folder
 from tortoiselab.studies.model import VERDICTS, Study, Verdict
 from tortoiselab.studies.physics import gate_check, physics_checks
 from tortoiselab.studies.registration import record_judged, table_hash
-from tortoiselab.studies.registry import STUDIES, claim_grid, evaluate, experiment_files, pair_word
+from tortoiselab.studies.registry import STUDIES, claim_grid, evaluate, experiment_files
 
 WHY_WE_DIFFER = {
     "tortoise": "LinkedIn measured real users' page views in its PoPs for weeks (RUM); we emulate one path per "
@@ -74,19 +74,24 @@ HOW_TO_READ = (
     "paired); the interval is the set of effects each test does not reject (test inversion), so interval and p "
     "cannot disagree. Where a few stalled runs decide a p90 (its size on the pilots: docs/statistics.md, \"On "
     "the pilot pairs\") no test of the sample p90 holds its size at these n. An unbounded side (-inf, +inf) is "
-    "one the test cannot bound with these pairs. *n per arm* = the pairs (users over a population) or, for two "
-    "groups, \"A against B values\". Loss-free runs on "
-    "the virtual clock are exact: their interval is the runs' range. *power* (for planning; it decides no "
+    "one the test cannot bound with these pairs. *n* = what the test counts: pairs (a condition "
+    "and seed run in both arms), users (a simulated user in both arms), users per group (two independent "
+    "groups), conditions (exact runs: one pair per condition), runs or connections. Loss-free runs on "
+    "the virtual clock are exact: their interval is the runs' range, read as exact values (no inconclusive). "
+    "*power* (for planning; it decides no "
     "label) = the probability that the claim's test at the study's level sees the claimed effect (the claimed "
-    "range's bound nearer 0; a direction claim's smallest effect of interest; for \"about the same\", an "
+    "range's bound nearer 0; for a direction claim, which names no size, the effect the planner sizes for; "
+    "for \"about the same\", an "
     "interval within the margin) given the spread the pairs measured, by simulation "
     "(src/tortoiselab/studies/power.py); in brackets at 0.05. The verdicts, read off the interval alone: "
     "*agree* = it excludes 0 on the claimed side and overlaps the claimed range; *larger / smaller than "
     "claimed* = it excludes 0 on the claimed side, beyond / short of the range; *disagree* = it excludes 0 on "
     "the other side, or holds 0 and excludes every claimed effect (the data reject the claimed size, whatever "
-    "the power); *inconclusive* = it holds both 0 and a claimed effect, with the pairs `tortoise plan` says "
-    "would settle it; *not testable here* = a tie by construction (every pair identical, e.g. a loss-free "
-    "load that runs the same slow start in both arms) or a quantity the lab does not model, with what would "
+    "the power; a direction claim names no size, so only a significant change the other way); exact runs "
+    "outside the claim: disagree (a count has no 0 side); *inconclusive* = it holds both 0 and a claimed "
+    "effect, with the pairs `tortoise plan` says would settle it; *not testable here* = a tie by construction "
+    "(every pair the same, within the timing's resolution where most are: e.g. a loss-free load that runs "
+    "the same slow start in both arms) or a quantity the lab does not model, with what would "
     "make it testable; *no data* = the runs are not there. *set-up*: single path (one emulated path per "
     "condition, seeded repetitions), population (simulated users of a market), browser (Chromium).")
 
@@ -172,10 +177,11 @@ def verdict_counts(flat: list[Verdict]) -> dict[str, int]:
 
 
 def _n_per_arm(v: Verdict) -> str:
-    """n as what it is: "39 pairs" (or users, over a population), "5 against 10 values" for two groups."""
-    if (v.n_control or v.n_arm) and not v.n_control == v.n_arm == v.n:
-        return f"{v.n_control} against {v.n_arm} values"
-    return f"{v.n} {pair_word(v.setup)}"
+    """n as what it counts (Measurement.n_what): "20 pairs", "200 users",
+    "198 + 200 users per group", "3 conditions", "44 runs"."""
+    if v.n_control and v.n_arm and v.n_control != v.n_arm:
+        return f"{v.n_control} + {v.n_arm} {v.n_what}"
+    return f"{v.n} {v.n_what}"
 
 
 def _p_cell(v: Verdict) -> str:
@@ -231,12 +237,12 @@ def _study_section(s: Study, vs: list[Verdict], results: Path, grid: str | None)
              "Runs: " + "; ".join(_study_runs(s, results, grid)) + ".", "",
              f"{len(primary)} seed sentences: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
              + f"; a family of {family} tests{level}." + (f" {len(variants)} variants beneath." if variants else ""),
-             "", "| claim (seed) | set-up | measured | our number | n per arm | p raw / x m | power | verdict | why |",
+             "", "| claim (seed) | set-up | measured | our number | n | p raw / x m | power | verdict | why |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     lines += [_row(v, grid) for v in primary]
     if variants:
         lines += ["", "Variants (sensitivity: not in the headline, not in the family; judged at the same level):", "",
-                  "| sentence: variant | set-up | measured | our number | n per arm | p raw / x m | power | verdict | "
+                  "| sentence: variant | set-up | measured | our number | n | p raw / x m | power | verdict | "
                   "why |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         lines += [_row(v, grid, variant=True) for v in variants]
     lines += ["", "Details and rules:", ""]

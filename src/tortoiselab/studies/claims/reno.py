@@ -114,7 +114,8 @@ def _penalty_grows(df: pd.DataFrame, reading: Reading) -> Measurement:
     return Measurement(r.estimate, r.low, r.high, r.p_value, min(len(low), len(high)), "s",
                        f"factor 0.9 (beta {big:g}) PLT minus factor 0.5's: median {np.median(low):+.1f} s at 2 % "
                        f"loss, {np.median(high):+.1f} s at 6-10 %; {r.test}", level=0.05, min_p=r.min_p,
-                       control=tuple(low.tolist()), arm=tuple(high.tolist()), statistic="shift-groups")
+                       control=tuple(low.tolist()), arm=tuple(high.tolist()), statistic="shift-groups",
+                       n_what="pairs in the smaller group")
 
 
 def _smaller_better(df: pd.DataFrame, reading: Reading) -> Measurement:
@@ -137,7 +138,8 @@ def _smaller_better(df: pd.DataFrame, reading: Reading) -> Measurement:
                        f"{r.test}, of the factor vs PLT (relative to its loss level's median); median PLT by "
                        "factor: " + ", ".join(f"{reading.factor(float(b)):g} (beta {b:g}): {v:.0f} ms"
                                               for b, v in med.items()),
-                       level=0.05, control=tuple(factor.tolist()), arm=tuple(rel.tolist()), statistic="spearman")
+                       level=0.05, control=tuple(factor.tolist()), arm=tuple(rel.tolist()), statistic="spearman",
+                       n_what="runs")
 
 
 def read_as(measure: Callable[[pd.DataFrame, Reading], Measurement], reading: Reading,
