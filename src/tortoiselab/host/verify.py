@@ -373,7 +373,9 @@ def format_checks(checks: list[FolderCheck]) -> str:
     lines = []
     for c in checks:
         runs = sorted({p.run for p in c.problems if p.run})
+        lab = any(p.run is None and p.file.is_relative_to(c.exp_dir / ".lab") for p in c.problems)
         lines.append(f"{c.exp_dir}: {c.runs} runs, " + (f"{len(runs)} failing: {', '.join(runs)}" if runs else
+                                                          ".lab failing" if lab else
                                                           "table failing" if c.problems else "ok"))
         lines += problem_lines(c.problems)
         lines += [f"  note: {n}" for n in c.notes]
