@@ -235,10 +235,9 @@ def _folder_variants(exp_dir: Path) -> list[str]:
 def _chains(exp_dir: Path, expected: dict[str, Entry]) -> list[tuple[str, str]]:
     """Each chain with random keys signed up to its CA and served with its own key."""
     d = exp_dir / ".lab" / "pki"
-    pairs = [("large/cert.pem", "ca.pem", "large/key.pem")] + [
-        (f"{v}/{c}", "ca-rsa.pem", f"{v}/{k}") for v, files in
-        (("shared-rsa", (("cert.pem", "key.pem"),)), ("separate-rsa", (("www.pem", "www.key"), ("static.pem", "static.key"))))
-        for c, k in files]
+    pairs = [("large/cert.pem", "ca.pem", "large/key.pem"), ("shared-rsa/cert.pem", "ca-rsa.pem", "shared-rsa/key.pem"),
+             ("separate-rsa/www.pem", "ca-rsa.pem", "separate-rsa/www.key"),
+             ("separate-rsa/static.pem", "ca-rsa.pem", "separate-rsa/static.key")]
     out = []
     for chain, ca, key in pairs:
         if chain not in expected:
@@ -292,3 +291,14 @@ def refuse_other_lab(exp_dir: Path) -> None:
         raise RunnerError(f"{exp_dir / '.lab'}: its pages or certificates differ from what their generators make "
                           f"({len(check.differences)} files):\n  " + "\n  ".join(check.lines())
                           + f"\n  fix: {fix(exp_dir)}")
+
+
+def checked_assets(exp_dir: Path, certs: Iterable[str]) -> tuple[Path, Path]:
+    """host/assets.lab_assets, and a .lab made before this invocation
+    compared with its generators first: a run must not use pages or
+    certificates unlike theirs (refuse_other_lab)."""
+    made_before = os.path.lexists(Path(exp_dir) / ".lab" / "READY")
+    site, pki_dir = assets.lab_assets(exp_dir, certs=certs)
+    if made_before:
+        refuse_other_lab(exp_dir)
+    return site, pki_dir

@@ -36,12 +36,11 @@ from tortoiselab.analysis.fidelity import disturbance, handshake_rtt_check
 from tortoiselab.analysis.flights import pcap_steady_throughput_mbit
 from tortoiselab.analysis.parsers import parse_nghttp_stats
 from tortoiselab.host import backends, batches, guestpaths, labcpu, pageload, reuse, safefs, store, verify
-from tortoiselab.host.assets import lab_assets
 from tortoiselab.host.checks import (check_browser_tools, check_guest_paths, check_kernel_paths, check_manifest_urls,
                                     check_site_urls)
 from tortoiselab.host.citelogs import cite_stored
 from tortoiselab.host.errors import RunnerError
-from tortoiselab.host.labcheck import refuse_other_lab
+from tortoiselab.host.labcheck import checked_assets
 from tortoiselab.host.locks import claim, clean_stale, experiment_lock, note, setup_lock
 from tortoiselab.host.provenance import run_seeds, tool_versions
 from tortoiselab.host.batches import DEFAULT_BATCH, Batch, BatchWork, batch_id, jobs_for
@@ -457,10 +456,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
             files.write_once(exp_dir, exp_dir / "experiment.yaml", Path(exp_file).read_text(),
                              doing=f"results folder {exp_dir}")
             # the certificate variants of every run, not only the pending ones (host/assets.py)
-            made_before = os.path.lexists(exp_dir / ".lab" / "READY")
-            site, pki = lab_assets(exp_dir, certs={r.settings.server.cert for r in runs})
-            if made_before:  # a run must not use pages or certificates unlike the generators' (host/labcheck.py)
-                refuse_other_lab(exp_dir)
+            site, pki = checked_assets(exp_dir, certs={r.settings.server.cert for r in runs})
         check_manifest_urls(mine, site)
         moved = verify.move_damaged_aside(exp_dir, [r.run_id for r in mine], sliced)
         by_id = {r.run_id: r for r in mine}

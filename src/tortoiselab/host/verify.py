@@ -321,17 +321,14 @@ def check_table(exp_dir: Path, stored: list[store.Stored]) -> tuple[list[Problem
 
 
 def lab_problems(exp_dir: Path) -> list[Problem]:
-    """The folder's .lab against its generators (host/labcheck.py): one
-    problem per file that differs, of the folder (run None)."""
-    check = labcheck.check_lab(Path(exp_dir))
+    """A problem of the folder per file of .lab unlike its generators' (host/labcheck.py)."""
     return [Problem(None, Path(exp_dir) / ".lab" / rel, what, labcheck.fix(Path(exp_dir)), redo=False)
-            for rel, what in check.differences]
+            for rel, what in labcheck.check_lab(Path(exp_dir)).differences]
 
 
-def verify_folder(exp_dir: Path, run_ids: set[str] | None = None, table: bool = True,
-                  lab: bool = False) -> FolderCheck:
+def verify_folder(exp_dir: Path, run_ids: set[str] | None = None, table: bool = True, lab: bool = False) -> FolderCheck:
     """Every run folder of an experiment (run_ids: only these), then the
-    table; lab: the folder's .lab against its generators first (lab_problems)."""
+    table; lab: its .lab against its generators first (lab_problems)."""
     exp_dir = Path(exp_dir)
     out = FolderCheck(exp_dir)
     if lab:
@@ -442,9 +439,8 @@ def admitted(folders: Iterable[Path], skip_damaged: bool, what: str) -> Iterator
     reader (store.leaving_out) and the yielded list names them; without
     skip_damaged a folder with damaged runs is refused (DamagedFolder,
     naming each run, its file and the fix). runs.parquet alone is no
-    damage: the readers rebuild it from the records. A folder whose .lab
-    differs from what its generators make (lab_problems) has every run
-    damaged: all were made with it."""
+    damage: the readers rebuild it from the records. A .lab unlike its
+    generators' (lab_problems) damages every run of its folder."""
     damaged: dict[str, Path] = {}
     lab_made: dict[Path, str] = {}  # runs left out for their folder's .lab
     problems: list[Problem] = []
@@ -453,14 +449,12 @@ def admitted(folders: Iterable[Path], skip_damaged: bool, what: str) -> Iterator
             c = verify_folder(Path(d), table=False)
             damaged.update({f"{c.exp_dir.name}/{p.run}": c.exp_dir / p.run for p in c.problems if p.run})
             problems += [p for p in c.problems if p.run]
-            # a .lab unlike its generators: every run made with it measured other pages or certificates
-            lab = lab_problems(Path(d))
-            if lab:
-                for r in run_folders(Path(d)):
-                    damaged[f"{c.exp_dir.name}/{r.name}"] = r
-                    lab_made[r] = (f"made with {c.exp_dir / '.lab'}, which differs from what its generators make "
-                                   f"({', '.join(p.file.name for p in lab[:3])}{' ...' if len(lab) > 3 else ''})")
-                problems += lab
+            lab = lab_problems(Path(d))  # unlike its generators': every run made with it measured other pages
+            for r in run_folders(Path(d)) if lab else []:
+                damaged[f"{c.exp_dir.name}/{r.name}"] = r
+                lab_made[r] = f"made with {c.exp_dir / '.lab'}, which differs from what its generators make " \
+                              f"({', '.join(p.file.name for p in lab[:3])}{' ...' * (len(lab) > 3)})"
+            problems += lab
     if damaged and not skip_damaged:
         raise DamagedFolder(f"{what}: {len(damaged)} damaged runs ({', '.join(sorted(damaged))}); refused:\n"
                             + "\n".join(problem_lines(problems))
