@@ -348,7 +348,8 @@ def check_rerun(le: LabExperiment, folder: Path, ok_runs: list[dict], k: int | N
     summary = "; ".join(x for x in (
         f"{len(res.mismatches)} of {len(res.rerun)} runs rerun on the virtual clock differ from their records: "
         f"{', '.join(res.mismatches)}" if res.mismatches else "",
-        f"{len(res.real_clock)} of {how} ran on the real clock and cannot be verified" if res.real_clock else "") if x)
+        f"{len(res.real_clock)} of {len(res.chosen)} runs ran on the real clock and cannot be verified"
+        if res.real_clock else "") if x)
     return GradeCheck("rerun", False, summary, _more(notes + lines + real),
                       (f"a record must hold what the lab measured: move those runs' folders out of {folder} "
                        f"(keep them), then {cmd}   (it redoes the missing runs), and do not edit results")
@@ -398,9 +399,9 @@ def grade_experiment(lab: Lab, le: LabExperiment, results: Path, audit_k: int | 
     failures = check_failures(le, folder, matched_all, lab.spec.max_failed_share)
     checks = [check_experiment(le, folder, runs, matched, unmatched), check_points(le, folder, done),
               check_repetitions(le, folder, done, failed, failures.ok), failures,
-              check_fidelity(ok_runs, lab.spec.fidelity_ok_share), check_lab_assets(folder, le),
+              check_fidelity(ok_runs, lab.spec.fidelity_ok_share), assets := check_lab_assets(folder, le),
               check_physics(le, folder, ok_runs)]
-    if audit_k != 0 and not checks[-2].ok:  # the pages or certificates its runs used are not the lab's
+    if audit_k != 0 and not assets.ok:  # the pages or certificates its runs used are not the lab's
         checks.append(GradeCheck("rerun", False, "not rerun: the folder's .lab differs from what its generators "
                                  "make (see lab assets); a rerun with it would repeat what it measured"))
     elif audit_k != 0:
