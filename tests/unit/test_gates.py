@@ -158,17 +158,17 @@ def test_grade_fails_on_a_halved_plt_naming_the_run(tmp_path, monkeypatch, capsy
     folder = tmp_path / "initcwnd@ci"
     shutil.copytree(RUNS / "initcwnd@ci", folder)
     lab_file, lab = _ci_lab(tmp_path)
-    sections = grade.grade(lab, folder)
+    sections = grade.grade(lab, folder, audit_k=0)  # no reruns here: the physics gate alone
     assert grade.complete(sections), grade.format_grade(lab, sections)
     _halve(folder / "1072698669c7")
-    sections = grade.grade(lab, folder)
+    sections = grade.grade(lab, folder, audit_k=0)
     assert not grade.complete(sections)
     physics = {c.name: c for c in sections[0].checks}["physics"]
     assert physics.summary == "1 of 2 completed runs have numbers no run can measure: 1072698669c7"
     assert physics.details == ["1072698669c7: PLT 477.197 ms below its napkin floor 946.336 ms on a loss-free path "
                                "(analysis/napkin.py)"]
     monkeypatch.chdir(tmp_path)
-    assert cli.main(["grade", "labs/04", str(folder)]) == 1
+    assert cli.main(["grade", "labs/04", str(folder), "--audit", "0"]) == 1
     out = capsys.readouterr().out
     assert "[MISSING] physics: 1 of 2 completed runs have numbers no run can measure: 1072698669c7" in out
     assert "not complete: 1 requirement missing" in out
@@ -193,7 +193,7 @@ def test_a_copy_without_its_lab_folder_is_graded_with_a_note(tmp_path):
     folder = tmp_path / "initcwnd@ci"
     shutil.copytree(RUNS / "initcwnd@ci", folder, ignore=shutil.ignore_patterns(".lab"))
     _, lab = _ci_lab(tmp_path)
-    physics = {c.name: c for c in grade.grade(lab, folder)[0].checks}["physics"]
+    physics = {c.name: c for c in grade.grade(lab, folder, audit_k=0)[0].checks}["physics"]
     assert physics.ok and physics.details == [
         f"bytes and napkin floors not checked: no {folder}/.lab/site/manifest.json (a copy without .lab; "
         "grade the folder where it was run)"]

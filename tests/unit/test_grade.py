@@ -99,8 +99,9 @@ def write_runs(results: Path, exp_file: Path, grid: str, reps: int | None = None
 
 
 def graded(repo: Path, results: Path, lab: str = "labs/09-toy.md"):
+    """The grade without reruns (--audit 0): the toy records were never run (test_audit.py reruns)."""
     lab_ = handout.load_lab(repo / lab)
-    sections = grade.grade(lab_, results)
+    sections = grade.grade(lab_, results, audit_k=0)
     return lab_, sections, {c.name: c for s in sections for c in s.checks}
 
 
@@ -109,12 +110,12 @@ def test_complete_folder_passes(repo):
     lab, sections, checks = graded(repo, folder)
     assert grade.complete(sections)
     assert [c.name for c in sections[0].checks] == ["experiment", "sweep points", "repetitions", "failed runs",
-                                                    "fidelity", "physics"]
+                                                    "fidelity", "lab assets", "physics"]
     text = grade.format_grade(lab, sections)
     assert "complete: every requirement" in text and "MISSING" not in text
     assert "uml backend, virtual clock (16 runs)" in text
     # the results root finds the same folder
-    assert grade.grade(lab, repo / "results")[0].folder == folder
+    assert grade.grade(lab, repo / "results", audit_k=0)[0].folder == folder
 
 
 def test_too_few_repetitions_and_a_missing_point(repo):
@@ -243,7 +244,7 @@ def test_two_experiments_from_a_sibling_folder(repo):
     assert sections[1].checks[0].name == "results folder"
     assert "tortoise run experiments/other.yaml --grid reduced" in sections[1].checks[0].fix
     other = write_runs(repo / "results", repo / "experiments" / "other.yaml", "reduced")
-    sections = grade.grade(handout.load_lab(repo / "labs" / "10-two.md"), other)
+    sections = grade.grade(handout.load_lab(repo / "labs" / "10-two.md"), other, audit_k=0)
     assert [s.folder for s in sections] == [toy, other] and grade.complete(sections)
 
 
@@ -291,14 +292,17 @@ def test_require_limits_the_points(repo):
 
 def test_cli_exit_codes(repo, monkeypatch, capsys):
     monkeypatch.chdir(repo)
-    assert cli.main(["grade", "labs/09", "results"]) == 2  # no results yet: a named argument error
+    assert cli.main(["grade", "labs/09", "results", "--audit", "0"]) == 2  # no results yet: a named argument error
     assert "RESULTS results: no such folder" in capsys.readouterr().err
     write_runs(Path("results"), Path("experiments/toy.yaml"), "reduced", reps=1)
-    assert cli.main(["grade", "labs/09"]) == 1
+    assert cli.main(["grade", "labs/09", "--audit", "0"]) == 1
     out = capsys.readouterr().out
     assert "[MISSING] repetitions" in out and "fix: tortoise run experiments/toy.yaml --grid reduced" in out
     write_runs(Path("results2"), Path("experiments/toy.yaml"), "reduced")
-    assert cli.main(["grade", "labs/09-toy.md", "results2/toy@reduced"]) == 0
+    assert cli.main(["grade", "labs/09-toy.md", "results2/toy@reduced", "--audit", "0"]) == 0
+    assert "its numbers unverified: no run was rerun, --audit 0" in capsys.readouterr().out
+    assert cli.main(["grade", "labs/09-toy.md", "results2/toy@reduced", "--audit", "0", "--jobs", "0"]) == 2
+    assert "--jobs: give a whole number >= 1" in capsys.readouterr().err
     assert cli.main(["grade", "labs/nope"]) == 2
     assert "LAB 'labs/nope'" in capsys.readouterr().err
     Path("afile").write_text("x")

@@ -206,10 +206,10 @@ def test_grade_never_turns_an_unreadable_record_into_a_run(tmp_path, monkeypatch
     folder = write_runs(Path("results"), Path("experiments/toy.yaml"), "reduced")
     bad = store.run_dirs(folder)[0]
     (bad / store.RECORD).write_text('{"run_id": "')
-    assert cli.main(["grade", "labs/09"]) == 2
+    assert cli.main(["grade", "labs/09", "--audit", "0"]) == 2
     err = capsys.readouterr().err
     assert f"1 damaged runs (toy@reduced/{bad.name}); refused" in err and "fix: `tortoise run" in err
-    assert cli.main(["grade", "labs/09", "--skip-damaged"]) == 0  # 3 of 4 repetitions are enough
+    assert cli.main(["grade", "labs/09", "--skip-damaged", "--audit", "0"]) == 0  # 3 of 4 repetitions are enough
     out = capsys.readouterr().out
     assert "runs of 'None'" not in out and f"left out (damaged): toy@reduced/{bad.name}: run.json" in out
 
@@ -251,9 +251,9 @@ def test_a_run_copied_in_from_another_experiment_is_named_and_left_out(tmp_path,
     monkeypatch.chdir(tmp_path)
     toy = write_runs(Path("results"), Path("experiments/toy.yaml"), "reduced")
     shutil.copytree(other / foreign, toy / foreign)
-    assert cli.main(["grade", "labs/09"]) == 2
+    assert cli.main(["grade", "labs/09", "--audit", "0"]) == 2
     assert f"1 damaged runs (toy@reduced/{foreign}); refused" in capsys.readouterr().err
-    assert cli.main(["grade", "labs/09", "--skip-damaged"]) == 0
+    assert cli.main(["grade", "labs/09", "--skip-damaged", "--audit", "0"]) == 0
     assert f"left out (damaged): toy@reduced/{foreign}: not a run of toy@reduced" in capsys.readouterr().out
 
 

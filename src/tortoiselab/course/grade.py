@@ -40,9 +40,15 @@ The checks, per experiment, each printed with what is missing and the fix:
 - physics: no completed run has numbers no run can measure (a loss-free PLT
   below its napkin floor, a PLT below the path's RTT, bytes that are not the
   page's: analysis/gates.py), each such run named;
-- audit (`--audit K`, the grader's choice): K completed runs, chosen by
-  `--audit-seed`, rerun on the virtual clock give their records' numbers
-  (host/audit.py; docs/course-labs.md, "Audited grades").
+- lab assets: the folder's .lab (the pages and certificates its runs used)
+  is what their generators make (host/labcheck.py); a .lab that differs
+  fails the grade, and its runs are not rerun;
+- rerun (by default): every completed run, rerun on the virtual clock,
+  gives its record's numbers (host/audit.py); `--audit K` reruns a sample
+  of K, chosen by `--audit-seed`, and says what it catches; `--audit 0`
+  reruns none, a quick look that verifies no number (docs/course-labs.md,
+  "Graded by rerunning"). A run of the real clock cannot be rerun exactly:
+  the check names it as unverifiable and fails.
 
 A point is a sweep point of the grid, i.e. one arm in one condition. The
 folder for experiment <name> is RESULTS itself when RESULTS is named
@@ -66,7 +72,7 @@ from pydantic import ValidationError
 
 from tortoiselab.analysis.fidelity import NOT_JUDGED, judged_fidelity
 from tortoiselab.course.handout import GradeError, Lab, LabExperiment, Point, config_key, fmt_value, plain
-from tortoiselab.host import audit, safefs, store
+from tortoiselab.host import audit, labcheck, safefs, store
 from tortoiselab.host.storedtraces import folder_traces
 from tortoiselab.spec import yamlfile
 from tortoiselab.spec.experiment import Experiment, ExperimentError, expand, load
@@ -315,31 +321,71 @@ def check_physics(le: LabExperiment, folder: Path, ok_runs: list[dict]) -> Grade
                       f"{folder} (keep them), then {run_command(le, folder)}   (it redoes the missing runs)")
 
 
-def check_audit(le: LabExperiment, folder: Path, ok_runs: list[dict], k: int, seed: int) -> GradeCheck:
-    """Rerun k of the completed runs (chosen by seed) on the virtual clock
-    and compare every number the grade, a report or a verdict reads
-    (host/audit.py): the lab's determinism is the audit
-    (docs/course-labs.md, "Audited grades")."""
+def _pct(p: float) -> str:
+    return f"{100 * p:.0f} %" if p < 0.995 or p == 1 else f"{100 * p:.1f} %"
+
+
+def sample_line(n: int, k: int) -> str:
+    """What a sample of k reruns of n runs catches: one forged run with
+    probability k/n, f forged ones with 1 - C(n-f, k)/C(n, k) (audit.detection_probability)."""
+    fs = [f for f in (2, 3, 5) if f <= n]
+    return (f"a sample: one forged run is caught with probability {k}/{n} = {_pct(audit.detection_probability(n, k))}"
+            + "".join(f", {f} forged runs {_pct(audit.detection_probability(n, k, f))}" for f in fs)
+            + "; leave out --audit to rerun every run")
+
+
+def check_rerun(le: LabExperiment, folder: Path, ok_runs: list[dict], k: int | None, seed: int,
+                jobs: int = 1) -> GradeCheck:
+    """Rerun every completed run (k None) or k of them (chosen by seed) on
+    the virtual clock and compare every number the grade, a report or a
+    verdict reads (host/audit.py): the lab's determinism is the check
+    (docs/course-labs.md, "Graded by rerunning")."""
     reps = max([int(r.get("repetition") or 0) + 1 for r in ok_runs] + [le.exp.repetitions])
     exp = le.exp.model_copy(update={"repetitions": reps})
-    res = audit.audit(folder, exp, [str(r.get("run_id")) for r in ok_runs], k, seed)
+    res = audit.audit(folder, exp, [str(r.get("run_id")) for r in ok_runs], k, seed, jobs=jobs)
     cmd = run_command(le, folder)
+    sampled = k is not None and len(res.chosen) < res.pool
+    how = f"{len(res.chosen)} of {res.pool} completed runs" + (f" (seed {seed})" if sampled else "")
+    notes = [sample_line(res.pool, len(res.chosen))] if sampled else []
     if res.refused:
-        return GradeCheck("audit", False, f"could not rerun {len(res.chosen)} runs (seed {seed}): {res.refused}",
+        return GradeCheck("rerun", False, f"could not rerun {how}: {res.refused}", notes,
                           fix=f"run the lab on the uml backend's virtual clock ({cmd}) and grade where the lab "
                               "kernel is built (make kernel; the course VM has it)")
-    if res.ok:
-        return GradeCheck("audit", True, f"{len(res.chosen)} of {len(ok_runs)} completed runs rerun on the virtual "
-                          f"clock (seed {seed}, {res.wall_seconds} s) gave their records' numbers"
-                          + (f": {', '.join(res.chosen)}" if res.chosen else ""))
+    real = [f"{r}: ran on the real clock, which no rerun repeats exactly: its numbers cannot be verified"
+            for r in res.real_clock]
     lines = [f"{rid} ({res.labels.get(rid, '')}): {'; '.join(d)}" for rid, d in res.mismatches.items()]
-    return GradeCheck("audit", False, f"{len(res.mismatches)} of {len(res.chosen)} runs rerun on the virtual clock "
-                      f"(seed {seed}) differ from their records: {', '.join(res.mismatches)}", _more(lines),
-                      f"a record must hold what the lab measured: move those runs' folders out of {folder} "
-                      f"(keep them), then {cmd}   (it redoes the missing runs), and do not edit results")
+    if res.ok:
+        return GradeCheck("rerun", True, f"{how} rerun on the virtual clock ({res.wall_seconds} s) gave their "
+                          "records' numbers", notes)
+    summary = "; ".join(x for x in (
+        f"{len(res.mismatches)} of {len(res.rerun)} runs rerun on the virtual clock differ from their records: "
+        f"{', '.join(res.mismatches)}" if res.mismatches else "",
+        f"{len(res.real_clock)} of {len(res.chosen)} runs ran on the real clock and cannot be verified"
+        if res.real_clock else "") if x)
+    return GradeCheck("rerun", False, summary, _more(notes + lines + real),
+                      (f"a record must hold what the lab measured: move those runs' folders out of {folder} "
+                       f"(keep them), then {cmd}   (it redoes the missing runs), and do not edit results")
+                      if res.mismatches else
+                      f"run the lab as its handout says, on the uml backend's virtual clock, into a fresh folder: "
+                      f"move {folder} aside (keep it), then {cmd}")
 
 
-def grade_experiment(lab: Lab, le: LabExperiment, results: Path, audit_k: int = 0, audit_seed: int = 0) -> Section:
+def check_lab_assets(folder: Path, le: LabExperiment) -> GradeCheck:
+    """The folder's .lab (the pages and certificates its runs used) is what
+    their generators make for it (host/labcheck.py)."""
+    c = labcheck.check_lab(folder, seed_name=le.exp.name, certs={p.config.get("server", {}).get("cert")
+                                                                 for p in le.points.values()} - {None})
+    if c.unchecked:
+        return GradeCheck("lab assets", True, f"not compared: {c.unchecked}")
+    if c.ok:
+        return GradeCheck("lab assets", True, f".lab: the pages and certificates are what their generators make "
+                          f"({c.files} files)")
+    return GradeCheck("lab assets", False, f"{len(c.differences)} files of {folder / '.lab'} differ from what their "
+                      "generators make: every run of the folder used them", c.lines(MAX_LINES), labcheck.fix(folder))
+
+
+def grade_experiment(lab: Lab, le: LabExperiment, results: Path, audit_k: int | None = None, audit_seed: int = 0,
+                     jobs: int = 1) -> Section:
     folder = lab_results_folder(results, le.exp)
     if not folder.is_dir():
         return Section(le.exp.name, folder, [GradeCheck(
@@ -365,23 +411,30 @@ def grade_experiment(lab: Lab, le: LabExperiment, results: Path, audit_k: int = 
     failures = check_failures(le, folder, matched_all, lab.spec.max_failed_share)
     checks = [check_experiment(le, folder, runs, matched, unmatched), check_points(le, folder, done),
               check_repetitions(le, folder, done, failed, failures.ok), failures,
-              check_fidelity(ok_runs, lab.spec.fidelity_ok_share), check_physics(le, folder, ok_runs)]
-    if audit_k > 0:
-        checks.append(check_audit(le, folder, ok_runs, audit_k, audit_seed))
+              check_fidelity(ok_runs, lab.spec.fidelity_ok_share), assets := check_lab_assets(folder, le),
+              check_physics(le, folder, ok_runs)]
+    if audit_k != 0 and not assets.ok:  # the pages or certificates its runs used are not the lab's
+        checks.append(GradeCheck("rerun", False, "not rerun: the folder's .lab differs from what its generators "
+                                 "make (see lab assets); a rerun with it would repeat what it measured"))
+    elif audit_k != 0:
+        checks.append(check_rerun(le, folder, ok_runs, audit_k, audit_seed, jobs))
     envs = Counter(f"{(r.get('meta') or {}).get('backend')} backend, {(r.get('meta') or {}).get('clock')} clock"
                    for r in ok_runs)
     info = ["ran on: " + "; ".join(f"{e} ({n} runs)" for e, n in envs.most_common())] if envs else []
     return Section(le.exp.name, folder, checks, info)
 
 
-def grade(lab: Lab, results: Path, audit_k: int = 0, audit_seed: int | None = None) -> list[Section]:
-    """The lab's checks on every experiment's folder; audit_k > 0 adds the
-    audit of that many runs per experiment, picked by audit_seed (None: a
-    seed of the grader's own, printed in the audit's line so that it can be
-    repeated with --audit-seed)."""
-    if audit_k < 0:
-        raise GradeError(f"--audit {audit_k}: K is the number of runs to rerun per experiment, 0 (no audit) or "
-                         "more; e.g. --audit 2")
+def grade(lab: Lab, results: Path, audit_k: int | None = None, audit_seed: int | None = None,
+          jobs: int = 1) -> list[Section]:
+    """The lab's checks on every experiment's folder, then the reruns on the
+    virtual clock: of every completed run (audit_k None, the default), of
+    audit_k of them picked by audit_seed (None: a seed of the grader's own,
+    printed so that it can be repeated with --audit-seed), or of none
+    (audit_k 0: a quick look at what is missing, which verifies no number);
+    `jobs` labs side by side."""
+    if audit_k is not None and audit_k < 0:
+        raise GradeError(f"--audit {audit_k}: K is the number of runs to rerun per experiment (leave --audit out "
+                         "to rerun every run; 0: none, a quick look that verifies no number); e.g. --audit 2")
     audit_seed = random.SystemRandom().randrange(2**31) if audit_seed is None else audit_seed
     results = Path(results)
     if results.exists() and not results.is_dir():
@@ -391,7 +444,7 @@ def grade(lab: Lab, results: Path, audit_k: int = 0, audit_seed: int | None = No
         names = ", ".join(str(lab_results_folder(Path("results"), le.exp)) for le in lab.experiments)
         raise GradeError(f"RESULTS {results}: no such folder; run the lab first (its handout, {lab.path}, says "
                          f"how), then give its folder ({names}) or the results root")
-    return [grade_experiment(lab, le, results, audit_k, audit_seed) for le in lab.experiments]
+    return [grade_experiment(lab, le, results, audit_k, audit_seed, jobs) for le in lab.experiments]
 
 
 def format_grade(lab: Lab, sections: list[Section]) -> str:
@@ -405,7 +458,10 @@ def format_grade(lab: Lab, sections: list[Section]) -> str:
                 out.append(f"        fix: {c.fix}")
         out.extend(f"  {line}" for line in s.info)
     n_bad = sum(1 for s in sections for c in s.checks if not c.ok)
-    out.append("\ncomplete: every requirement of the lab is met" if n_bad == 0 else
+    unverified = not all(any(c.name == "rerun" for c in s.checks) for s in sections)
+    out.append(("\ncomplete: every requirement of the lab is met" + (
+        " (its numbers unverified: no run was rerun, --audit 0; the grade without --audit reruns every run)"
+        if unverified else "")) if n_bad == 0 else
                f"\nnot complete: {n_bad} requirement{'s' if n_bad > 1 else ''} missing (see fix: lines above)")
     return "\n".join(out)
 

@@ -31,6 +31,9 @@ from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.store import files
 from tortoiselab.web import images, pages, pki
 
+# the site every results folder gets (its runs' seeds are their own: the pages
+# are one fixed set, which host/labcheck.py makes again to compare)
+SITE_SEED, SITE_DOMAIN = 1, "lab.test"
 # the modules whose source makes the site's bytes
 SITE_MODULES = (pages, images)
 # certificate variants made together (web/pki.py): the Ed25519 small chains
@@ -74,7 +77,7 @@ def _make_site(exp_dir: Path, lab: Path, seed: int) -> None:
     tmp, old = lab / f"site.tmp-{os.getpid()}", lab / f"site.old-{os.getpid()}"
     doing = f"making the pages of {lab}"
     files.fresh_dir(exp_dir, tmp, doing)
-    pages.generate_site(tmp, seed=seed, domain="lab.test")  # into the folder the store lent it
+    pages.generate_site(tmp, seed=seed, domain=SITE_DOMAIN)  # into the folder the store lent it
     if os.path.lexists(lab / "site"):
         files.remove(exp_dir, old, doing)
         files.replace(exp_dir, lab / "site", old, doing)
@@ -109,7 +112,7 @@ def _extend_pki(exp_dir: Path, lab: Path, groups: tuple[tuple[str, ...], ...], h
         files.remove(exp_dir, tmp, doing)
 
 
-def lab_assets(exp_dir: Path, seed: int = 1, certs: Iterable[str] = pki.VARIANTS) -> tuple[Path, Path]:
+def lab_assets(exp_dir: Path, seed: int = SITE_SEED, certs: Iterable[str] = pki.VARIANTS) -> tuple[Path, Path]:
     """Pages and PKI for this experiment, made once (atomic rename), the PKI
     with the groups of the certificate variants `certs` (pki_groups); the
     pages made again when the generator changed since, the groups a PKI
@@ -135,8 +138,8 @@ def lab_assets(exp_dir: Path, seed: int = 1, certs: Iterable[str] = pki.VARIANTS
         return lab / "site", lab / "pki"
     tmp = files.fresh_dir(exp_dir, exp_dir / f".lab.tmp-{os.getpid()}", doing)
     try:  # the generators write into the folder the store lent them
-        pages.generate_site(tmp / "site", seed=seed, domain="lab.test")
-        pki.make_pki(tmp / "pki", domain="lab.test", seed_name=exp_dir.name, variants=[v for g in groups for v in g])
+        pages.generate_site(tmp / "site", seed=seed, domain=SITE_DOMAIN)
+        pki.make_pki(tmp / "pki", domain=SITE_DOMAIN, seed_name=exp_dir.name, variants=[v for g in groups for v in g])
         # the pki.json inside names files under tmp: rewritten for the final place
         pj = tmp / "pki" / "pki.json"
         files.write_file(exp_dir, pj, safefs.read_text(pj, root, doing).replace(str(tmp), str(lab)), doing)

@@ -1,23 +1,29 @@
 """What a grader checks of a results folder beyond its records: the physics
-gate with the folder's own site, and the audit, reruns of stored runs on
-the virtual clock (docs/course-labs.md, "Audited grades").
+gate with the folder's own site, and the reruns of stored runs on the
+virtual clock (docs/course-labs.md, "Graded by rerunning").
 
 - `folder_site(exp_dir)`: the site manifest and PKI description the runner
-  made for the folder (<exp>/.lab/site/manifest.json, .lab/pki/pki.json);
+  made for the folder (<exp>/.lab/site/manifest.json, .lab/pki/pki.json;
+  host/labcheck.py compares them with what their generators make);
 - `gate_runs(exp_dir, records)`: run id -> why its numbers cannot be
   (analysis/gates.physics_gate), for the runs that fail the gate;
-- `audit(exp_dir, exp, run_ids, k, seed)`: rerun k of the run ids, chosen
-  by seed, each in its own stored batch (docs/determinism.md, "Batches":
-  a run repeats to the microsecond in the boot it ran in), into a scratch
-  folder inside the results folder (determinism.scratch_folder, removed
-  afterwards) and compare every number a grade, a report or a verdict
-  reads of it (AUDITED) and its server capture (determinism.Comparison).
-  On the virtual clock a run repeats exactly with the same code and lab
-  kernel, so any difference is a number that was not measured so.
+- `audit(exp_dir, exp, run_ids, k, seed)`: rerun every one of the run ids
+  (k None) or k of them chosen by seed, the chosen runs of a batch in one
+  boot of it (docs/determinism.md, "Batches": a run repeats to the
+  microsecond in the boot it ran in), into a scratch folder inside the
+  results folder (determinism.scratch_folder, removed afterwards) and
+  compare every number a grade, a report or a verdict reads of it (AUDITED)
+  and its server capture (determinism.Comparison). On the virtual clock a
+  run repeats exactly with the same code and lab kernel, so any difference
+  is a number that was not measured so. A run of the real clock cannot be
+  rerun exactly: it is named as one the audit cannot verify;
+- `detection_probability(n, k, f)`: the chance that k runs sampled from n
+  (without replacement) include at least one of f forged ones.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -93,56 +99,73 @@ def number_diffs(stored: dict, rerun: dict) -> list[str]:
     return out
 
 
+def detection_probability(n: int, k: int, f: int = 1) -> float:
+    """P(k runs drawn without replacement from n include at least one of f
+    forged ones) = 1 - C(n-f, k) / C(n, k); k/n for one. Pure."""
+    if not 0 <= f <= n or k < 0:
+        raise ValueError(f"need 0 <= f <= n and k >= 0, got n={n}, k={k}, f={f}")
+    k = min(k, n)
+    return 1.0 - math.comb(n - f, k) / math.comb(n, k) if n else 0.0
+
+
 @dataclass
 class AuditResult:
-    k: int
+    k: int | None  # None: every run
     seed: int
     chosen: list[str] = field(default_factory=list)
+    pool: int = 0  # the runs the sample was drawn from
     labels: dict[str, str] = field(default_factory=dict)
     mismatches: dict[str, list[str]] = field(default_factory=dict)  # run id -> what differed
-    refused: str | None = None  # why the audit could not run (then it fails)
+    real_clock: list[str] = field(default_factory=list)  # chosen runs that cannot be rerun exactly
+    refused: str | None = None  # why the reruns could not run (then it fails)
     wall_seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
-        return self.refused is None and not self.mismatches
+        return self.refused is None and not self.mismatches and not self.real_clock
+
+    @property
+    def rerun(self) -> list[str]:
+        return [r for r in self.chosen if r not in self.real_clock]
 
 
-def _refusal(exp_dir: Path, chosen: list[str]) -> str | None:
+def _refusal(exp_dir: Path) -> str | None:
     if not (Path(exp_dir) / ".lab" / "READY").exists():
         return f"{exp_dir} has no .lab/READY (the site and PKI its runs used): they cannot be rerun as they ran"
-    real = [r for r in chosen if value_at(_record(Path(exp_dir) / r), "meta.clock") != "virtual"]
-    if real:
-        return (f"runs {', '.join(real)} did not run on the virtual clock: only a virtual-clock run repeats "
-                "exactly (docs/determinism.md)")
     return None
 
 
-def audit(exp_dir: Path, exp: Experiment, run_ids: list[str], k: int, seed: int, jobs: int = 1,
+def audit(exp_dir: Path, exp: Experiment, run_ids: list[str], k: int | None, seed: int, jobs: int = 1,
           backend: str = "uml") -> AuditResult:
-    """Rerun k of run_ids (completed ok runs of exp in exp_dir, sampled by
-    seed from their sorted ids) and compare each with its stored record and
-    capture. exp: the experiment with the repetitions the folder holds (its
-    run ids, and those of the runs' batches, come from expand(exp))."""
+    """Rerun every one of run_ids (k None, or k >= their number) or k of
+    them, sampled by seed from their sorted ids (completed ok runs of exp in
+    exp_dir), and compare each with its stored record and capture. A run
+    the record says ran on the real clock is not rerun: named in
+    real_clock. exp: the experiment with the repetitions the folder holds
+    (its run ids, and those of the runs' batches, come from expand(exp))."""
     res = AuditResult(k, seed)
     specs = {r.run_id: r for r in expand(exp)}
     pool = sorted(r for r in run_ids if r in specs)  # another seed's runs: the grade's experiment check names them
-    res.chosen = random.Random(seed).sample(pool, min(k, len(pool)))
+    res.pool = len(pool)
+    res.chosen = pool if k is None or k >= len(pool) else sorted(random.Random(seed).sample(pool, k))
     if not res.chosen:
         return res
-    res.refused = _refusal(exp_dir, res.chosen)
+    res.refused = _refusal(exp_dir)
     if res.refused:
         return res
+    res.real_clock = [r for r in res.chosen if value_at(_record(Path(exp_dir) / r), "meta.clock") != "virtual"]
     res.labels = {r: f"{determinism.point_label(specs[r].point)}, rep {specs[r].repetition}" for r in res.chosen}
+    if not res.rerun:
+        return res
     try:
-        info = backends.choose(backend, "virtual", sorted({specs[r].settings.server.cc for r in res.chosen}))
+        info = backends.choose(backend, "virtual", sorted({specs[r].settings.server.cc for r in res.rerun}))
     except backends.LabError as exc:
         res.refused = f"the lab cannot run here: {exc}"
         return res
     t0 = time.monotonic()
     try:
         with determinism.scratch_folder(exp_dir) as work:
-            comps = determinism.rerun_and_compare(Path(exp_dir), res.chosen, specs, info, work, jobs)
+            comps = determinism.rerun_and_compare(Path(exp_dir), res.rerun, specs, info, work, jobs)
             for c in comps:
                 rerun = next(work.rglob(f"{c.run_id}/run.json"), None)
                 diffs = number_diffs(_record(Path(exp_dir) / c.run_id), _record(rerun.parent) if rerun else {})

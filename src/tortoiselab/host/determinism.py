@@ -244,29 +244,40 @@ def rerun_and_compare(exp_dir: Path, chosen: list[str], specs: dict, info: backe
                       jobs: int = 1, on_progress=None) -> list[Comparison]:
     """Rerun each chosen stored run of exp_dir into work_dir (with the
     folder's own pages and certificates, .lab) and compare it with its
-    stored run. specs: run id -> RunSpec of the experiment."""
+    stored run. specs: run id -> RunSpec of the experiment. The chosen runs
+    of one batch share one boot: the batch again up to its last chosen run,
+    the others loaded as replays, so that rerunning every run of a folder
+    costs what running it did (one boot per batch)."""
     lab = exp_dir / ".lab"
     versions = tool_versions()
+    groups: dict[tuple, list[str]] = {}
+    for run_id in chosen:
+        groups.setdefault(tuple(r.run_id for r in stored_batch(exp_dir / run_id, specs)), []).append(run_id)
 
-    def one(run_id: str) -> Comparison:
-        # the run's own batch again, up to the run: on the virtual clock a run
+    def one(group: tuple[tuple, list[str]]) -> list[Comparison]:
+        # the runs' own batch again, up to the last chosen: on the virtual clock a run
         # repeats exactly after the same loads in the same boot (docs/determinism.md,
-        # "Batches"); the batch's earlier runs are loaded as replays, only this one stored
-        members = stored_batch(exp_dir / run_id, specs)
-        loads = boot_prefix(members, run_id)
-        out = work_dir / f"{run_id}.batch" if len(members) > 1 else work_dir
+        # "Batches"); the batch's other runs are loaded as replays, only the chosen stored
+        ids, mine = group
+        members = [specs[r] for r in ids]
+        loads = boot_prefix(members, max(mine, key=ids.index))
+        out = work_dir / f"{batch_id(list(ids))}.batch" if len(members) > 1 else work_dir
         if out != work_dir:  # never through a link (host/store/files.py)
             files.make_dir(work_dir, out, exist_ok=True, doing=f"verify-determinism scratch {work_dir}")
         run_batch(loads, out, info, lab / "site", lab / "pki", versions,
-                  batch=Batch(batch_id([r.run_id for r in members]), tuple(members)),
-                  replay=[r.run_id for r in loads[:-1]])
-        c = compare_fingerprints(fingerprint(exp_dir / run_id), fingerprint(out / run_id), _label(specs[run_id]))
-        if on_progress:
-            on_progress(c)
-        return c
+                  batch=Batch(batch_id(list(ids)), tuple(members)),
+                  replay=[r.run_id for r in loads if r.run_id not in mine])
+        comps = []
+        for run_id in mine:
+            c = compare_fingerprints(fingerprint(exp_dir / run_id), fingerprint(out / run_id), _label(specs[run_id]))
+            if on_progress:
+                on_progress(c)
+            comps.append(c)
+        return comps
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(one, chosen))
+        by_id = {c.run_id: c for cs in pool.map(one, groups.items()) for c in cs}
+    return [by_id[r] for r in chosen]
 
 
 def stored_batch(run_dir: Path, specs: dict) -> list:
@@ -275,6 +286,9 @@ def stored_batch(run_dir: Path, specs: dict) -> list:
     before batches."""
     rec = store.read_record(run_dir)
     ids = (rec.meta.batch.runs if rec.meta.batch else None) or [rec.run_id]
+    if rec.run_id not in ids:
+        raise DeterminismError(f"verify-determinism: {run_dir.name}'s record names a batch without it "
+                               f"({', '.join(ids)}): it cannot be rerun as it ran")
     missing = [r for r in ids if r not in specs]
     if missing:
         raise DeterminismError(f"verify-determinism: {run_dir.name} ran in a boot with runs the experiment no "

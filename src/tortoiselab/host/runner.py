@@ -36,11 +36,11 @@ from tortoiselab.analysis.fidelity import disturbance, handshake_rtt_check
 from tortoiselab.analysis.flights import pcap_steady_throughput_mbit
 from tortoiselab.analysis.parsers import parse_nghttp_stats
 from tortoiselab.host import backends, batches, guestpaths, labcpu, pageload, reuse, safefs, store, storedtraces, verify
-from tortoiselab.host.assets import lab_assets
 from tortoiselab.host.checks import (check_browser_tools, check_guest_paths, check_kernel_paths, check_manifest_urls,
                                     check_site_urls)
 from tortoiselab.host.citelogs import cite_stored
 from tortoiselab.host.errors import RunnerError
+from tortoiselab.host.labcheck import checked_assets
 from tortoiselab.host.locks import claim, clean_stale, experiment_lock, note, setup_lock
 from tortoiselab.host.provenance import run_seeds, tool_versions
 from tortoiselab.host.batches import DEFAULT_BATCH, Batch, BatchWork, batch_id, jobs_for
@@ -466,7 +466,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
             files.write_once(exp_dir, exp_dir / "experiment.yaml", Path(exp_file).read_text(encoding="utf-8"),
                              doing=f"results folder {exp_dir}")
             # the certificate variants of every run, not only the pending ones (host/assets.py)
-            site, pki = lab_assets(exp_dir, certs={r.settings.server.cert for r in runs})
+            site, pki = checked_assets(exp_dir, certs={r.settings.server.cert for r in runs})
             # in .lab once it is made (a .lab not yet READY is made anew): what a reader reads them from
             storedtraces.store_copies(exp_dir, traces)
         check_manifest_urls(mine, site)

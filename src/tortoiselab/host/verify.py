@@ -51,7 +51,7 @@ from typing import Iterable, Iterator
 
 import pyarrow as pa
 
-from tortoiselab.host import readfiles, safefs, store, storedtraces, versions
+from tortoiselab.host import labcheck, readfiles, safefs, store, storedtraces, versions
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import claim, setup_lock
 from tortoiselab.host.stopping import killed_from_outside
@@ -380,10 +380,19 @@ def check_table(exp_dir: Path, stored: list[store.Stored]) -> tuple[list[Problem
     return problems, notes
 
 
-def verify_folder(exp_dir: Path, run_ids: set[str] | None = None, table: bool = True) -> FolderCheck:
-    """Every run folder of an experiment (run_ids: only these), then the table."""
+def lab_problems(exp_dir: Path) -> list[Problem]:
+    """A problem of the folder per file of .lab unlike its generators' (host/labcheck.py)."""
+    return [Problem(None, Path(exp_dir) / ".lab" / rel, what, labcheck.fix(Path(exp_dir)), redo=False)
+            for rel, what in labcheck.check_lab(Path(exp_dir)).differences]
+
+
+def verify_folder(exp_dir: Path, run_ids: set[str] | None = None, table: bool = True, lab: bool = False) -> FolderCheck:
+    """Every run folder of an experiment (run_ids: only these), then the
+    table; lab: its .lab against its generators first (lab_problems)."""
     exp_dir = Path(exp_dir)
     out = FolderCheck(exp_dir)
+    if lab:
+        out.problems += lab_problems(exp_dir)
     dirs = run_folders(exp_dir, run_ids)
     for d in dirs:
         problems, notes = check_run(d)
@@ -428,7 +437,9 @@ def format_checks(checks: list[FolderCheck]) -> str:
     lines = []
     for c in checks:
         runs = sorted({p.run for p in c.problems if p.run})
+        lab = any(p.run is None and p.file.is_relative_to(c.exp_dir / ".lab") for p in c.problems)
         lines.append(f"{c.exp_dir}: {c.runs} runs, " + (f"{len(runs)} failing: {', '.join(runs)}" if runs else
+                                                          ".lab failing" if lab else
                                                           _folder_failing(c) if c.problems else "ok"))
         lines += problem_lines(c.problems)
         lines += [f"  note: {n}" for n in c.notes]
@@ -466,20 +477,20 @@ def cli_verify(folder: Path, rebuild_table: bool = False, adopt_unmanifested: bo
     """`tortoise verify FOLDER`: 0 when every run and table is whole, 1
     otherwise; with adopt_unmanifested, runs stored before manifests get
     theirs first (adopt)."""
-    checks = [verify_folder(d) for d in experiment_folders(folder)]
+    checks = [verify_folder(d, lab=True) for d in experiment_folders(folder)]
     if not checks:
         print(f"{folder}: no experiment folders")
         return 0
     if adopt_unmanifested:
         lines = [line for c in checks for line in adopt(c)]
         print("\n".join(lines) if lines else "adopt: no run without a manifest to adopt")
-        checks = [verify_folder(c.exp_dir) for c in checks]
+        checks = [verify_folder(c.exp_dir, lab=True) for c in checks]
     if rebuild_table:
         for c in checks:
             if any(p.file.name == store.TABLE for p in c.problems) or any(store.TABLE in n for n in c.notes):
                 with setup_lock(c.exp_dir):
                     print(f"rewrote {store.rebuild_table(c.exp_dir)} from the run records")
-        checks = [verify_folder(c.exp_dir) for c in checks]
+        checks = [verify_folder(c.exp_dir, lab=True) for c in checks]
     print(format_checks(checks))
     bad = [c for c in checks if not c.ok]
     print(f"verify: {len(bad)} of {len(checks)} folders failing" if bad else f"verify: {len(checks)} folders ok")
@@ -495,14 +506,22 @@ def admitted(folders: Iterable[Path], skip_damaged: bool, what: str) -> Iterator
     reader (store.leaving_out) and the yielded list names them; without
     skip_damaged a folder with damaged runs is refused (DamagedFolder,
     naming each run, its file and the fix). runs.parquet alone is no
-    damage: the readers rebuild it from the records."""
+    damage: the readers rebuild it from the records. A .lab unlike its
+    generators' (lab_problems) damages every run of its folder."""
     damaged: dict[str, Path] = {}
+    lab_made: dict[Path, str] = {}  # runs left out for their folder's .lab
     problems: list[Problem] = []
     for d in folders:
         if Path(d).is_dir():
             c = verify_folder(Path(d), table=False)
             damaged.update({f"{c.exp_dir.name}/{p.run}": c.exp_dir / p.run for p in c.problems if p.run})
             problems += [p for p in c.problems if p.run]
+            lab = lab_problems(Path(d))  # unlike its generators': every run made with it measured other pages
+            for r in run_folders(Path(d)) if lab else []:
+                damaged[f"{c.exp_dir.name}/{r.name}"] = r
+                lab_made[r] = f"made with {c.exp_dir / '.lab'}, which differs from what its generators make " \
+                              f"({', '.join(p.file.name for p in lab[:3])}{' ...' * (len(lab) > 3)})"
+            problems += lab
     if damaged and not skip_damaged:
         raise DamagedFolder(f"{what}: {len(damaged)} damaged runs ({', '.join(sorted(damaged))}); refused:\n"
                             + "\n".join(problem_lines(problems))
@@ -511,6 +530,7 @@ def admitted(folders: Iterable[Path], skip_damaged: bool, what: str) -> Iterator
         yield [f"left out (damaged): {k}: " + "; ".join(f"{p.file.name + ': ' if p.file != v else ''}{p.what}"
                                                        for p in problems
                                                        if p.run == Path(v).name and p.file.is_relative_to(v))
+               + ("; " * any(p.run == Path(v).name for p in problems) + lab_made[v] if v in lab_made else "")
                for k, v in sorted(damaged.items())]
 
 

@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Sequence
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -357,6 +358,68 @@ def _large_variant(d: Path, ca, ca_key, ca_pem: str, www: str, static: str, targ
     _write_key(d / "key.pem", k)
     e = _leaf_entry(www, d / "cert.pem", d / "key.pem", [leaf, *inters], k)
     return {"coalescing": True, "key_type": "rsa-4096", "ca": ca_pem, "www": e, "static": {**e, "host": static}}
+
+
+# --- what a made PKI is checked against (host/labcheck.py) -----------------------
+def seed_determined(rel: str) -> bool:
+    """Whether a PKI file's bytes follow from its seed name alone: the
+    Ed25519 CA, the small chains and their keys (pki.json too, once its
+    paths are rebased). The RSA keys of `large`, the `-rsa` variants and
+    ca-rsa.pem are random: only their shape is (pem_shape)."""
+    top = rel.split("/")[0]
+    return not (top == "large" or top.endswith("-rsa") or top == "ca-rsa.pem")
+
+
+_KEY_IDS = (x509.SubjectKeyIdentifier.oid, x509.AuthorityKeyIdentifier.oid)
+
+
+def _key_kind(key) -> str:
+    return f"rsa-{key.key_size}" if isinstance(key, (rsa.RSAPrivateKey, rsa.RSAPublicKey)) else type(key).__name__
+
+
+def pem_shape(data: bytes) -> list[dict]:
+    """What a PEM file with random keys shares with every one the generator
+    makes for the same seed name: per certificate its DER length, subject,
+    issuer, serial, validity, signature algorithm, key type and size and
+    every extension but the key identifiers (which hash the random key);
+    for a private key its type and size. ValueError for no PEM of either."""
+    if b"PRIVATE KEY" in data:
+        return [{"private_key": _key_kind(serialization.load_pem_private_key(data, password=None))}]
+    out = []
+    for c in x509.load_pem_x509_certificates(data):
+        out.append({"der_bytes": len(_der(c)), "subject": c.subject.rfc4514_string(),
+                    "issuer": c.issuer.rfc4514_string(), "serial": str(c.serial_number),
+                    "valid": [c.not_valid_before_utc.isoformat(), c.not_valid_after_utc.isoformat()],
+                    "signature": c.signature_algorithm_oid.dotted_string, "key": _key_kind(c.public_key()),
+                    "extensions": [[e.oid.dotted_string, e.critical, e.value.public_bytes().hex()]
+                                   for e in c.extensions if e.oid not in _KEY_IDS]})
+    return out
+
+
+def chain_problems(chain: bytes, ca: bytes, key: bytes | None = None) -> list[str]:
+    """Why a chain PEM (leaf, then intermediates) is not one the lab's
+    server can serve under this CA PEM: a certificate not signed by the
+    next (the last by the CA, the CA by itself), a key (PEM) that is not
+    the leaf's. [] when it holds."""
+    try:
+        certs, root = x509.load_pem_x509_certificates(chain), x509.load_pem_x509_certificate(ca)
+    except ValueError as exc:
+        return [f"not a PEM chain and CA ({exc})"]
+    out = []
+    for child, parent in zip([*certs, root], [*certs[1:], root, root]):
+        try:
+            child.verify_directly_issued_by(parent)
+        except (ValueError, TypeError, InvalidSignature):
+            out.append(f"{child.subject.rfc4514_string()} is not signed by {parent.subject.rfc4514_string()}")
+    if key is not None:
+        try:
+            mine = serialization.load_pem_private_key(key, password=None).public_key()
+        except (ValueError, TypeError) as exc:
+            return [*out, f"the key is no PEM private key ({exc})"]
+        spki = serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        if mine.public_bytes(*spki) != certs[0].public_key().public_bytes(*spki):
+            out.append("the key is not the leaf certificate's")
+    return out
 
 
 def load_chain(path: Path) -> list[x509.Certificate]:
