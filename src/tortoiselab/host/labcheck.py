@@ -80,14 +80,14 @@ def _cached(name: str, make) -> dict:
     """make() kept in the user's cache as name (JSON); made again when absent or unreadable."""
     f = cache_dir().parent / "lab-expected" / name
     try:
-        return {k: tuple(v) for k, v in json.loads(f.read_text()).items()}
+        return {k: tuple(v) for k, v in json.loads(f.read_text(encoding="utf-8")).items()}
     except (OSError, ValueError, AttributeError):
         pass
     out = make()
     try:  # a read-only home keeps nothing: made again next time
         f.parent.mkdir(parents=True, exist_ok=True)
         tmp = f.with_name(f".{f.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(out, sort_keys=True))
+        tmp.write_text(json.dumps(out, sort_keys=True), encoding="utf-8")
         os.replace(tmp, f)
     except OSError:
         pass
