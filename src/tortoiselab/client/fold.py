@@ -19,6 +19,10 @@ no element of theirs: web/pages.py). The viewport is Playwright's default,
 
 from __future__ import annotations
 
+import re
+
+_SPACES = re.compile(r"\s+")
+
 VIEWPORT_W, VIEWPORT_H = 1280, 720
 FONT_PX = 16.0
 LINE_EM = 1.15  # "normal" line height of the common sans-serif faces (DejaVu Sans, Liberation Sans)
@@ -69,6 +73,7 @@ class Flow:
         self.stack: list[tuple[str, float, float, float]] = []  # open blocks: (tag, margin px, left, right)
         self.scale = 1.0
         self.skip: list[str] = []  # open elements whose content takes no room
+        self.space = True  # the text so far ends in white space (or nothing)
 
     # -- geometry ---------------------------------------------------------------
     def _width(self) -> float:
@@ -78,7 +83,7 @@ class Flow:
         """End the current line (if anything is on it)."""
         if self.x > 0 or self.line > 0:
             self.y += max(self.line, LINE_EM * FONT_PX * self.scale if self.x > 0 else 0)
-        self.x, self.line = 0.0, 0.0
+        self.x, self.line, self.space = 0.0, 0.0, True
 
     def _inline(self, w: float, h: float) -> float:
         """Place a box w x h on the line; returns its top."""
@@ -133,13 +138,17 @@ class Flow:
             self.scale = 1.0 if not any(_BLOCKS[t][1] != 1.0 for t, *_ in self.stack) else self.scale
 
     def text(self, data: str) -> None:
+        """Running text, its white space collapsed across calls (the parser
+        may hand one run of text over in pieces)."""
         if self.skip:
             return
-        words = data.split()
-        if not words:
+        collapsed = _SPACES.sub(" ", data)
+        if collapsed.startswith(" ") and (self.space or self.x == 0):
+            collapsed = collapsed[1:]
+        if not collapsed:
             return
-        n = len(" ".join(words)) + (1 if self.x > 0 else 0)
-        w = n * CHAR_PX * self.scale
+        self.space = collapsed.endswith(" ")
+        w = len(collapsed) * CHAR_PX * self.scale
         h = LINE_EM * FONT_PX * self.scale
         room = self._width()
         while self.x + w > room:
