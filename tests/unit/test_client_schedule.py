@@ -148,6 +148,15 @@ def test_a_blocking_script_in_head_keeps_tight_mode_until_it_has_run():
     assert all(r.stage == "sent" for r in lows)
 
 
+def test_a_blocking_script_in_the_body_does_not_keep_tight_mode():
+    s = ChromiumScheduler(known={WWW, STATIC})
+    s.add(js(0, deferred=False, in_body=True))  # the parser meets it after <body>
+    for i in range(4):
+        s.add(img(f"l{i}"))
+    s.body()
+    assert names(s.take()) == ["0.js", "l0", "l1", "l2", "l3"]
+
+
 def test_the_per_origin_limit_lets_other_origins_pass_and_the_client_limit_stops_all():
     a, b = "https://a.lab.test", "https://b.lab.test"
     s = ChromiumScheduler(known=set())

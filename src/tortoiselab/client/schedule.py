@@ -179,7 +179,7 @@ class ChromiumScheduler:
     def _parser_blocked(self) -> bool:
         """A blocking script found before <body> that has not run yet: it
         waits for itself and for every style sheet found before it."""
-        blockers = [r for r in self.requests if r.found.blocking]
+        blockers = [r for r in self.requests if r.found.blocking and not r.found.in_body]
         if not blockers:
             return False
         last = max(r.seq for r in blockers)
