@@ -292,6 +292,15 @@ def test_eager_and_no_schedule_leave_the_id_form_as_it_was_chromium_enters_it():
     assert side_form("client", ClientCfg().model_dump())["schedule"] == "chromium"
 
 
+def test_the_loaders_argv_carries_the_runs_schedule_and_nothing_without_one():
+    from tortoiselab.guest import commands as C  # the guest's argv builders (pure)
+    kw = dict(ca="/ca.pem", protocol="h2", cache_hit_ratio=0.0, seed=1, timeout_s=120, har="/h", summary="/s")
+    plain = C.page_loader("/py", f"{WWW}/objects/1.bin", **kw)
+    assert "--schedule" not in plain  # one object: the argv it had
+    assert C.page_loader("/py", f"{WWW}/feed.html", schedule="eager", **kw) == [*plain[:3], f"{WWW}/feed.html",
+                                                                                 *plain[4:], "--schedule", "eager"]
+
+
 def test_document_only_pages_are_those_the_generator_gives_no_objects(tmp_path):
     from tortoiselab.web.pages import generate_site  # the site generator: a second, slower import
     pages = generate_site(tmp_path, seed=1, bulk_sizes=(500,))["pages"]
