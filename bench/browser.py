@@ -17,6 +17,11 @@ the host (the guest's marks, capture on to loaded) and the browser's cost
 relative to ours.
 
     .venv/bin/python bench/browser.py [--clock virtual|real] [--rtt-ms 100] [--rate-mbit 50] [--reps 1] [--dns cold|warm]
+        [--schedule chromium|eager] [--pages feed.html,...]
+
+--schedule: our loader's client.schedule (chromium, its default: as
+Chromium schedules a page's requests; eager: all at once, the loader before
+issue 51).
 
 Figures, not assertions; the lab's folder stays in --out for a look.
 """
@@ -35,19 +40,22 @@ from tortoiselab.analysis import dnstime
 from tortoiselab.analysis.flights import analyze_pcap
 from tortoiselab.host.pageload import run_loads
 from tortoiselab.spec.pathspec import PathSpec
+from tortoiselab.spec.sides import DOCUMENT_ONLY
 
 PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html", "app.html", "article.html")
 LOADERS = ("loader", "chromium")
 SERVER = {"cc": "cubic", "initcwnd_pkts": 10, "protocol": "h2", "tls": "1.3", "cert": "shared-rsa"}
 
 
-def loads(reps: int, dns: str = "cold") -> list[dict]:
+def loads(reps: int, dns: str = "cold", schedule: str = "chromium", pages: tuple[str, ...] = PAGES) -> list[dict]:
     out = []
     for rep in range(reps):
-        for page in PAGES:
+        for page in pages:
             for loader in LOADERS:
-                out.append({"label": f"{page}:{loader}:{rep}", "server": SERVER,
-                            "client": {"page": page, "loader": loader, "dns": dns, "timeout_s": 120}})
+                client = {"page": page, "loader": loader, "dns": dns, "timeout_s": 120}
+                if loader == "loader" and page not in DOCUMENT_ONLY:
+                    client["schedule"] = schedule
+                out.append({"label": f"{page}:{loader}:{rep}", "server": SERVER, "client": client})
     return out
 
 
@@ -113,7 +121,7 @@ def table(r: dict[tuple[str, str], dict]) -> str:
             f"{'TTFB o':>7} {'TTFB c':>7} {'DNS o':>6} {'DNS c':>6} {'PLT ours':>9} {'PLT chr':>8} {'diff':>7} "
             f"{'onload':>8} {'wall o s':>8} {'wall c s':>8}")
     lines = [head, "-" * len(head)]
-    for page in PAGES:
+    for page in [p for p in PAGES if any(k[0] == p for k in r)]:
         o, b = r.get((page, "loader"), {}), r.get((page, "chromium"), {})
         kb = (lambda x: None if x is None else x / 1000)
         diff = _pct(o.get("plt"), b.get("plt"))
@@ -139,16 +147,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--loss-pct", type=float, default=0.0)
     p.add_argument("--reps", type=int, default=1)
     p.add_argument("--dns", default="cold", choices=["cold", "warm"])
+    p.add_argument("--schedule", default="chromium", choices=["chromium", "eager"])
+    p.add_argument("--pages", default=",".join(PAGES), help="comma-separated, of " + ", ".join(PAGES))
     p.add_argument("--out", type=Path, default=None)
     a = p.parse_args(argv)
+    pages = tuple(x for x in a.pages.split(",") if x)
+    if not pages or set(pages) - set(PAGES):
+        p.error(f"--pages: give some of {', '.join(PAGES)}")
     work = a.out or Path(tempfile.mkdtemp(prefix="tortoise-bench-browser-"))
     path = PathSpec(rtt_ms=a.rtt_ms, loss_pct=a.loss_pct, rate_mbit=a.rate_mbit)
     t0 = time.monotonic()
-    res = run_loads(loads(a.reps, a.dns), path, backend=a.backend, clock=a.clock, work=work / "lab")
+    res = run_loads(loads(a.reps, a.dns, a.schedule, pages), path, backend=a.backend, clock=a.clock, work=work / "lab")
     wall = time.monotonic() - t0
     r = rows(res)
     print(f"browser vs our loader: {a.backend} backend, {a.clock} clock, rtt {a.rtt_ms} ms, {a.rate_mbit} Mbit/s, "
-          f"loss {a.loss_pct} %, h2 + TLS 1.3, cert shared-rsa, same-ip, names {a.dns}; median of {a.reps} "
+          f"loss {a.loss_pct} %, h2 + TLS 1.3, cert shared-rsa, same-ip, names {a.dns}, our schedule {a.schedule}; "
+          f"median of {a.reps} "
           f"repetition(s); one lab boot, {wall:.1f} s of wall time in all")
     print(table(r))
     chrome = [x["wall_s"] for (pg, ld), x in r.items() if ld == "chromium" and x.get("wall_s")]

@@ -107,7 +107,8 @@ GUEST_DEFAULTS = {"switch": "ovs", "site_seed": 1, "dns": "cold", "tls_client": 
                   "topology": None,  # None: wan, the one path the guest always built
                   # a side's host settings and the client's cache unit at their defaults: the models dump every
                   # field (the id form, spec/idform.py, leaves them out); the guest reads them as not given
-                  "host": None, "tcp_rmem": None, "tcp_wmem": None, "tcp_window_scaling": None, "cache_unit": "asset"}
+                  "host": None, "tcp_rmem": None, "tcp_wmem": None, "tcp_window_scaling": None, "cache_unit": "asset",
+                  "schedule": None}  # a run without a schedule (not our loader's page): no --schedule, as before
 
 
 def _same_content(new: object, old: object, where: str = "") -> list[str]:

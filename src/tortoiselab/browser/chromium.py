@@ -59,7 +59,7 @@ READ_IMAGES = """async () => Promise.all(Array.from(document.images).filter(i =>
   }))"""
 LOAD_DONE = "() => { const n = performance.getEntriesByType('navigation')[0]; return !!n && n.loadEventEnd > 0; }"
 NETWORK_EVENTS = ("Network.requestWillBeSent", "Network.responseReceived", "Network.dataReceived",
-                  "Network.loadingFinished", "Network.loadingFailed")
+                  "Network.loadingFinished", "Network.loadingFailed", "Network.resourceChangedPriority")
 
 
 def chromium_args(resolver_rules: str, protocol: str | None) -> list[str]:

@@ -31,6 +31,15 @@ HTTP/2 connection, coalesced ones included):
   "" for another origin's resources, which send no Timing-Allow-Origin);
 - bytes: response body bytes received (the sum of Network.dataReceived;
   Resource Timing gives no sizes for another origin's resources).
+- schedule: when each request left, as the browser scheduled it (the
+  lab's measure of Chromium's request scheduling, docs/browser.md), per
+  request in the order the page issued them: url, type (DevTools'
+  resource type), priority (DevTools' initialPriority: VeryHigh, High,
+  Medium, Low, VeryLow) and priority_final (after any
+  resourceChangedPriority), and in ms from the page's own request:
+  issued (requestWillBeSent: the renderer let it go), sent (the
+  network stack wrote its headers: timing.requestTime + sendStart),
+  headers (its response headers arrived) and done (loadingFinished).
 - dns_ms: the lookups' durations, one per name (the first response whose
   DevTools timing has a lookup: dnsEnd - dnsStart), summed as our loader
   sums its lookups; 0 when names come from the static map (warm).
@@ -101,6 +110,44 @@ def exchanges(events: list[dict]) -> list[dict]:
             elif ev["method"] == "Network.loadingFailed":
                 rec["error"] = p.get("errorText") or "failed"
     return sorted(by_id.values(), key=lambda r: (r["t"] is None, r["t"] or 0))
+
+
+def schedule(events: list[dict]) -> list[dict]:
+    """Per network request of the page (as exchanges() picks them), in the
+    order the page issued them: its type and priorities, and when it was
+    issued, sent, answered and done, in ms from the first request's
+    issue (the document's); None where an event is missing."""
+    by_id: dict[str, dict] = {}
+    t0: float | None = None
+    for ev in events:
+        p, m = ev["params"], ev["method"]
+        rid = p.get("requestId")
+        if m == "Network.requestWillBeSent":
+            url = p["request"]["url"]
+            if not url.startswith(("http://", "https://")) or browser_own(url, p.get("type")):
+                continue
+            t0 = p.get("timestamp") if t0 is None else t0
+            by_id[rid] = {"url": url, "type": p.get("type"), "priority": p["request"].get("initialPriority"),
+                          "priority_final": p["request"].get("initialPriority"), "issued": p.get("timestamp"),
+                          "sent": None, "headers": None, "done": None}
+        elif rid not in by_id:
+            continue
+        elif m == "Network.resourceChangedPriority":
+            by_id[rid]["priority_final"] = p.get("newPriority")
+        elif m == "Network.responseReceived":
+            tm = p["response"].get("timing") or {}
+            if tm.get("requestTime") is not None:
+                base = tm["requestTime"]
+                by_id[rid]["sent"] = base + tm.get("sendStart", 0) / 1e3 if tm.get("sendStart", -1) >= 0 else None
+                by_id[rid]["headers"] = (base + tm["receiveHeadersEnd"] / 1e3
+                                         if tm.get("receiveHeadersEnd", -1) >= 0 else None)
+        elif m == "Network.loadingFinished":
+            by_id[rid]["done"] = p.get("timestamp")
+    out = []
+    for r in sorted(by_id.values(), key=lambda r: (r["issued"] is None, r["issued"] or 0)):
+        out.append({**r, **{k: None if r[k] is None or t0 is None else round((r[k] - t0) * 1e3, 3)
+                            for k in ("issued", "sent", "headers", "done")}})
+    return out
 
 
 def _lookup_ms(timing: dict | None) -> float | None:
@@ -218,7 +265,7 @@ def summarize(*, events: list[dict], timings: dict | None, console_errors: list[
         "connections_opened": len(conns),
         "connections_reused": len(coalesced),
         "reuse_ratio": round(sum(1 for r in others if r in coalesced) / len(others), 6) if others else 0.0,
-        "connections": conns, "images": image_figures(images), "console_errors": list(console_errors),
+        "connections": conns, "schedule": schedule(events), "images": image_figures(images), "console_errors": list(console_errors),
         "errors": list(dict.fromkeys(errors)),
         "leftover_processes": [list(p) for p in (leftover_processes or [])],
     }

@@ -57,6 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat-after", type=float, default=None, metavar="S",
                    help="load the page again S seconds after the first load, on the same connections "
                         "(summary: repeat)")
+    p.add_argument("--schedule", default="chromium", metavar="chromium|eager",
+                   help="when the page's requests leave: chromium = as Chromium schedules them (found as the "
+                        "document arrives, by priority, low-priority ones held while it loads); eager = every "
+                        "asset at once once the whole document is in (default chromium)")
     p.add_argument("--har", required=True, metavar="OUT.har", help="where to write the HAR")
     p.add_argument("--summary", required=True, metavar="OUT.json", help="where to write the summary")
     p.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
@@ -116,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             cache_unit=a.cache_unit,
             seed=a.seed, timeout_s=a.timeout, tls_version=a.tls, connect_timeout_s=a.connect_timeout,
             request_timeout_s=a.request_timeout, max_h1_connections=a.max_h1_connections,
-            repeat_after_s=a.repeat_after)
+            repeat_after_s=a.repeat_after, schedule=a.schedule)
     except OptionError as e:
         return _bad_args(e.for_cli(), argv)
     res = load_page_sync(opts)

@@ -9,6 +9,7 @@ import asyncio
 import ssl
 from collections import deque
 from http import HTTPStatus
+from typing import Callable
 
 import h2.config
 import h2.connection
@@ -39,9 +40,11 @@ INITIAL_STREAM_LIMIT = 100
 
 
 class _Stream:
-    def __init__(self, rec: RequestRecord, keep_body: bool, fut: asyncio.Future):
+    def __init__(self, rec: RequestRecord, keep_body: bool, fut: asyncio.Future,
+                 on_data: Callable[[bytes], None] | None = None):
         self.rec = rec
         self.keep_body = keep_body
+        self.on_data = on_data
         self.body: list[bytes] = []
         self.fut = fut
 
@@ -122,7 +125,10 @@ class H2Connection:
 
     # -- requests -------------------------------------------------------------
     async def request(self, rec: RequestRecord, origin: Origin, path: str,
-                            extra: list[tuple[str, str]], keep_body: bool, timeout_s: float | None) -> bytes:
+                            extra: list[tuple[str, str]], keep_body: bool, timeout_s: float | None,
+                            on_data: Callable[[bytes], None] | None = None) -> bytes:
+        """on_data(chunk): each piece of the body as it arrives (the
+        document's scanner)."""
         if not self.usable:
             raise Retry()
         rec.phase = f"waiting for a stream slot on {self.rec.id}"
@@ -137,7 +143,7 @@ class H2Connection:
             self._flush()
             sid = self.h2.get_next_available_stream_id()
             fut = quiet_future(asyncio.get_running_loop().create_future())
-            st = _Stream(rec, keep_body, fut)
+            st = _Stream(rec, keep_body, fut, on_data)
             self.streams[sid] = st
             rec.send_start = self.now()
             rec.phase = "sending"
@@ -228,6 +234,8 @@ class H2Connection:
                 st.rec.last_byte = t
                 if st.keep_body:
                     st.body.append(ev.data)
+                if st.on_data is not None and ev.data:
+                    st.on_data(ev.data)
         elif isinstance(ev, h2.events.StreamEnded):
             st = self.streams.pop(ev.stream_id, None)
             if st is not None:
@@ -296,10 +304,11 @@ class H1Connection:
         self.used = 0
 
     async def request(self, rec: RequestRecord, origin: Origin, path: str, extra: list[tuple[str, str]],
-                      keep_body: bool, timeout_s: float | None) -> bytes:
+                      keep_body: bool, timeout_s: float | None,
+                      on_data: Callable[[bytes], None] | None = None) -> bytes:
         self.used += 1
         try:
-            return await asyncio.wait_for(self._request(rec, origin, path, extra, keep_body), timeout_s)
+            return await asyncio.wait_for(self._request(rec, origin, path, extra, keep_body, on_data), timeout_s)
         except asyncio.TimeoutError:
             self.usable = False
             raise LoadError(f"GET {rec.url} on {self.rec.id}: no complete response after {fmt_s(timeout_s)}"
@@ -320,7 +329,7 @@ class H1Connection:
                             step="request", host=origin.host)
 
     async def _request(self, rec: RequestRecord, origin: Origin, path: str, extra: list[tuple[str, str]],
-                       keep_body: bool) -> bytes:
+                       keep_body: bool, on_data: Callable[[bytes], None] | None = None) -> bytes:
         headers = [("Host", origin.authority)] + [(k.title(), v) for k, v in extra] + [("Connection", "keep-alive")]
         head = f"{rec.method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
         raw = head.encode("latin-1")
@@ -363,14 +372,14 @@ class H1Connection:
                     while (await self.reader.readuntil(b"\r\n")) != b"\r\n":
                         pass
                     break
-                await self._body(rec, size, body, keep_body)
+                await self._body(rec, size, body, keep_body, on_data)
                 if await self.reader.readexactly(2) != b"\r\n":
                     raise ValueError("chunk not followed by CRLF")
         elif "content-length" in h:
             n = int(h["content-length"])
             if n < 0:
                 raise ValueError(f"negative Content-Length {n}")
-            await self._body(rec, n, body, keep_body)
+            await self._body(rec, n, body, keep_body, on_data)
         else:  # delimited by close
             self.usable = False
             while True:
@@ -381,10 +390,13 @@ class H1Connection:
                 rec.last_byte = self.now()
                 if keep_body:
                     body.append(chunk)
+                if on_data is not None:
+                    on_data(chunk)
         rec.last_byte = self.now()
         return b"".join(body)
 
-    async def _body(self, rec: RequestRecord, n: int, body: list[bytes], keep: bool) -> None:
+    async def _body(self, rec: RequestRecord, n: int, body: list[bytes], keep: bool,
+                    on_data: Callable[[bytes], None] | None = None) -> None:
         left = n
         while left:
             chunk = await self.reader.read(min(left, READ_CHUNK))
@@ -395,6 +407,8 @@ class H1Connection:
             rec.last_byte = self.now()
             if keep:
                 body.append(chunk)
+            if on_data is not None:
+                on_data(chunk)
 
     async def close(self) -> None:
         self.usable = False

@@ -77,6 +77,8 @@ def entry(r: RequestRecord, clock: Clock) -> dict:
         e["connection"] = r.conn_id
     if r.attempts > 1:
         e["_attempts"] = r.attempts
+    if r.priority is not None:
+        e["_priority"] = r.priority  # as Chromium's HAR export names it
     if r.error:
         e["_error"] = r.error
     return e

@@ -5,8 +5,11 @@
    image, objects/<bytes>.bin) is the whole load, one object, complete
    when its body is whole (as many bytes as its Content-Length).
 2. Find its <img src>, <script src>, <link rel=stylesheet href>; treat a
-   seeded choice of cache_hit_ratio of them as cached; request the rest at
-   once:
+   seeded choice of cache_hit_ratio of them as cached; request the rest,
+   by schedule: "chromium" (the default), as Chromium does: each found as
+   the document's bytes arrive (a preload scanner), given Chromium's
+   priority, and held while Chromium would hold it (client/schedule.py);
+   "eager", all at once when the whole document is in:
    - h2: one connection per origin (scheme, host, port), every request a
      stream on it, as many at a time as the server's
      SETTINGS_MAX_CONCURRENT_STREAMS allows. With coalescing on, a new origin
@@ -39,8 +42,9 @@ from .connections import USER_AGENT, H1Connection, H2Connection, open_stream, tl
 from .errors import LoadError, Retry, fmt_s, quiet_future
 from .har import build_har
 from .options import LoadOptions
-from .page import Origin, cached_assets, origin_of, request_target, subresources
+from .page import Found, Origin, Scanner, cached_assets, origin_of, request_target, subresources, view_from_cache
 from .resolver import Resolver
+from .schedule import PRIORITY_NAMES, ChromiumScheduler, Request
 from .summary import summarize
 from .timeline import Clock, ConnRecord, RequestRecord
 
@@ -96,6 +100,11 @@ class PageLoad:
         self._no_coalesce: set[Origin] = set()
         self._h1: dict[Origin, _H1Pool] = {}
         self._failed: dict[Origin, LoadError] = {}
+        # origins an HTTP/2 connection was opened for: Chromium's "supports
+        # request priorities" (kept across a repeat load, as in its profile)
+        self.h2_origins: set[str] = set()
+        self._sched: ChromiumScheduler | None = None
+        self._tg: asyncio.TaskGroup | None = None
         self.first_load: tuple[int, int, int] | None = None  # records, conns, lookups of load 1 (repeat)
 
     # -- the page ---------------------------------------------------------------
@@ -111,6 +120,9 @@ class PageLoad:
             await self._load_once()
 
     async def _load_once(self) -> None:
+        if self.opts.schedule == "chromium":
+            await self._load_scheduled()
+            return
         url = self.opts.url
         self._tls()  # load the CA before the clock of the first request starts
         base, body = await self.fetch(url, "document", keep_body=True)
@@ -124,13 +136,88 @@ class PageLoad:
         skip = set(self.cached)
         await asyncio.gather(*(self.fetch(a.url, a.kind) for a in assets if a.url not in skip))
 
-    async def fetch(self, url: str, kind: str, keep_body: bool = False) -> tuple[RequestRecord, bytes]:
+    async def _load_scheduled(self) -> None:
+        """The page as Chromium schedules it: the document's bytes go through
+        a Scanner as they arrive, what it finds through a ChromiumScheduler,
+        and each request it lets go is fetched at once; the load ends when
+        the document and every request are done."""
+        url = self.opts.url
+        self._tls()
+        sched = self._sched = ChromiumScheduler(known=self.h2_origins)
+        try:
+            await self._scheduled_group(url, sched)
+        finally:
+            self._tg = None
+
+    async def _scheduled_group(self, url: str, sched: ChromiumScheduler) -> None:
+        opts = self.opts
+        found: list[Found] = []
+        # the asset-unit cache draw needs every asset of the page: hold them to its end
+        hold = opts.cache_unit == "asset" and opts.cache_hit_ratio > 0
+        skip_all = opts.cache_unit == "page" and view_from_cache(opts.cache_hit_ratio, opts.seed)
+        scanner: Scanner | None = None
+        async with asyncio.TaskGroup() as tg:
+            self._tg = tg
+            def add(fs: list[Found]) -> None:
+                for f in fs:
+                    found.append(f)
+                    if not hold and not skip_all:
+                        sched.add(f)
+
+            def on_body(rec: RequestRecord, chunk: bytes) -> None:
+                nonlocal scanner
+                if not 200 <= rec.status < 300:
+                    return
+                if scanner is None:
+                    scanner = Scanner(url, rec.header("content-type"))
+                add(scanner.feed(chunk))
+                if scanner.body and not sched.body_found:
+                    sched.body()
+                self._launch()
+
+            base, _ = await self.fetch(url, "document", on_body=on_body)
+            if base.error:
+                self.error = base.error
+                for r in sched.requests:
+                    if r.stage in ("blink", "net"):
+                        r.stage = "done"  # nothing more leaves; what left finishes or fails
+                return
+            add((scanner or Scanner(url, base.header("content-type"))).close())
+            self.assets_found = len(found)
+            self.cached = cached_assets([f.url for f in found], opts.cache_hit_ratio, opts.seed, opts.cache_unit)
+            if hold:
+                skip = set(self.cached)
+                for f in found:
+                    if f.url not in skip:
+                        sched.add(f)
+            sched.body()  # the document's end implies <body>
+            self._launch()
+
+    def _launch(self) -> None:
+        """Fetch every request the scheduler lets go now (each in a task of
+        the load's group)."""
+        if self._sched is None or self._tg is None:
+            return
+        for r in self._sched.take():
+            self._tg.create_task(self._fetch_scheduled(r))
+
+    async def _fetch_scheduled(self, r: Request) -> None:
+        await self.fetch(r.found.url, r.found.kind, priority=PRIORITY_NAMES[r.priority])
+        if self._sched is not None:  # (not reached when the load is cancelled: nothing more leaves)
+            self._sched.done(r)
+            self._launch()
+
+    async def fetch(self, url: str, kind: str, keep_body: bool = False, *, priority: str | None = None,
+                    on_body=None) -> tuple[RequestRecord, bytes]:
+        """One request and its retries; on_body(rec, chunk) sees the body's
+        pieces as they arrive."""
         origin = origin_of(url)
-        rec = RequestRecord(url, str(origin), kind, start=self.now())
+        rec = RequestRecord(url, str(origin), kind, start=self.now(), priority=priority)
         self.records.append(rec)
         body = b""
+        on_data = (lambda chunk: on_body(rec, chunk)) if on_body is not None else None
         try:
-            body = await self._fetch(rec, origin, kind, keep_body)
+            body = await self._fetch(rec, origin, kind, keep_body, on_data)
             if rec.status == 421 and rec.coalesced:
                 # Misdirected Request: the server will not answer for this origin on
                 # this connection; a browser retries on a connection of its own
@@ -143,7 +230,7 @@ class PageLoad:
                 rec.end = rec.last_byte
                 rec.superseded = True
                 rec.phase = "done (421, retried on a new connection)"
-                return await self.fetch(url, kind, keep_body)
+                return await self.fetch(url, kind, keep_body, priority=priority, on_body=on_body)
             if rec.status >= 400:
                 text = f" {rec.status_text}" if rec.status_text else ""
                 raise LoadError(f"GET {url} returned HTTP {rec.status}{text} (from {rec.server_ip}, {rec.conn_id})",
@@ -164,7 +251,8 @@ class PageLoad:
             rec.phase = f"failed ({e.step or 'error'})"
         return rec, body
 
-    async def _fetch(self, rec: RequestRecord, origin: Origin, kind: str, keep_body: bool) -> bytes:
+    async def _fetch(self, rec: RequestRecord, origin: Origin, kind: str, keep_body: bool,
+                     on_data=None) -> bytes:
         extra = [("user-agent", USER_AGENT), ("accept", ACCEPT.get(kind, "*/*")), ("accept-encoding", "identity")]
         target = request_target(rec.url)
         for _ in range(MAX_ATTEMPTS):
@@ -176,7 +264,8 @@ class PageLoad:
             rec.conn_id, rec.server_ip = conn.rec.id, conn.rec.remote_ip
             rec.coalesced = conn.rec.origin != str(origin)
             try:
-                body = await conn.request(rec, origin, target, extra, keep_body, self.opts.request_timeout_s)
+                body = await conn.request(rec, origin, target, extra, keep_body, self.opts.request_timeout_s,
+                                          on_data=on_data)
                 conn.rec.requests += 1
                 return body
             except Retry:
@@ -237,6 +326,10 @@ class PageLoad:
             conn = H2Connection(cr, reader, writer, self.now)
             conn.start()
             self._h2_open.append(conn)
+            self.h2_origins.add(str(origin))
+            if self._sched is not None:
+                self._sched.origin_known(str(origin))
+                self._launch()
         else:
             conn = H1Connection(cr, reader, writer, self.now)
         self.objs.append(conn)

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 PROTOCOLS = ("h2", "h1")
 TLS_VERSIONS = ("1.2", "1.3", "any")
 CACHE_UNITS = ("asset", "page")  # as client/page.py draws them
+SCHEDULES = ("chromium", "eager")  # as client/schedule.py names them
 
 # field name -> CLI flag, for messages
 FLAGS = {
@@ -33,6 +34,7 @@ FLAGS = {
     "request_timeout_s": "--request-timeout",
     "max_h1_connections": "--max-h1-connections",
     "repeat_after_s": "--repeat-after",
+    "schedule": "--schedule",
 }
 
 
@@ -100,6 +102,11 @@ class LoadOptions:
     # load the page a second time, this long after the first load ended, on
     # the connections the first one left open (seed 003: tcp_slow_start_after_idle)
     repeat_after_s: float | None = None
+    # when the page's requests leave: "chromium", as Chromium schedules them
+    # (discovered as the document arrives, by priority, low-priority ones held
+    # while the document loads: client/schedule.py); "eager", every asset at
+    # once when the whole document is in (the loader before issue 51)
+    schedule: str = "chromium"
 
     def __post_init__(self) -> None:
         if not isinstance(self.url, str):
@@ -133,6 +140,8 @@ class LoadOptions:
         if isinstance(self.max_h1_connections, bool) or not isinstance(self.max_h1_connections, int) \
                 or not 1 <= self.max_h1_connections <= 64:
             raise OptionError("max_h1_connections", f"must be an integer in [1, 64], got {self.max_h1_connections!r}")
+        if self.schedule not in SCHEDULES:
+            raise OptionError("schedule", f"{self.schedule!r} is not one of {', '.join(SCHEDULES)}")
         if self.repeat_after_s is not None:
             self.repeat_after_s = _finite("repeat_after_s", self.repeat_after_s, 0.0, 600.0, lo_open=True)
         self.resolve = normalize_resolve(self.resolve)

@@ -9,10 +9,13 @@ nothing (tests/unit/test_client_page.py feeds it arbitrary bytes).
 
 from __future__ import annotations
 
+import codecs
 import random
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from urllib.parse import parse_qsl, urldefrag, urljoin, urlsplit
+
+from .fold import Flow, hidden, px
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -21,6 +24,22 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 class Asset:
     url: str
     kind: str  # image | script | stylesheet
+
+
+@dataclass(frozen=True)
+class Found:
+    """A subresource as the document's scanner finds it, with what a
+    browser's priority for it depends on (client/schedule.py)."""
+
+    url: str
+    kind: str  # image | script | stylesheet
+    origin: str
+    deferred: bool = False  # a script with defer or async, or a module script
+    blocking: bool = False  # a classic script without defer or async: it blocks the parser
+    area: float | None = None  # an image's width x height (px^2) from its attributes; None unless both given
+    lazy: bool = False  # an image with loading=lazy
+    in_body: bool = False  # found after <body> (or content that implies it)
+    top: float | None = None  # an image's estimated top in px (client/fold.py); None: it takes no room
 
 
 @dataclass(frozen=True)
@@ -56,22 +75,52 @@ def query_string(url: str) -> list[dict]:
     return [{"name": k, "value": v} for k, v in parse_qsl(urlsplit(url).query, keep_blank_values=True)]
 
 
+# tags the HTML parser keeps in <head>; any other start tag implies <body>
+# (WHATWG HTML 13.2.6.4.4-6, "in head" / "after head": anything else)
+HEAD_TAGS = frozenset(("html", "head", "title", "meta", "link", "script", "style", "base", "noscript", "template"))
+
+
 class _AssetParser(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.base_href: str | None = None
         self.found: list[tuple[str, str]] = []  # (raw url, kind)
+        self.attrs: list[dict[str, str]] = []  # each found tag's attributes (lowercased names)
+        self.in_body: list[bool] = []  # was each found after <body> (or content that implies it)?
+        self.tops: list[float | None] = []  # each found image's estimated top (client/fold.py)
+        self.body = False
+        self.flow = Flow()
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = {k.lower(): (v or "") for k, v in attrs}
+        if not self.body and tag not in HEAD_TAGS:
+            self.body = True
+            if self.flow.skip[:1] == ["head"]:  # </head> may be left out: the body ends it
+                self.flow.skip.clear()
+        self.flow.start(tag, a)
+        top = None
+        if tag == "img" and not hidden(a):
+            top = self.flow.top(px(a.get("width")), px(a.get("height")))
+        kind, ref = None, ""
         if tag == "base" and self.base_href is None and a.get("href", "").strip():
             self.base_href = a["href"].strip()
         elif tag == "img" and a.get("src", "").strip():
-            self.found.append((a["src"], "image"))
+            kind, ref = "image", a["src"]
         elif tag == "script" and a.get("src", "").strip():
-            self.found.append((a["src"], "script"))
+            kind, ref = "script", a["src"]
         elif tag == "link" and "stylesheet" in a.get("rel", "").lower().split() and a.get("href", "").strip():
-            self.found.append((a["href"], "stylesheet"))
+            kind, ref = "stylesheet", a["href"]
+        if kind is not None:
+            self.found.append((ref, kind))
+            self.attrs.append(a)
+            self.in_body.append(self.body)
+            self.tops.append(top)
+
+    def handle_endtag(self, tag: str) -> None:
+        self.flow.end(tag)
+
+    def handle_data(self, data: str) -> None:
+        self.flow.text(data)
 
     def parse_html_declaration(self, i: int) -> int:
         """`<!` read as the HTML tokenizer reads it (WHATWG HTML, 13.2.5.42
@@ -126,6 +175,77 @@ def discover_assets(html: str, base_url: str) -> list[Asset]:
         seen.add(url)
         out.append(Asset(url, kind))
     return out
+
+
+def _found(url: str, kind: str, a: dict[str, str], in_body: bool, top: float | None = None) -> Found:
+    if kind == "script":
+        deferred = "defer" in a or "async" in a or a.get("type", "").strip().lower() == "module"
+        return Found(url, kind, str(origin_of(url)), deferred=deferred, blocking=not deferred, in_body=in_body)
+    if kind == "image":
+        w, h = px(a.get("width")), px(a.get("height"))
+        return Found(url, kind, str(origin_of(url)), area=None if w is None or h is None else w * h,
+                     lazy=a.get("loading", "").strip().lower() == "lazy", in_body=in_body, top=top)
+    return Found(url, kind, str(origin_of(url)), in_body=in_body)
+
+
+class Scanner:
+    """The document's subresources as its bytes arrive, as a browser's
+    preload scanner finds them: feed() each chunk of the body, close() at
+    its end; each returns the Found not returned before, in document
+    order, each URL once, resolved against the page URL and the <base href>
+    seen so far. `body` turns true once the parser has seen <body> or a tag
+    that implies it. Only an HTML response (is_html) has any. Total, like
+    discover_assets: whatever the bytes, it raises nothing."""
+
+    def __init__(self, url: str, content_type: str | None) -> None:
+        self.url = url
+        self.html = is_html(content_type)
+        try:
+            self._decoder = codecs.getincrementaldecoder(charset_of(content_type))(errors="replace")
+            self._decoder.decode(b"")
+        except (LookupError, ValueError, TypeError):  # as decode_html: UTF-8 for a charset Python cannot use
+            self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._parser = _AssetParser()
+        self._seen: set[str] = set()
+        self._taken = 0
+
+    @property
+    def body(self) -> bool:
+        return self._parser.body
+
+    def feed(self, data: bytes) -> list[Found]:
+        if not self.html or not data:
+            return []
+        try:
+            text = self._decoder.decode(data)
+        except (UnicodeError, ValueError):
+            text = data.decode("utf-8", errors="replace")
+        self._parser.feed(text)
+        return self._new()
+
+    def close(self) -> list[Found]:
+        if not self.html:
+            return []
+        try:
+            self._parser.feed(self._decoder.decode(b"", final=True))
+        except (UnicodeError, ValueError):
+            pass
+        self._parser.close()
+        return self._new()
+
+    def _new(self) -> list[Found]:
+        p = self._parser
+        base = (resolve_url(self.url, p.base_href) or self.url) if p.base_href else self.url
+        out = []
+        for i in range(self._taken, len(p.found)):
+            raw, kind = p.found[i]
+            url = resolve_url(base, raw)
+            if url is None or url in self._seen:
+                continue
+            self._seen.add(url)
+            out.append(_found(url, kind, p.attrs[i], p.in_body[i], p.tops[i]))
+        self._taken = len(p.found)
+        return out
 
 
 def choose_cached(urls: list[str], ratio: float, seed: int) -> list[str]:

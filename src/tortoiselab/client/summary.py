@@ -44,7 +44,7 @@ def _ms_or_none(a: float | None, b: float | None) -> float | None:
 def summarize(records: list[RequestRecord], conns: list[ConnRecord], lookups: list[DnsLookup], *,
               settings: dict, cached_urls: list[str], assets_found: int, error: str | None,
               started_at: str | None = None) -> dict:
-    """settings: url, protocol, coalescing, cache_hit_ratio, seed (copied through)."""
+    """settings: url, protocol, coalescing, cache_hit_ratio, seed, schedule (copied through)."""
     base = records[0] if records else None
     t0 = base.start if base else None
     done = [r for r in records if r.last_byte is not None]
@@ -77,7 +77,7 @@ def summarize(records: list[RequestRecord], conns: list[ConnRecord], lookups: li
     established = [c for c in conns if c.error is None and c.tcp is not None
                    and (c.tls is not None or c.origin.startswith("http:"))]
     return {
-        **{k: settings.get(k) for k in ("url", "protocol", "coalescing", "cache_hit_ratio", "seed")},
+        **{k: settings.get(k) for k in ("url", "protocol", "coalescing", "cache_hit_ratio", "seed", "schedule")},
         "ok": not failed,
         "error": error,
         "started_at": started_at,

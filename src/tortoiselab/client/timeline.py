@@ -93,6 +93,7 @@ class RequestRecord:
     coalesced: bool = False  # sent on a connection opened for another origin
     superseded: bool = False  # answered 421 Misdirected Request and sent again
     attempts: int = 0  # > 1: refused stream / closed connection, sent again
+    priority: str | None = None  # schedule chromium: the priority Chromium would give it (client/schedule.py)
     error: str | None = None
 
     def header(self, name: str) -> str | None:

@@ -291,10 +291,13 @@ def dnsmasq(listen: str, names: dict[str, str], pidfile: str | Path, logfile: st
 def page_loader(python: str, url: str, *, ca: str, protocol: str, cache_hit_ratio: float, seed: int,
                 timeout_s: float, har: str | Path, summary: str | Path, dns_server: str | None = None,
                 resolve: dict[str, str] | None = None, coalescing: bool = True, tls: str | None = None,
-                repeat_after_s: float | None = None, cache_unit: str = "asset") -> list[str]:
+                repeat_after_s: float | None = None, cache_unit: str = "asset",
+                schedule: str | None = None) -> list[str]:
     """Our loader (tortoiselab.client): names through the lab's DNS server
     (dns_server) or fixed (resolve: name -> address); --cache-unit only when
-    it is not the loader's default (asset), so earlier runs' argv stay."""
+    it is not the loader's default (asset), so earlier runs' argv stay;
+    --schedule when the run has one (a page: chromium or eager; a load of
+    one object by url has none, and its argv stays)."""
     argv = [python, "-m", "tortoiselab.client", url, "--ca", ca, "--protocol", protocol,
             "--cache-hit-ratio", str(cache_hit_ratio), "--seed", str(seed), "--timeout", str(timeout_s),
             "--har", str(har), "--summary", str(summary)]
@@ -310,6 +313,8 @@ def page_loader(python: str, url: str, *, ca: str, protocol: str, cache_hit_rati
         argv += ["--tls", tls]
     if repeat_after_s:
         argv += ["--repeat-after", str(repeat_after_s)]
+    if schedule is not None:
+        argv += ["--schedule", schedule]
     return argv
 
 

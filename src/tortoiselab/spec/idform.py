@@ -9,8 +9,9 @@ fields the id form leaves out, in one table:
 
 - the path as written (PathCfg, every field optional): its unset fields;
 - a setting added after ids were first given (LATER): left out while it
-  holds the value that means "as before it existed", so every earlier run
-  keeps its id. A new setting is one line of LATER, not a serializer;
+  holds the value that means "as before it existed" (or one of them,
+  AnyOf), so every earlier run keeps its id. A new setting is one line of
+  LATER, not a serializer;
 - no topology (the default, wan): left out.
 
 tests/unit/test_run_ids.py holds every shipped experiment's ids to what
@@ -23,6 +24,12 @@ from typing import Any
 
 ID_FORM_VERSION = 1
 
+
+class AnyOf(tuple):
+    """A LATER entry with several values that each mean "as before the
+    field existed"."""
+
+
 _HOST_SETTINGS = ("host", "tcp_rmem", "tcp_wmem", "tcp_window_scaling")  # spec/sides.py, docs/hosts.md
 # section.field (path.resolved: the resolved path) -> the value that means
 # "as before the field existed"
@@ -32,12 +39,24 @@ LATER: dict[str, Any] = {
     **{f"{side}.{k}": None for side in ("server", "client") for k in _HOST_SETTINGS},
     "client.cache_unit": "asset",
     "client.dns": "cold",
+    # our loader's order of a page's requests (issue 51): eager is how it sent
+    # them before, None a run without one (another loader, one response); a
+    # page run by the new default, chromium, gets an id of its own
+    "client.schedule": AnyOf((None, "eager")),
 }
+
+
+def _before(key: str, v: Any) -> bool:
+    """Does v, under key, mean "as before the field existed"?"""
+    if key not in LATER:
+        return False
+    b = LATER[key]
+    return v in b if isinstance(b, AnyOf) else v == b
 
 
 def _drop_later(d: dict, prefix: str) -> dict:
     """d without the LATER fields under prefix that hold their "before" value."""
-    return {k: v for k, v in d.items() if not (f"{prefix}.{k}" in LATER and v == LATER[f"{prefix}.{k}"])}
+    return {k: v for k, v in d.items() if not _before(f"{prefix}.{k}", v)}
 
 
 def path_form(resolved: dict) -> dict:

@@ -16,6 +16,9 @@ from tortoiselab.spec.pathspec import STOCK_ALGORITHMS
 from tortoiselab.spec.strictnum import NumbersModel
 
 PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html", "base.html", "article.html", "app.html")
+# pages whose document names nothing to fetch (web/pages.py: n_objects 0; a
+# test holds the two equal): a load of one, as of a url, has no schedule
+DOCUMENT_ONLY = ("base.html", "article.html")
 KNOWN_CC = (*STOCK_ALGORITHMS, *OUR_MODULES)
 
 
@@ -109,6 +112,11 @@ class ClientCfg(_HostCfg):
         "cold", description="cold: every load resolves its names through the lab's DNS server, inside its PLT; "
                             "warm: names known before the load (no DNS), for every loader (docs/browser.md)")
     loader: Literal["loader", "h2load", "nghttp", "chromium"] = "loader"
+    schedule: Literal["chromium", "eager"] | None = Field(
+        None, description="our loader's order for a page's requests: chromium (its default for a page) = as "
+                          "Chromium schedules them (found as the document arrives, by priority, low-priority ones "
+                          "held while it loads); eager = all at once once the whole document is in (the loader "
+                          "before issue 51); left out for other loaders and for url (docs/browser.md)")
     protocol: Literal["h2", "h1"] | None = None
     h2load_requests: int = Field(3, ge=1, le=1000)
     repeat_after_idle_s: float | None = Field(
@@ -119,3 +127,17 @@ class ClientCfg(_HostCfg):
     @classmethod
     def _page(cls, v: str) -> str:
         return _one_of(v, PAGES, "page", "the lab serves")
+
+    @model_validator(mode="after")
+    def _schedule(self) -> "ClientCfg":
+        """Our loader schedules a page's requests as Chromium does unless told
+        eager; a run that loads one response (a url, or a page with nothing
+        to fetch: DOCUMENT_ONLY) or uses another loader has no schedule, so
+        those runs keep the ids they had (spec/idform.py)."""
+        if self.loader != "loader" and self.schedule is not None:
+            raise ValueError(f"client.schedule: the order our loader sends a page's requests in; the {self.loader} "
+                             "loader has its own, leave it out")
+        if self.schedule is None and self.loader == "loader" and self.url is None \
+                and self.page not in DOCUMENT_ONLY:
+            self.schedule = "chromium"
+        return self
