@@ -79,14 +79,15 @@ def test_an_inconclusive_population_row_counts_users():
     assert v.verdict == "inconclusive" and f"about {v.settle_n} users would settle it" in v.why
 
 
-def _verdict(n, n_control=0, n_arm=0, setup="single path"):
+def _verdict(n, n_control=0, n_arm=0, setup="single path", n_what="pairs"):
     return Verdict("s", "s.x", "f", "t", "e", "m", 1.0, 0.0, 2.0, 0.1, n, "%", "", "inconclusive", "", "", "",
-                   n_control=n_control, n_arm=n_arm, setup=setup)
+                   n_control=n_control, n_arm=n_arm, setup=setup, n_what=n_what)
 
 
 def test_n_is_printed_as_what_it_is():
     assert _n_per_arm(_verdict(39, 39, 39)) == "39 pairs"
     assert _n_per_arm(_verdict(39)) == "39 pairs"
-    assert _n_per_arm(_verdict(200, 200, 200, setup="population")) == "200 users"
-    assert _n_per_arm(_verdict(15, 5, 10)) == "5 against 10 values"
-    assert _n_per_arm(_verdict(36, 18, 18, setup="population")) == "18 against 18 values"
+    assert _n_per_arm(_verdict(200, 200, 200, setup="population", n_what="users")) == "200 users"
+    assert _n_per_arm(_verdict(15, 5, 10, n_what="values")) == "5 against 10 values"
+    assert _n_per_arm(_verdict(36, 18, 18, setup="population", n_what="users per group")) == \
+        "18 against 18 users per group"

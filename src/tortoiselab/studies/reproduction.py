@@ -178,9 +178,10 @@ def verdict_counts(flat: list[Verdict]) -> dict[str, int]:
 
 def _n_per_arm(v: Verdict) -> str:
     """n as what it counts (Measurement.n_what): "20 pairs", "200 users",
-    "198 + 200 users per group", "3 conditions", "44 runs"."""
-    if v.n_control and v.n_arm and v.n_control != v.n_arm:
-        return f"{v.n_control} + {v.n_arm} {v.n_what}"
+    "198 against 200 users per group" (two groups, each counted), "5 against
+    10 values", "3 conditions", "44 runs"."""
+    if v.n_control and v.n_arm and not v.n_control == v.n_arm == v.n:
+        return f"{v.n_control} against {v.n_arm} {v.n_what}"
     return f"{v.n} {v.n_what}"
 
 
