@@ -53,7 +53,9 @@ def test_bursty_loss_and_jitter_are_emulated_as_configured(tmp_path, lab_kernel)
         assert again[d]["lost_seqs"] == task[d]["lost_seqs"]
 
 
-AS_BEFORE = experiment_yaml("feed", {"name": "asbefore", "sweep": {"path.jitter_ms": [0, 5]}})
+# eager, as every load was when the fingerprints were made (before client.schedule; the same run ids)
+AS_BEFORE = experiment_yaml("feed", {"name": "asbefore", "client.schedule": "eager",
+                                     "sweep": {"path.jitter_ms": [0, 5]}})
 
 
 def summary(run_dir: Path) -> dict:
