@@ -90,6 +90,15 @@ def _no_test(n: int, alpha: float, why: str, estimate: float = math.nan) -> Infe
     return Inference(estimate, -math.inf, math.inf, math.nan, alpha, math.nan, n, why, False)
 
 
+def _positive_groups(control, arm) -> tuple[np.ndarray, np.ndarray]:
+    """Two independent groups' finite values; ValueError on a value <= 0."""
+    c, a = np.asarray(control, float).ravel(), np.asarray(arm, float).ravel()
+    c, a = c[np.isfinite(c)], a[np.isfinite(a)]
+    if np.any(c <= 0) or np.any(a <= 0):
+        raise ValueError("log ratios need positive values")
+    return c, a
+
+
 def _positive_pairs(control, arm) -> tuple[np.ndarray, np.ndarray]:
     """The pairs with both values finite; ValueError on unequal lengths or a value <= 0."""
     c, a = np.asarray(control, float).ravel(), np.asarray(arm, float).ravel()
@@ -400,11 +409,7 @@ def between_groups_quantile(control, arm, q: float = 0.9, alpha: float = 0.05, n
     the groups (Ernst 2004, sec. 3), every split when there are at most
     EXACT_MAX_SPLITS, else n_resamples random shuffles drawn once; inverted
     as paired_quantile (arm * exp(-d) against the control, same splits)."""
-    c = np.asarray(control, float).ravel()
-    a = np.asarray(arm, float).ravel()
-    c, a = c[np.isfinite(c)], a[np.isfinite(a)]
-    if np.any(c <= 0) or np.any(a <= 0):
-        raise ValueError("log ratios need positive values")
+    c, a = _positive_groups(control, arm)
     if c.size < 2 or a.size < 2:
         return _no_test(min(c.size, a.size), alpha, "fewer than 2 values in a group: no test")
     splits, exact = _splits(c.size, a.size, n_resamples, np.random.default_rng(seed))

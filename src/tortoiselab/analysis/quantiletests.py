@@ -47,7 +47,7 @@ import numpy as np
 from scipy import special
 
 from tortoiselab.analysis.inference import (SEARCH_LOG, T_TOL, Inference, _consistent, _grid_bound, _level, _no_test,
-                                            _positive_pairs, _resamples_text, _splits, swap_masks)
+                                            _positive_groups, _positive_pairs, _resamples_text, _splits, swap_masks)
 from tortoiselab.analysis.pairtests import CHUNK_ELEMENTS
 
 # the kernel's bandwidth, Silverman's (1986, eq. 3.31) 0.9 sd n^(-1/5) on the log values; not his min(sd, IQR / 1.34):
@@ -328,11 +328,7 @@ def between_groups_quantile(control, arm, q: float = 0.9, alpha: float = 0.05, n
     Romano 2013): the pooled values' splits, every one when there are at
     most inference.EXACT_MAX_SPLITS, else n_resamples random shuffles drawn
     once; inverted as paired_quantile (arm e^-d against the control, the same splits)."""
-    c = np.asarray(control, float).ravel()
-    a = np.asarray(arm, float).ravel()
-    c, a = c[np.isfinite(c)], a[np.isfinite(a)]
-    if np.any(c <= 0) or np.any(a <= 0):
-        raise ValueError("log ratios need positive values")
+    c, a = _positive_groups(control, arm)
     if c.size < 2 or a.size < 2:
         return _no_test(min(c.size, a.size), alpha, "fewer than 2 values in a group: no test")
     splits, exact = _splits(c.size, a.size, n_resamples, np.random.default_rng(seed))
