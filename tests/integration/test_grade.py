@@ -3,7 +3,6 @@ per session by the study_results fixture, shared with test_studies.py),
 graded by the real lab handouts (which ask for the reduced grid) and by the
 same handouts asking for ci."""
 
-import hashlib
 import json
 import re
 import shutil
@@ -12,6 +11,7 @@ import subprocess
 import pytest
 
 from tests.conftest import REPO, TORTOISE
+from tests.unit.test_labcheck import cut_article
 from tortoiselab.course import grade
 from tortoiselab.course.handout import load_lab
 from tortoiselab.host import verify
@@ -127,14 +127,7 @@ def test_a_tampered_site_is_named_and_refused(study_results, tmp_path):
     --skip-damaged leaves every run out."""
     folder, lab = _lab_copy(study_results, tmp_path)
     site = folder / ".lab" / "site"
-    cut = (site / "www" / "article.html").read_bytes()[:39_667]
-    (site / "www" / "article.html").write_bytes(cut)
-    m = json.loads((site / "manifest.json").read_text())
-    page = m["pages"]["article.html"]
-    page["document"].update(bytes=len(cut), sha256=hashlib.sha256(cut).hexdigest())
-    page["document_bytes"] = page["total_bytes"] = len(cut)
-    m["totals"]["bytes"] -= 160_000 - len(cut)
-    (site / "manifest.json").write_text(json.dumps(m, indent=1, sort_keys=True) + "\n")
+    cut_article(site)
     named = "article.html: 39,667 bytes, the generator makes 160,000 bytes"
     runs = sorted(p.parent.name for p in folder.glob("*/run.json"))
     (folder / runs[0]).rename(tmp_path / runs[0])  # a run to do again: refused before it starts

@@ -59,11 +59,10 @@ def test_a_lab_as_made_passes_fast(made):
     assert c.files > 170 and took < 5, (c.files, took)
 
 
-def test_the_issue_50_site_attack_is_named(made, tmp_path):
-    """article.html cut from 160,000 to 39,667 bytes and the manifest made
-    to agree (document bytes, sha256, total): both files named, sizes shown."""
-    exp = _copy(made, tmp_path)
-    site = exp / ".lab" / "site"
+def cut_article(site) -> None:
+    """Issue 50's tampered site: article.html cut from 160,000 to 39,667
+    bytes and the site's manifest.json made to agree (document bytes,
+    sha256, totals)."""
     cut = (site / "www" / "article.html").read_bytes()[:39_667]
     (site / "www" / "article.html").write_bytes(cut)
     m = json.loads((site / "manifest.json").read_text())
@@ -72,6 +71,14 @@ def test_the_issue_50_site_attack_is_named(made, tmp_path):
     page["document_bytes"] = page["total_bytes"] = len(cut)
     m["totals"]["bytes"] -= 160_000 - len(cut)
     (site / "manifest.json").write_text(json.dumps(m, indent=1, sort_keys=True) + "\n")
+
+
+def test_the_issue_50_site_attack_is_named(made, tmp_path):
+    """article.html cut from 160,000 to 39,667 bytes and the manifest made
+    to agree (document bytes, sha256, total): both files named, sizes shown."""
+    exp = _copy(made, tmp_path)
+    site = exp / ".lab" / "site"
+    cut_article(site)
     c = labcheck.check_lab(exp)
     assert [rel for rel, _ in c.differences] == ["site/manifest.json", "site/www/article.html"]
     assert dict(c.differences)["site/www/article.html"].startswith("39,667 bytes, the generator makes 160,000 bytes")
