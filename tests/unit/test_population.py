@@ -243,7 +243,7 @@ def test_growing_the_population_keeps_run_ids():
 
 # tortoise: 14 runs per user (the pages of the single-path claims, issue 39 item 6) x 18 users
 @pytest.mark.parametrize("f, n_reduced", [("experiments/tortoise-population.yaml", 252),
-                                         ("experiments/coalescing-population.yaml", 160)])
+                                         ("experiments/coalescing-population.yaml", 240)])
 def test_population_experiments_validate_and_their_grids_pair(f, n_reduced):
     exp = load(REPO / f, grid="ci")
     runs = expand(exp)

@@ -59,8 +59,8 @@ def test_the_primary_gain_is_the_p90_without_cache_hits_not_pooled(market):
     assert m.statistic == "p90" and m.n == 13
     assert m.value == pytest.approx(-10.0)
     assert "p90 ratio" in m.detail
-    # the sentence's row: this market is one of its parts, with the same number
-    part = dict(CLAIMS["coalescing.gain"].measure(df).parts)[market]
+    # the single-path reading of the sentence: this market is one of its parts, with the same number
+    part = dict(CLAIMS["coalescing.gain-path"].measure(df).parts)[market]
     assert part.value == pytest.approx(-10.0) and part.statistic == "p90" and part.n == 13
     variant = CLAIMS[f"coalescing.gain-{market}-cache80"].measure(df)
     assert variant.statistic == "p90" and variant.value == pytest.approx(50.0) and variant.n == 13
@@ -98,6 +98,14 @@ def test_each_markets_variants_name_their_sentence_and_what_they_vary():
             assert v.text == alone.text and v.judge.__qualname__ == alone.judge.__qualname__
     assert [c.id for c in CLAIMS.values() if c.primary and c.id.startswith("coalescing.gain")] == [
         "coalescing.gain", "coalescing.gain-is-connect-time"]
+    # the seed's p90s are over each market's real users: the primary reading is over the simulated users,
+    # paired, in each of the three markets (issue 51); one path per market is a variant
+    gain, path = CLAIMS["coalescing.gain"], CLAIMS["coalescing.gain-path"]
+    assert gain.experiment == "coalescing-population" and gain.setup == "population"
+    assert not path.primary and path.sentence == "coalescing.gain" and "single path" in path.variant
+    for market in MARKETS:
+        users = CLAIMS[f"coalescing.gain-{market}-users"]
+        assert not users.primary and users.sentence == "coalescing.gain" and "over users, paired" in users.variant
 
 
 def test_the_gain_judges_the_p90_interval_and_says_no_data_without_runs_of_its_ratio():

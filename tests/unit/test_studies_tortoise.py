@@ -78,10 +78,17 @@ def test_every_claim_is_judged_on_both_sets_and_mobile_claims_read_the_app():
     assert all(i.removesuffix("-single").removesuffix("-rich") + s in ids for i in ids if i.endswith("-single")
                for s in ("-single", "-rich-single"))
     assert all(CLAIMS[i].setup == "population" for i in ids if i.endswith(("-users", "-users-groups")))
-    # one primary reading per sentence: the clean single path; the rest are its variants
+    # one primary reading per sentence: over users, paired, where the seed measured users (issue 51), else the
+    # clean single path; the rest are its variants
     primary = {c.id for c in T.CLAIMS if c.primary}
-    assert all(not i.endswith(("-rich", "-users", "-users-groups", "-single")) for i in primary)
+    assert all(not i.endswith(("-rich", "-users-groups", "-single")) for i in primary)
+    assert {i.removeprefix("tortoise.").removesuffix("-users") for i in primary if i.endswith("-users")} \
+        == set(T.OVER_USERS)
+    assert all(CLAIMS[i].setup == "population" for i in primary if i.endswith("-users"))
     assert all(CLAIMS[i].sentence in primary and CLAIMS[i].variant for i in ids - primary)
+    for cid in T.OVER_USERS:  # the single path reading is a variant of the users' sentence, and says so
+        path = CLAIMS[f"tortoise.{cid}"]
+        assert not path.primary and path.sentence == f"tortoise.{cid}-users" and "single path" in path.variant
     for cid in ("tortoise.india-mobile-plt", "tortoise.china-mobile-plt"):
         assert "app.html" in CLAIMS[cid].metric and "app.html" in CLAIMS[cid + "-rich"].metric
         assert "-bursty" in CLAIMS[cid + "-rich"].metric and "rich" in CLAIMS[cid + "-rich"].metric
@@ -100,8 +107,8 @@ def test_the_primary_rows_read_the_cdn_set_up_and_the_variant_one_server():
     single = CLAIMS["tortoise.india-desktop-cdt-single"]
     variant = verdict_of(single, df, "f")
     assert primary.value < 0 < variant.value, (primary.measured, variant.measured)
-    assert not single.primary and single.sentence == "tortoise.india-desktop-cdt"
-    assert single.variant.startswith("single server: static objects on the arm's algorithm")
+    assert not single.primary and single.sentence == "tortoise.india-desktop-cdt-users"  # its sentence's primary
+    assert single.variant.startswith("single server: static objects on the arm's algorithm; single path")
     assert list(T.setup_of(df.iloc[[0, -1]])) == [T.CDN_SETUP, T.ONE_SERVER]
 
 
