@@ -468,7 +468,7 @@ PILOT_INTRO = (
     "paired readings over users (bench/pilot_pairs.json; --all-pilots: every variant's too; claims with the same "
     "pairs on one row): each pilot as a continuous population whose p90 ratio is exactly 1 (a "
     "smoothed bootstrap of its pairs, the log ratios shifted until the population's p90s are equal: "
-    "bench/stats_resample.py, smoothed_pilot_runs), n pairs drawn from it; `size` = the share of samples the test "
+    "analysis/sizecheck.py, paired_null, the check every p90 reading passes), n pairs drawn from it; `size` = the share of samples the test "
     "rejects at 0.05 and at the claim's family level alpha / m, for the studentized test the claims now use (new) and "
     "the unstudentized one it replaced (old); `pairs swapped` = the studentized test's size when each pair's runs are "
     "also swapped at random (exchangeable pairs, where it is exact); power = the studentized test's share significant "

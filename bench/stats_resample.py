@@ -21,6 +21,7 @@ import numpy as np
 
 from tortoiselab.analysis import inference as inf
 from tortoiselab.analysis import quantiletests as qt
+from tortoiselab.analysis.sizecheck import limit, paired_null
 from stats_sims import hd_paired_pvalues, hd_weights
 
 NS = (6, 20, 60)
@@ -54,43 +55,9 @@ def pilot_runs(control, arm, statistic: str, n: int, effect_pct: float, sims: in
     return cs, arms * (1 + effect_pct / 100)
 
 
-def _silverman(x: np.ndarray) -> float:
-    """Silverman's (1986, eq. 3.31) bandwidth of x: 0.9 min(sd, IQR / 1.349) n^(-1/5) (the sd alone
-    where the IQR is 0; 1e-4 where both are: a continuous population still)."""
-    sd = float(np.std(x))
-    iqr = float(np.subtract(*np.quantile(x, [0.75, 0.25])))
-    h = 0.9 * (min(sd, iqr / 1.349) if iqr > 0 else sd) * x.size ** -0.2
-    return h if h > 0 else 1e-4
-
-
-def smoothed_pilot_runs(control, arm, n: int, effect_pct: float, sims: int, rng: np.random.Generator,
-                        swapped: bool = False, population: int = 400_000):
-    """(control, arm), each (sims, 2n), from the pilot's pairs as a
-    continuous population where the p90 ratio is exactly 1 (a null that
-    holds): a smoothed bootstrap (Silverman & Young 1987) of the pairs, each
-    draw's log control and log ratio moved by normal noise of Silverman's
-    bandwidth of the pilot's (the pair kept together), the log ratios then
-    shifted so that the population's p90s (from `population` draws) are
-    equal, the arm scaled by 1 + effect. Resampled without smoothing, 13
-    pilot pairs make a population of 13 atoms, whose sample p90 jumps
-    between atoms: neither a p90 ratio of 1 nor a setting any quantile
-    test's asymptotics cover. swapped: each pair's runs swapped at random."""
-    u = np.log(np.asarray(control, float))
-    x = np.log(np.asarray(arm, float)) - u
-    hu, hx = _silverman(u), _silverman(x)
-
-    def draw(shape):
-        idx = rng.integers(0, u.size, shape)
-        lu = u[idx] + rng.normal(0, hu, shape)
-        return lu, lu + x[idx] + rng.normal(0, hx, shape)
-    big_u, big_v = draw((population,))
-    shift = math.log(np.quantile(np.exp(big_v), Q) / np.quantile(np.exp(big_u), Q))
-    lu, lv = draw((sims, 2 * n))
-    cs, arms = np.exp(lu), np.exp(lv - shift)
-    if swapped:
-        flip = rng.random(cs.shape) < 0.5
-        cs, arms = np.where(flip, arms, cs), np.where(flip, cs, arms)
-    return cs, arms * (1 + effect_pct / 100)
+# the pilot as a continuous population whose p90 ratio is exactly 1: the same smoothed bootstrap as the size check
+# every p90 reading passes (analysis/sizecheck.py)
+smoothed_pilot_runs = paired_null
 
 
 # --- the tests, vectorised: (p, estimate) per sample ----------------------------------------
@@ -278,11 +245,6 @@ def pilot_rows(pilot: dict, sims: int, swaps: int, seed: int) -> list[dict]:
                     row["power"][t, what] = rates
         rows.append(row)
     return rows
-
-
-def limit(alpha: float, sims: int) -> float:
-    """alpha + 2 Monte Carlo standard errors of a share over sims samples."""
-    return alpha + 2 * math.sqrt(alpha * (1 - alpha) / sims)
 
 
 def pilot_table(pairs: dict, sims: int, swaps: int) -> tuple[list[str], dict]:

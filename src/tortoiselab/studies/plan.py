@@ -27,6 +27,7 @@ import pandas as pd
 import yaml
 from scipy import stats as st
 
+from tortoiselab.analysis import sizecheck
 from tortoiselab.host import store
 from tortoiselab.host.slurm import MAX_TASKS
 from tortoiselab.project import REPO_DIR as REPO
@@ -255,6 +256,14 @@ def plan_claim(c: Claim, m: Measurement, reps: int, family: int, sims: int = pw.
         where = "at the upper bound of" if out.pairs is not None else "against"
         out.note = "; ".join(x for x in (out.note, f"more than {n_max} pairs: the effect is small {where} the "
                                                   "pilot's spread") if x)
+    if out.pairs is not None and m.statistic in ("p90", "p90-groups"):
+        # a p90 test decides only where it holds its size (registry.size_problem): checked at the planned n too
+        check = sizecheck.p90_size(m.control, m.arm, paired=m.statistic == "p90", n=out.pairs)
+        if not check.holds:
+            out.note = "; ".join(x for x in (out.note, (
+                f"at {out.pairs} pairs the p90 test does not hold its size on the pilot's population "
+                f"({100 * check.size:.1f} % at {check.alpha:g}, limit {100 * check.limit:.1f} %): those pairs would "
+                "not decide it; its p90 sits near a few slow runs") if x)
     return out
 
 

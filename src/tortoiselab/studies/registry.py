@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tortoiselab.analysis import sizecheck
 from tortoiselab.studies.claims import coalescing, cubic_plus, initcwnd, reno, tortoise
 from tortoiselab.studies.data import (current_points, experiment_name, load_runs, of_loader, report_grids,
                                      study_folder)
@@ -130,6 +131,26 @@ def tie_of(m: Measurement) -> str:
             "construction, not a finding")
 
 
+def size_problem(m: Measurement) -> str:
+    """Why a p90 reading's test cannot decide on these values ("" if it
+    can): the check of analysis/sizecheck.py, the test's size on a
+    population made from the reading's own values whose p90 ratio is
+    exactly 1 (docs/statistics.md, "A p90 test decides only where it holds
+    its size"). Exact runs (one value a condition) and readings without
+    their values are not checked."""
+    if m.exact_repeats or m.statistic not in ("p90", "p90-groups") or min(len(m.control), len(m.arm)) < 2:
+        return ""
+    check = sizecheck.p90_size(m.control, m.arm, paired=m.statistic == "p90")
+    return "" if check.holds else check.text()
+
+
+def not_testable(m: Measurement) -> str:
+    """Why the reading cannot decide a label ("" if it can): a tie by
+    construction (tie_of), or a p90 test that does not hold its size on
+    its values (size_problem)."""
+    return tie_of(m) or size_problem(m)
+
+
 # a composite row's labels from the one that refutes "every part ..." to the one that supports it most: the row
 # takes the first label any part has (deciding)
 SEVERITY = ("disagree", "not testable here", "inconclusive", "smaller than claimed", "agree", "larger than claimed")
@@ -145,7 +166,8 @@ def part_judge(judge, name: str = ""):
 def part_label(part: Measurement, judge, name: str = "") -> tuple[str, str]:
     """One part of a composite row judged as a row of its own: "not
     testable here" for a tie by construction, else its judge (part_judge)."""
-    return ("not testable here", tie_of(part)) if tie_of(part) else part_judge(judge, name)(part)
+    why = not_testable(part)
+    return ("not testable here", why) if why else part_judge(judge, name)(part)
 
 
 def deciding(m: Measurement, judge) -> Measurement:
@@ -171,7 +193,7 @@ def deciding(m: Measurement, judge) -> Measurement:
     name = max(parts, key=key)
     part = parts[name]
     return dataclasses.replace(
-        part, part=name, tie=f"{name}: {tie_of(part)}" if tie_of(part) else "", detail=(
+        part, part=name, tie=f"{name}: {not_testable(part)}" if not_testable(part) else "", detail=(
             f"{m.composite}: all {len(parts)} must hold; shown, the part that decides ({labels[name][0]}): {name}; "
             + "; ".join(f"{j} {labels[j][0]}: {parts[j].text()}" for j in parts)
             + f"; shown comparison: {part.detail}"))
@@ -225,6 +247,12 @@ def judge_claim(c: Claim, m: Measurement | None, why_none: str = "", settle: boo
         verdict, why = "not testable here", c.untestable
     elif tie_of(m):
         verdict, why = "not testable here", tie_of(m)
+    elif size_problem(m):
+        verdict, why = "not testable here", size_problem(m)
+        if settle and effect is not None:  # the n that would give the power, checked for size by `tortoise plan`
+            settle_n, note = settle_note(m, effect, m.level or ALPHA, pair_word(c.setup))
+            why += "; " + note.replace("would settle it", "would give the power") + (
+                " (whether its test holds its size there: `tortoise plan`)")
     else:
         level = m.level or ALPHA
         if effect is not None and m.power is None:
@@ -259,11 +287,12 @@ def verdict_of(c: Claim, df: pd.DataFrame, folder: Path) -> Verdict:
 
 def in_family(c: Claim, m: Measurement | None) -> bool:
     """A claim that counts in its study's family: a primary reading with a
-    test (a finite p), neither untestable nor a tie by construction (a
-    composite row: its deciding part at the level it is at)."""
+    test (a finite p), neither untestable, nor a tie by construction, nor a
+    p90 test that does not hold its size (not_testable; a composite row:
+    its deciding part at the level it is at)."""
     m = deciding(m, c.judge) if m is not None else None
     return (c.primary and not c.untestable and m is not None and m.p_value is not None
-            and math.isfinite(m.p_value) and not tie_of(m))
+            and math.isfinite(m.p_value) and not not_testable(m))
 
 
 def family_level(claims: tuple[Claim, ...], ms: list[Measurement | None]) -> list[Measurement | None]:
