@@ -15,7 +15,7 @@ from tortoiselab import studies as S
 from tortoiselab.studies.claims.tortoise import weakest
 from tortoiselab.studies.measure import at_level, interval_of, read_interval, tie_reason
 from tortoiselab.studies.model import claim
-from tortoiselab.studies.registry import family_level, judge_claim, part_label, tie_of
+from tortoiselab.studies.registry import family_level, judge_claim, part_label, size_problem, tie_of
 
 bound = hs.one_of(hs.floats(-60, 60, allow_nan=False), hs.just(math.inf), hs.just(-math.inf))
 size = hs.floats(0.5, 30, allow_nan=False)
@@ -130,6 +130,9 @@ def test_a_claim_on_generated_pairs_is_labelled_by_its_own_interval(m, family, r
     # other 7 all higher, the CI 0 at 0.05 but not at 0.05 / 3, where it was judged "disagree")
     if tie_of(m):
         assert v.verdict == "not testable here"  # pairs tied by construction: never a finding
+        return
+    if size_problem(m):  # a p90 test that does not hold its size on these pairs (issue 51): out of the family
+        assert v.verdict == "not testable here" and "does not hold its size" in v.why
         return
     level = 0.05 / max(1, family)
     assert out.level == level

@@ -91,6 +91,17 @@ EXPECTED = {
     # excludes the claim was never "disagree"; issue 51: exact runs outside the claimed count disagree, with why
     "initcwnd.ten-round-trips": ("disagree", "a count outside the claimed range refutes it"),
 }
+# issue 51 item 1: a p90 reading decides a label only where its test holds its size on its own values (the check of
+# analysis/sizecheck.py: 400 samples of its n from a population made of them whose p90 ratio is 1; beyond 7.2 % at
+# 0.05 it is not testable here). Sizes measured on these canned values: coalescing's 13 pairs a market 12.2 / 15.8 /
+# 9.0 % (India / U.S. / Germany; the sentence's row shows the U.S.), U.S. Chromium's 30 pairs 27.3 %, India
+# desktop CDT 8.0 %, China desktop CDT 45.2 % (rich 67.8 %), Hybla best's China parts 58-59 %, China mobile over
+# 200 users 10.2 %. The labels before, and why, are above. (The canned coalescing.gain row is the sentence read on one
+# path per market, coalescing.gain-path since the primary reads users: the same judge.)
+MOVED_BY_SIZE = ("coalescing.gain", "coalescing.gain-india", "coalescing.gain-us", "coalescing.gain-germany",
+                 "coalescing.gain-us-chromium", "tortoise.india-desktop-cdt", "tortoise.china-desktop-cdt",
+                 "tortoise.china-desktop-cdt-rich", "tortoise.hybla-best", "tortoise.china-mobile-plt-users")
+EXPECTED.update({cid: ("not testable here", "does not hold its size") for cid in MOVED_BY_SIZE})
 
 
 def _raw(r: dict) -> Measurement:
@@ -159,6 +170,10 @@ def test_a_sentence_naming_three_markets_is_one_row_that_needs_each_part():
     assert c.primary and not CLAIMS["coalescing.gain-india"].primary
     assert CLAIMS["coalescing.gain-india"].sentence == "coalescing.gain"
     m = _measurement("coalescing.gain")
+    # with their pairs, no part's p90 test holds its size at 13 pairs (issue 51, MOVED_BY_SIZE): every part is not
+    # testable here; the composite's logic below reads the parts' intervals alone (no pairs: no size check)
+    assert "india not testable here" in judge_claim(c, deciding(m, c.judge)).detail
+    m = dataclasses.replace(m, parts=tuple((k, dataclasses.replace(p, control=(), arm=())) for k, p in m.parts))
     v = judge_claim(c, deciding(m, c.judge))
     assert "india larger than claimed" in v.detail and "germany larger than claimed" in v.detail, v.detail
     # the U.S. part as Germany's numbers: -7.6 % lies within India's figure's side but beyond the U.S.'s -5..-3 %

@@ -74,6 +74,16 @@ def tool_versions() -> dict:
     }
 
 
+def code_revision() -> str:
+    """The project's git revision as a report names it: the short hash, with
+    "+ uncommitted changes" when the work tree differs from it ("unknown"
+    outside a git checkout)."""
+    git = outputs(GIT_PROBES, cwd=REPO_DIR)
+    rev = (git["tortoiselab_git"] or ("",))[0].strip()
+    dirty = bool((git["tortoiselab_dirty"] or ("",))[0].strip())
+    return (rev[:12] + (" + uncommitted changes" if dirty else "")) if rev else "unknown"
+
+
 def run_seeds(run_seed: int, client_seed: int, site: Path, pki_seed_name: str, task_seeds: dict,
               clock: str) -> dict:
     """Every seed a run used: the run's own, the loader's (cache-hit choices),

@@ -260,10 +260,10 @@ def plan_claim(c: Claim, m: Measurement, reps: int, family: int, sims: int = pw.
         # a p90 test decides only where it holds its size (registry.size_problem): checked at the planned n too
         check = sizecheck.p90_size(m.control, m.arm, paired=m.statistic == "p90", n=out.pairs)
         if not check.holds:
-            out.note = "; ".join(x for x in (out.note, (
-                f"at {out.pairs} pairs the p90 test does not hold its size on the pilot's population "
-                f"({100 * check.size:.1f} % at {check.alpha:g}, limit {100 * check.limit:.1f} %): those pairs would "
-                "not decide it; its p90 sits near a few slow runs") if x)
+            why = (f"at {out.pairs} pairs the p90 test does not hold its size on the pilot's population "
+                   f"({100 * check.size:.1f} % at {check.alpha:g}, limit {100 * check.limit:.1f} %): those pairs "
+                   "would not decide it (docs/statistics.md, \"A p90 test decides only where it holds its size\")")
+            out.note = "; ".join(x for x in (out.note, why) if x)
     return out
 
 
