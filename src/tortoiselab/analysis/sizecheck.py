@@ -40,6 +40,7 @@ SIMS = 400  # samples of the reading's n drawn from its null population
 SWAPS = 200  # random swap patterns (or splits) per sample, beyond the exact enumeration's range
 POPULATION = 400_000  # draws that fix the null population's p90 ratio at 1
 SEED = 20130  # Chung & Romano 2013, the tests' source
+CHECK_BOOT = 1000  # bootstrap resamples per sample for the sets' test (its reading uses measure.BOOT)
 
 
 def silverman(x: np.ndarray) -> float:
@@ -93,6 +94,37 @@ def groups_null(control, arm, n_control: int, n_arm: int, sims: int, rng: np.ran
     return np.exp(dc((sims, n_control))), np.exp(da((sims, n_arm)) - shift)
 
 
+def sets_null(control, arm, sims: int, rng: np.random.Generator,
+              population: int = POPULATION) -> tuple[np.ndarray, ...]:
+    """(c0, a0, c1, a1), each (sims, n of its set): two sets of pairs, each
+    flattened as measure.p90_ratio_of_sets takes them (control = set 0's
+    controls then arms, arm = set 1's), each set its pairs' smoothed
+    bootstrap (paired_null's), set 1's arm shifted until its population p90
+    ratio equals set 0's: the null "no change of the p90 ratio"."""
+    (c0, a0), (c1, a1) = (np.split(np.asarray(x, float), 2) for x in (control, arm))
+    n0, n1 = c0.size, c1.size
+    big0 = paired_null(c0, a0, population // 2, 1, rng)
+    r0 = math.log(np.quantile(big0[1], Q) / np.quantile(big0[0], Q))  # set 0's population p90 ratio (paired_null: 1)
+    s0c, s0a = paired_null(c0, a0, n0, sims, rng)
+    s1c, s1a = paired_null(c1, a1, n1, sims, rng)
+    return s0c[:, :n0], s0a[:, :n0] * math.exp(r0), s1c[:, :n1], s1a[:, :n1] * math.exp(r0)
+
+
+def sets_percentile_pvalues(c0, a0, c1, a1, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """measure.p90_ratio_of_sets's p for rows of two sets of pairs: the
+    percentile bootstrap over each set's pairs of set 1's log p90 ratio
+    less set 0's, p = 2 min(share <= 0, share >= 0), at least 1 / (B + 1)
+    (the same index draws for every row)."""
+    n0, n1 = c0.shape[1], c1.shape[1]
+    i0, i1 = rng.integers(0, n0, (n_boot, n0)), rng.integers(0, n1, (n_boot, n1))
+
+    def log_ratio(c, a):
+        return np.log(np.quantile(a, Q, axis=-1) / np.quantile(c, Q, axis=-1))
+    boot = log_ratio(c1[:, i1], a1[:, i1]) - log_ratio(c0[:, i0], a0[:, i0])
+    p = np.minimum(1.0, 2 * np.minimum(np.mean(boot <= 0, axis=1), np.mean(boot >= 0, axis=1)))
+    return np.maximum(p, 1 / (n_boot + 1))
+
+
 def limit(alpha: float, sims: int) -> float:
     """alpha + 2 Monte Carlo standard errors of a share over sims samples."""
     return alpha + 2 * math.sqrt(alpha * (1 - alpha) / sims)
@@ -124,10 +156,14 @@ class SizeCheck:
 
 
 @lru_cache(maxsize=512)
-def _check(control: tuple[float, ...], arm: tuple[float, ...], paired: bool, sims: int, swaps: int,
+def _check(control: tuple[float, ...], arm: tuple[float, ...], paired: bool | str, sims: int, swaps: int,
            alpha: float, n: int | None) -> SizeCheck:
     rng = np.random.default_rng([SEED, len(control), len(arm)])
-    if paired:
+    if paired == "sets":
+        c0, a0, c1, a1 = sets_null(control, arm, sims, rng)
+        p = sets_percentile_pvalues(c0, a0, c1, a1, CHECK_BOOT, np.random.default_rng(SEED))
+        what = f"{c0.shape[1]} + {c1.shape[1]} pairs"
+    elif paired:
         k = n or len(control)
         c, a = paired_null(control, arm, k, sims, rng)
         p = qt.paired_quantile_pvalues(c[:, :k], a[:, :k], Q, swaps, np.random.default_rng(SEED))
@@ -140,9 +176,11 @@ def _check(control: tuple[float, ...], arm: tuple[float, ...], paired: bool, sim
     return SizeCheck(float(np.mean(p < alpha)), alpha, limit(alpha, sims), sims, what)
 
 
-def p90_size(control, arm, paired: bool = True, sims: int = SIMS, swaps: int = SWAPS,
+def p90_size(control, arm, paired: bool | str = True, sims: int = SIMS, swaps: int = SWAPS,
              alpha: float = CHECK_ALPHA, n: int | None = None) -> SizeCheck:
-    """The size of the p90 test (paired, or between two groups) on a null
-    population made from these values (the module's check), at their own n
-    or at n (pairs; two groups: n each, for a plan), cached by value."""
+    """The size of the p90 test (paired; False: between two groups; "sets":
+    the change of a paired p90 ratio between two sets of pairs, each
+    flattened, sets_null) on a null population made from these values (the
+    module's check), at their own n or at n (pairs; two groups: n each, for
+    a plan), cached by value."""
     return _check(tuple(float(x) for x in control), tuple(float(x) for x in arm), paired, sims, swaps, alpha, n)

@@ -138,9 +138,10 @@ def size_problem(m: Measurement) -> str:
     exactly 1 (docs/statistics.md, "A p90 test decides only where it holds
     its size"). Exact runs (one value a condition) and readings without
     their values are not checked."""
-    if m.exact_repeats or m.statistic not in ("p90", "p90-groups") or min(len(m.control), len(m.arm)) < 2:
+    kinds = {"p90": True, "p90-groups": False, "p90-ratio-groups": "sets"}
+    if m.exact_repeats or m.statistic not in kinds or min(len(m.control), len(m.arm)) < 4:
         return ""
-    check = sizecheck.p90_size(m.control, m.arm, paired=m.statistic == "p90")
+    check = sizecheck.p90_size(m.control, m.arm, paired=kinds[m.statistic])
     return "" if check.holds else check.text()
 
 
