@@ -308,3 +308,24 @@ def test_too_few_users_give_an_interval_but_no_test():
     assert m.p_value is None and "no test with fewer than 10 users" in m.detail
     assert paired_quantile_change(ctrl, [v * 0.9 for v in ctrl]).p_value != paired_quantile_change(
         ctrl, [v * 0.9 for v in ctrl]).p_value  # NaN
+
+
+def test_the_warm_share_at_which_a_gain_meets_the_seeds_figure():
+    """Issue 51 item 6: what accounts for the size of a gain over users.
+    Cold users gain 30 %, warm ones (a load on an open connection) nothing:
+    reweighted, the p90 gain is -30 % with no warm loads and 0 with all
+    warm, and it shrinks to a seed's -8 % at some share between."""
+    from tortoiselab.studies.population import meets_at, warm_share_curve
+    cold = [1000.0 + 10 * i for i in range(20)]
+    warm = [3000.0 + 10 * i for i in range(20)]  # their measured value is the second load (plt2_ms = v / 2)
+    df = _frame(cold + warm, [0.7 * v for v in cold] + warm, warm=[False] * 20 + [True] * 20)
+    own, curve = warm_share_curve(df, "plt_ms", "arm", "htcp", "hybla", "india-mobile-2017")
+    assert own == pytest.approx(0.5)
+    shares = dict(curve)
+    assert shares[0.0] == pytest.approx(-30.0) and shares[1.0] == pytest.approx(0.0)
+    at = meets_at(curve, -8.0)
+    assert 0.0 < at < 1.0 and abs(shares[at]) <= 8.0
+    assert all(abs(change) > 8.0 for share, change in curve if share < at)
+    # all users cold: nothing to reweight
+    only_cold = _frame(cold, [0.7 * v for v in cold])
+    assert warm_share_curve(only_cold, "plt_ms", "arm", "htcp", "hybla", "india-mobile-2017")[1] == []

@@ -92,14 +92,14 @@ EXPECTED = {
     "initcwnd.ten-round-trips": ("disagree", "a count outside the claimed range refutes it"),
 }
 # issue 51 item 1: a p90 reading decides a label only where its test holds its size on its own values (the check of
-# analysis/sizecheck.py: 400 samples of its n from a population made of them whose p90 ratio is 1; beyond 7.2 % at
+# analysis/sizecheck.py: 400 samples of its n from a population made of them whose p90 ratio is 1; beyond 8.3 % at
 # 0.05 it is not testable here). Sizes measured on these canned values: coalescing's 13 pairs a market 12.2 / 15.8 /
-# 9.0 % (India / U.S. / Germany; the sentence's row shows the U.S.), U.S. Chromium's 30 pairs 27.3 %, India
-# desktop CDT 8.0 %, China desktop CDT 45.2 % (rich 67.8 %), Hybla best's China parts 58-59 %, China mobile over
-# 200 users 10.2 %. The labels before, and why, are above. (The canned coalescing.gain row is the sentence read on one
+# 9.0 % (India / U.S. / Germany; the sentence's row shows the U.S.), U.S. Chromium's 30 pairs 27.3 %, China desktop
+# CDT 45.2 % (rich 67.8 %), Hybla best's China parts 58-59 %, China mobile over 200 users 10.2 %; India desktop CDT's
+# 8.0 % is within the limit (its label stays). The labels before, and why, are above. (The canned coalescing.gain row is the sentence read on one
 # path per market, coalescing.gain-path since the primary reads users: the same judge.)
 MOVED_BY_SIZE = ("coalescing.gain", "coalescing.gain-india", "coalescing.gain-us", "coalescing.gain-germany",
-                 "coalescing.gain-us-chromium", "tortoise.india-desktop-cdt", "tortoise.china-desktop-cdt",
+                 "coalescing.gain-us-chromium", "tortoise.china-desktop-cdt",
                  "tortoise.china-desktop-cdt-rich", "tortoise.hybla-best", "tortoise.china-mobile-plt-users")
 EXPECTED.update({cid: ("not testable here", "does not hold its size") for cid in MOVED_BY_SIZE})
 

@@ -162,6 +162,48 @@ def population_change(df: pd.DataFrame, metric: str, arm_col: str, control, arm,
         min_p=r.min_p if r else None, failed=dropped, n_what="users per group" if groups else "users")
 
 
+def _weighted_p90(values: np.ndarray, weights: np.ndarray, q: float = 0.9) -> float:
+    """The q-quantile of values under weights: the smallest value whose cumulative weight reaches q."""
+    order = np.argsort(values)
+    cum = np.cumsum(weights[order]) / weights.sum()
+    return float(values[order][min(int(np.searchsorted(cum, q - 1e-12)), len(values) - 1)])
+
+
+def warm_share_curve(df: pd.DataFrame, metric: str, arm_col: str, control, arm, market: str,
+                     where: Where | None = None, shares=tuple(np.round(np.arange(0, 1.0001, 0.05), 2))
+                     ) -> tuple[float, list[tuple[float, float]]]:
+    """How the p90 change over a market's users moves with the share of
+    warm loads (loads on a connection an earlier load left open): the
+    market's own users reweighted, warm users to `share` and cold ones to
+    the rest (a population sensitivity from the runs there are, no new
+    runs). (the users' own warm share, [(share, change in %)]); no warm or
+    no cold users: the curve is empty."""
+    p, _ = user_pairs(df, metric, arm_col, control, arm, market, where)
+    p = p[(p["control"] > 0) & (p["arm"] > 0)]
+    warm = p["population.warm"].fillna(False).astype(bool).to_numpy()
+    own = float(warm.mean()) if len(warm) else math.nan
+    if warm.all() or not warm.any():
+        return own, []
+    c, a = p["control"].to_numpy(float), p["arm"].to_numpy(float)
+    out = []
+    for share in shares:
+        w = np.where(warm, share / warm.sum(), (1 - share) / (~warm).sum())
+        if w.sum() <= 0:
+            continue
+        out.append((float(share), 100 * (_weighted_p90(a, w) / _weighted_p90(c, w) - 1)))
+    return own, out
+
+
+def meets_at(curve: list[tuple[float, float]], figure: float) -> float | None:
+    """The smallest warm share at which the change is no larger (in size)
+    than the seed's figure (a change in %, same sign): where the lab's
+    effect shrinks to the seed's; None if it never does on the curve."""
+    for share, change in curve:
+        if abs(change) <= abs(figure) or np.sign(change) != np.sign(figure):
+            return share
+    return None
+
+
 def population_quantiles(df: pd.DataFrame, metric: str, arm_col: str, market: str | None = None,
                          by: str | list[str] | None = None, seed: int = 0,
                          where: Where | None = None) -> pd.DataFrame:

@@ -32,7 +32,7 @@ from tortoiselab.studies.connections import reuse_in_connections
 from tortoiselab.studies.measure import (STATISTICS, change, direction, improvement, infer, interval_of, ok_rows,
                                          pair_key, pairs, per_part)
 from tortoiselab.studies.model import SEEDS, Measurement, NoData, claim
-from tortoiselab.studies.population import measure_over_users, population_change
+from tortoiselab.studies.population import meets_at, measure_over_users, population_change, warm_share_curve
 
 S001 = SEEDS["001"]
 # the seed's reuse ratios by market, in % (the lab's regions start with the market's name)
@@ -355,13 +355,31 @@ def _every_market(df: pd.DataFrame) -> Measurement:
                   "each market's p90 gain on its path against its own figure")
 
 
+def _size_note(df: pd.DataFrame, name: str, region: str, figure: float) -> str:
+    """What accounts for the size of the lab's gain over users beside the
+    seed's figure: the share of warm loads (on a connection an earlier load
+    left open, where coalescing saves nothing) at which the gain shrinks to
+    the figure, the market's users reweighted (population.warm_share_curve)."""
+    own, curve = warm_share_curve(df, cols.PLT, cols.COALESCING, False, True, region, {cols.PAGE: "feed.html"})
+    if not curve:
+        return f"{name}: no warm and cold users both, no size explanation"
+    at = meets_at(curve, figure)
+    ends = f"{curve[0][1]:+.1f} % with no warm loads, {curve[-1][1]:+.1f} % with all warm"
+    return (f"{name}: the gain {ends}; it shrinks to the seed's {figure:+g} % at "
+            + (f"{100 * at:.0f} % warm loads" if at is not None else "no warm share")
+            + f" (these users: {100 * own:.0f} %)")
+
+
 def _every_market_users(df: pd.DataFrame) -> Measurement:
     """Each market's p90 gain over its simulated users, paired (the seed's
-    p90s are over each market's real users)."""
-    return _parts({name: population_change(df, cols.PLT, cols.COALESCING, False, True, region,
-                                           where={cols.PAGE: "feed.html"})
-                   for name, (region, _) in GAIN_PARTS.items()},
-                  "each market's p90 gain over its users against its own figure")
+    p90s are over each market's real users), and what accounts for its
+    size beside the seed's figure (the warm share at which they meet)."""
+    m = _parts({name: population_change(df, cols.PLT, cols.COALESCING, False, True, region,
+                                        where={cols.PAGE: "feed.html"})
+                for name, (region, _) in GAIN_PARTS.items()},
+               "each market's p90 gain over its users against its own figure")
+    notes = "; ".join(_size_note(df, name, region, sum(rng) / 2) for name, (region, rng) in GAIN_PARTS.items())
+    return replace(m, composite=f"{m.composite} (size beside the seed's: {notes})")  # deciding's detail starts with it
 
 
 GAIN_JUDGE = per_part({name: improvement(*rng) for name, (_, rng) in GAIN_PARTS.items()},
