@@ -2,7 +2,10 @@
 against the H-TCP control on emulated paths of emerging and other markets,
 and the initial screen of 11 algorithms (labs/01-tortoise.md).
 
-Every claim is judged twice, side by side: on the clean region profiles
+The seed's p90s are over real users: a sentence with a market is read
+first over that market's simulated users, paired (USER_CLAIMS, the
+primary readings; docs/statistics.md, "The seeds' designs"). Beside each,
+the single-path readings are judged twice, on the clean region profiles
 and on the rich conditions of experiments/tortoise.yaml (cross traffic on
 the desktop paths, bursty loss and a capacity trace on the mobile ones),
 where the arms can differ after a loss (claim ids with "-rich"). Desktop
