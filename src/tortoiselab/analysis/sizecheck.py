@@ -57,7 +57,7 @@ def silverman(x: np.ndarray) -> float:
     return h if h > 0 else 1e-4
 
 
-def paired_null(control, arm, n: int, sims: int, rng: np.random.Generator, effect_pct: float = 0.0,
+def paired_null(control, arm, n: int, effect_pct: float, sims: int, rng: np.random.Generator,
                 swapped: bool = False, population: int = POPULATION) -> tuple[np.ndarray, np.ndarray]:
     """(control, arm), each (sims, 2n), from the pairs as a continuous
     population where the p90 ratio is exactly 1 (the module's smoothed
@@ -107,10 +107,10 @@ def sets_null(control, arm, sims: int, rng: np.random.Generator,
     ratio equals set 0's: the null "no change of the p90 ratio"."""
     (c0, a0), (c1, a1) = (np.split(np.asarray(x, float), 2) for x in (control, arm))
     n0, n1 = c0.size, c1.size
-    big0 = paired_null(c0, a0, population // 2, 1, rng)
+    big0 = paired_null(c0, a0, population // 2, 0.0, 1, rng)
     r0 = math.log(np.quantile(big0[1], Q) / np.quantile(big0[0], Q))  # set 0's population p90 ratio (paired_null: 1)
-    s0c, s0a = paired_null(c0, a0, n0, sims, rng)
-    s1c, s1a = paired_null(c1, a1, n1, sims, rng)
+    s0c, s0a = paired_null(c0, a0, n0, 0.0, sims, rng)
+    s1c, s1a = paired_null(c1, a1, n1, 0.0, sims, rng)
     return s0c[:, :n0], s0a[:, :n0] * math.exp(r0), s1c[:, :n1], s1a[:, :n1] * math.exp(r0)
 
 
@@ -155,8 +155,9 @@ class SizeCheck:
         return (f"its p90 test does not hold its size on these values: made a population whose p90 ratio is exactly 1 "
                 f"(a smoothed bootstrap of them), {self.sims} samples of {self.n} drawn from it were rejected in "
                 f"{100 * self.size:.1f} % at {self.alpha:g}, beyond the {100 * self.limit:.1f} % a valid test stays "
-                "within; the sample p90 of these values is not near-normal at this n (a few slow runs sit near the "
-                "10 % that decides it), so no interval of it is read; more pairs or users would make it testable "
+                "within; the sample p90 of these values is not near-normal at this n (a few slow runs near the 10 % "
+                "that decides it, or pairs so alike that one or two of them decide the ratio), so no interval of it "
+                "is read; more pairs or users would make it testable "
                 "(docs/statistics.md, \"A p90 test decides only where it holds its size\")")
 
 
@@ -170,7 +171,7 @@ def _check(control: tuple[float, ...], arm: tuple[float, ...], paired: bool | st
         what = f"{c0.shape[1]} + {c1.shape[1]} pairs"
     elif paired:
         k = n or len(control)
-        c, a = paired_null(control, arm, k, sims, rng)
+        c, a = paired_null(control, arm, k, 0.0, sims, rng)
         p = qt.paired_quantile_pvalues(c[:, :k], a[:, :k], Q, swaps, np.random.default_rng(SEED))
         what = f"{k} pairs"
     else:
