@@ -76,7 +76,9 @@ def test_a_composite_row_shows_the_part_whose_test_cannot_decide():
     shown = R.deciding(row, judge)
     labels = {name: R.part_label(p, judge, name)[0] for name, p in parts}
     assert labels["us"] == "not testable here" and labels["india"] in ("agree", "larger than claimed")
-    assert shown.part == "us" and "does not hold its size" in shown.tie
+    assert shown.part == "us" and not shown.tie  # not a tie: the part whose test is beyond its size, with its values
+    v = R.judge_claim({c.id: c for c in T.CLAIMS}["tortoise.india-desktop-plt-users"], shown)
+    assert v.verdict == "not testable here" and v.why.startswith("us: its p90 test does not hold its size")
 
 
 def test_exact_runs_and_median_changes_are_not_checked():

@@ -36,7 +36,7 @@ from tortoiselab.studies import power as pw
 from tortoiselab.studies.data import current_points, defined_grids, experiment_name, load_runs, study_folder
 from tortoiselab.studies.model import ALPHA, POWER_TARGET, Claim, Measurement, NoData
 from tortoiselab.studies.registry import (STUDIES, claim_grid, claim_grids, deciding, experiment_files, in_family,
-                                          measure_claim, tie_of)
+                                          measure_claim, size_problem, tie_of)
 
 MAX_USERS_HERE = 200  # users per market a population's powered grid is capped at (--max-users)
 SLURM_TASK_S = 5.2  # sbatch + dispatch + a task's own start, per array task (docs/cluster.md)
@@ -231,6 +231,8 @@ def plan_claim(c: Claim, m: Measurement, reps: int, family: int, sims: int = pw.
     if tie_of(m):
         out.note = "a tie by construction: more runs do not help (" + tie_of(m) + ")"
         return out
+    if size_problem(m):  # the pilot's own test is beyond its size: planned still, the planned n checked below
+        out.note = "the pilot's p90 test does not hold its size at its n (registry.size_problem)"
     lr = pw.log_ratios(m)
     if effect is None or lr is None:
         out.note = "no claimed effect or no pairs to simulate from: the claim's own rule, not a test of a shift"

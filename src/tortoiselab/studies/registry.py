@@ -194,7 +194,7 @@ def deciding(m: Measurement, judge) -> Measurement:
     name = max(parts, key=key)
     part = parts[name]
     return dataclasses.replace(
-        part, part=name, tie=f"{name}: {not_testable(part)}" if not_testable(part) else "", detail=(
+        part, part=name, tie=f"{name}: {tie_of(part)}" if tie_of(part) else "", detail=(
             f"{m.composite}: all {len(parts)} must hold; shown, the part that decides ({labels[name][0]}): {name}; "
             + "; ".join(f"{j} {labels[j][0]}: {parts[j].text()}" for j in parts)
             + f"; shown comparison: {part.detail}"))
@@ -248,8 +248,8 @@ def judge_claim(c: Claim, m: Measurement | None, why_none: str = "", settle: boo
         verdict, why = "not testable here", c.untestable
     elif tie_of(m):
         verdict, why = "not testable here", tie_of(m)
-    elif size_problem(m):
-        verdict, why = "not testable here", size_problem(m)
+    elif size_problem(m):  # (a composite row: its deciding part, with its values)
+        verdict, why = "not testable here", (f"{m.part}: " if m.part else "") + size_problem(m)
         if settle and effect is not None:  # the n that would give the power, checked for size by `tortoise plan`
             settle_n, note = settle_note(m, effect, m.level or ALPHA, pair_word(c.setup))
             why += "; " + note.replace("would settle it", "would give the power") + (
