@@ -306,14 +306,6 @@ def interval_of(m: Measurement) -> tuple[float, float]:
     return (m.value, m.value) if m.exact_repeats else (-math.inf, math.inf)
 
 
-def p_text(m: Measurement) -> str:
-    """"p = 0.031" or "p = 0.031, x12 = 0.37" (the family-adjusted p)."""
-    if m.p_value is None:
-        return "no test"
-    s = f"p = {m.p_value:.2g}"
-    return s + (f", x{m.family} = {m.p:.2g}" if m.family > 1 and m.p is not None else "")
-
-
 def _ci(low: float, high: float, unit: str = "%") -> str:
     """"[-9.1, -2.0] %", with -inf / +inf for an unbounded side."""
     def b(x: float) -> str:

@@ -389,10 +389,3 @@ def read_table(exp_dir: Path) -> tuple[pd.DataFrame, bool]:
             return df, False
     return records, os.path.lexists(table)
 
-
-
-def iter_ok(exp_dir: Path) -> Iterator[RunRecord]:
-    """The records of the runs whose measurement is whole."""
-    for st in read_records(exp_dir):
-        if st.record.ok:
-            yield st.record
