@@ -57,7 +57,7 @@ from tortoiselab.host.locks import claim, setup_lock
 from tortoiselab.host.stopping import killed_from_outside
 from tortoiselab.host.store import files
 from tortoiselab.host.tablediff import table_differences
-from tortoiselab.spec import bounds
+from tortoiselab.spec import bounds, regular
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
@@ -122,18 +122,17 @@ def _digest(path: Path, expect_bytes: int | None = None, bounded: bool = True) -
     (its manifest's), comes back as (its size, None), never hashed: a
     sparse 10 GB page.har costs a stat, not 72 s of hashing. A file that
     is not regular raises safefs.NotRegular."""
-    fd = os.open(path, safefs.READ_FLAGS)
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise safefs.not_regular(Path(path), safefs.kind_of(st.st_mode), "hashing")
-        size = st.st_size
-        if (bounded and size > bounds.read_bound(Path(path).name)) or expect_bytes not in (None, size):
-            return size, None
-        h, n = hashlib.sha256(), 0
-        while n <= size and (chunk := f.read(1 << 20)):  # never past the size checked, also of a growing file
-            h.update(chunk)
-            n += len(chunk)
+    try:
+        with regular.opened(path, nofollow=True) as (f, st):
+            size = st.st_size
+            if (bounded and size > bounds.read_bound(Path(path).name)) or expect_bytes not in (None, size):
+                return size, None
+            h, n = hashlib.sha256(), 0
+            for chunk in regular.chunks(f, size + 1):  # never past the size checked, also of a growing file
+                h.update(chunk)
+                n += len(chunk)
+    except regular.NotRegularFile as exc:
+        raise safefs.not_regular(Path(path), exc.kind, "hashing") from None
     return n, h.hexdigest() if n == size else None
 
 

@@ -27,7 +27,6 @@ import hashlib
 import math
 import os
 import re
-import stat
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -43,7 +42,7 @@ from pydantic import (
     model_validator,
 )
 
-from tortoiselab.spec import cols
+from tortoiselab.spec import cols, regular
 from tortoiselab.spec.hostspec import HostError, named_host
 from tortoiselab.spec.yamlfile import MAX_BYTES, YamlFileError, excerpt, read_yaml
 from tortoiselab.spec.pathspec import FRAME_BYTES, PathError, PathSpec, describe_errors, parse_path
@@ -349,16 +348,12 @@ def read_regions_file(path: Path) -> Regions:
 
 def _regular_file_bytes(path: Path) -> bytes | None:
     """The file's bytes, or None when it is not a readable regular file
-    of at most MAX_BYTES (opened non-blocking: a FIFO cannot hang it)."""
+    of at most MAX_BYTES (opened non-blocking: a FIFO cannot hang it; spec/regular.py)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+        with regular.opened(path) as (fh, st):
+            return None if st.st_size > MAX_BYTES else regular.read(fh, MAX_BYTES + 1)
+    except (OSError, regular.NotRegularFile):
         return None
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
-            return None
-        return fh.read(MAX_BYTES + 1)
 
 
 @functools.lru_cache(maxsize=32)
