@@ -81,7 +81,7 @@ def cmd_loss_response(a: argparse.Namespace) -> int:
               f"data segment #{lossresponse.DROP_NTH} dropped\n")
         print(lossresponse.format_rows(rows))
     print(f"\n(work folder: {meta['work']})", file=sys.stderr)
-    return 0 if all(r["ok"] for r in rows) else 3
+    return 0 if all(r[cols.OK] for r in rows) else 3
 
 
 def cmd_pageload(a: argparse.Namespace) -> int:
@@ -157,12 +157,12 @@ def cmd_run(a: argparse.Namespace) -> int:
         task = prog.add_task("runs", total=None, status="")
 
         def progress(rec: dict, n: int, total: int) -> None:
-            failures[0] += 0 if rec["ok"] else 1
+            failures[0] += 0 if rec[cols.OK] else 1
             prog.update(task, total=total, completed=n,
                         status=f"failed {failures[0]}; last {rec['run_id']} "
                                f"{'ok' if rec['ok'] else 'FAILED: ' + str(rec['error'])[:60]}")
             # a failed run's reason stays on the console (and in a log of it), not only in the status bar
-            why = "" if rec["ok"] else f"\n  {rec['error']}"
+            why = "" if rec[cols.OK] else f"\n  {rec['error']}"
             prog.console.print(f"{rec['run_id']} {'ok' if rec['ok'] else 'FAILED'}: {_time_budget(rec['meta'])}{why}",
                                markup=False)
 
@@ -183,7 +183,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     for row in runsummary.summary_rows(df, keys):
         t.add_row(*row)
     Console().print(t)
-    loads = [r["meta"].get("load_sim_seconds") or 0 for r in res["records"] if r.get("ok")]
+    loads = [r["meta"].get("load_sim_seconds") or 0 for r in res["records"] if r.get(cols.OK)]
     if res["records"]:
         print(f"this invocation: {res['done_now']} runs in {res['wall_seconds']:.1f} s wall "
               f"({res['done_now'] / max(res['wall_seconds'], 1e-9) * 3600:.0f} runs/hour, jobs {res['jobs']}); "
@@ -519,7 +519,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_ls)
 
     p = sub.add_parser("show", help="one run's record")
-    p.add_argument("run_id")
+    p.add_argument("run_id")  # not a column: the argument's name
     p.add_argument("--results", default="results")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_show)

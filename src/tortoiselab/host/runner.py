@@ -47,7 +47,7 @@ from tortoiselab.host.batches import DEFAULT_BATCH, Batch, BatchWork, batch_id, 
 from tortoiselab.host.store import files
 from tortoiselab.host.stopping import LabInterrupted, RunInterrupted, Stopped, stop_message, wind_down
 from tortoiselab.host.versions import one_experiment
-from tortoiselab.spec import trace
+from tortoiselab.spec import cols, trace
 from tortoiselab.spec.experiment import RunSpec
 
 
@@ -234,13 +234,13 @@ def phases_of_load(index: int, boot: dict, load: dict, started: float) -> dict[s
 
 
 def _base_record(run: RunSpec) -> dict:
-    return {"run_id": run.run_id, "experiment": run.experiment, "repetition": run.repetition,
+    return {cols.RUN_ID: run.run_id, "experiment": run.experiment, "repetition": run.repetition,
             "seed": run.seed, "point": run.point, "config": run.config, "path": run.path.model_dump()}
 
 
 def _failed_record(run: RunSpec, why: str) -> dict:
     now = datetime.now(timezone.utc).isoformat()
-    return {**_base_record(run), "ok": False, "error": why[:2000],
+    return {**_base_record(run), cols.OK: False, "error": why[:2000],
             "meta": {"started": now, "ended": now, "wall_seconds": 0.0}}
 
 
@@ -250,7 +250,7 @@ def _record_of_load(run: RunSpec, index: int, batch: Batch, boot: dict, ld: dict
     what the boot is (boot.json); the load's files moved into the run folder."""
     record = _base_record(run)
     if ld.get("error"):
-        record.update({"ok": False, "error": f"lab: load: {ld['error']}"[:2000]})
+        record.update({cols.OK: False, "error": f"lab: load: {ld['error']}"[:2000]})
         meta: dict = {}
     else:
         _refuse_if_full(tmp.parent, run, tmp)  # a capture or HAR cut short for want of space is no measurement
@@ -311,7 +311,7 @@ def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, si
     if (tmp / "client.pcap").exists():  # the same ruler for every loader (analysis/dnstime.py)
         summary["dns_capture_ms_per_host"] = dnstime.lookups_ms(tmp / "client.pcap")
         summary["dns_capture_ms"] = round(sum(summary["dns_capture_ms_per_host"].values()), 3)
-    return {"ok": not problems, "error": "; ".join(problems)[:2000] if problems else None, "summary": summary,
+    return {cols.OK: not problems, "error": "; ".join(problems)[:2000] if problems else None, "summary": summary,
             "cross": ld.get("cross"), "cdn": cdn, "connections": ld["connections"], "capture": {"server": ld["capture"], "client": ld["client_capture"]},
             "meta": meta, "fidelity": [fid.as_dict()]}
 
@@ -394,7 +394,7 @@ def _claimed_batch(work: BatchWork, exp_dir: Path, *args, stop: threading.Event 
                 fhs[run.run_id] = fh
 
         def stored(rec: dict) -> None:
-            note(fhs[rec["run_id"]], "done")
+            note(fhs[rec[cols.RUN_ID]], "done")
             if on_stored:
                 on_stored(rec)
 
@@ -415,7 +415,7 @@ def _stopped(signal_name: str, exp_dir: Path, total: int, pending: list[RunSpec]
             store.rebuild_table(exp_dir)
     except Exception as exc:  # the message says so; the stored runs are safe either way
         table = f"runs.parquet NOT rebuilt ({type(exc).__name__}: {exc})"
-    accounted = {r["run_id"] for r in records} | set(ended)
+    accounted = {r[cols.RUN_ID] for r in records} | set(ended)
     not_started = sum(1 for r in pending if r.run_id not in accounted)
     return Stopped(stop_message(signal_name, ended, list(records), not_started, len(store.run_dirs(exp_dir)),
                                 total, table, errors), signal_name)
@@ -504,7 +504,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
         with setup_lock(exp_dir), space_is_named(exp_dir):
             table = store.rebuild_table(exp_dir)
     return {"experiment": exp.name, "dir": str(exp_dir), "total": len(runs), "pending": len(pending),
-            "done_now": len(records), "failed_now": sum(1 for r in records if not r["ok"]), "reused": len(reused),
+            "done_now": len(records), "failed_now": sum(1 for r in records if not r[cols.OK]), "reused": len(reused),
             "wall_seconds": round(time.monotonic() - t0, 3), "cleaned": cleaned, "table": str(table),
             "backend": info.backend, "clock": info.clock, "records": records, "moved_aside": moved,
             "killed": killed,

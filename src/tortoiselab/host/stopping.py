@@ -23,6 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 
 from tortoiselab.host.errors import RunnerError
+from tortoiselab.spec import cols
 
 # how soon a lab notices that its runner is being stopped
 STOP_POLL_S = 0.2
@@ -163,7 +164,7 @@ def stop_message(signal_name: str, ended: list[str], stored: list[dict], not_sta
                  "not stored, still pending" if ended else "no lab was under way")
     if not_started:
         parts.append(f"{not_started} pending run{'s' if not_started != 1 else ''} not started")
-    failed = [r["run_id"] for r in stored if not r.get("ok")]
+    failed = [r[cols.RUN_ID] for r in stored if not r.get(cols.OK)]
     parts.append(f"stored {len(stored)} run{'s' if len(stored) != 1 else ''} in this invocation"
                  + (f" ({ids([r['run_id'] for r in stored])}" + (f"; failed: {ids(failed)}" if failed else "") + ")"
                     if stored else ""))

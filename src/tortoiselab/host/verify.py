@@ -439,7 +439,7 @@ def format_checks(checks: list[FolderCheck]) -> str:
         lab = any(p.run is None and p.file.is_relative_to(c.exp_dir / ".lab") for p in c.problems)
         lines.append(f"{c.exp_dir}: {c.runs} runs, " + (f"{len(runs)} failing: {', '.join(runs)}" if runs else
                                                           ".lab failing" if lab else
-                                                          _folder_failing(c) if c.problems else "ok"))
+                                                          _folder_failing(c) if c.problems else "ok"))  # not a column
         lines += problem_lines(c.problems)
         lines += [f"  note: {n}" for n in c.notes]
     return "\n".join(lines)

@@ -69,6 +69,7 @@ from tortoiselab.spec.topology import TopologyError
 from tortoiselab.spec.sides import ClientCfg, ServerCfg
 from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
 from tortoiselab.spec.strictnum import NumbersModel
+from tortoiselab.spec import cols
 
 
 class ExperimentError(ValueError):
@@ -242,7 +243,7 @@ class RunSpec:
     settings: "RunConfig"  # the run's configuration, typed: what the host reads
 
     def as_dict(self) -> dict:
-        return {"experiment": self.experiment, "run_id": self.run_id, "point": self.point,
+        return {"experiment": self.experiment, cols.RUN_ID: self.run_id, "point": self.point,
                 "repetition": self.repetition, "seed": self.seed, "config": self.config,
                 "path": self.path.model_dump()}
 

@@ -50,7 +50,7 @@ def select(df: pd.DataFrame, where: Where | None = None) -> pd.DataFrame:
 
 def ok_rows(df: pd.DataFrame, metric: str, where: Where | None = None) -> pd.DataFrame:
     """The ok runs with a value of metric, filtered by where (select)."""
-    d = select(df[df["ok"].astype(bool)], where)
+    d = select(df[df[cols.OK].astype(bool)], where)
     return d[d[metric].notna()]
 
 
@@ -59,7 +59,7 @@ def failed_runs(df: pd.DataFrame, metric: str, arm_col: str, arms: tuple, where:
     failed or gave no value of metric: they are in no pair, and a claim
     says how many."""
     d = select(df[df[arm_col].isin(list(arms))], where)
-    return int((~d["ok"].astype(bool) | d[metric].isna()).sum())
+    return int((~d[cols.OK].astype(bool) | d[metric].isna()).sum())
 
 
 # the sweep fields that make up each arm column (left out of the pairing key)

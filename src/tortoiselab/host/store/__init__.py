@@ -354,7 +354,7 @@ def rebuild_table(exp_dir: Path) -> Path:
     """runs.parquet from the run folders, one row per completed run, sorted
     by run id; the same folders give the same table (written atomically)."""
     df = load_runs(exp_dir).drop(columns=["run_dir"])
-    df = df.sort_values("run_id").reset_index(drop=True) if len(df) else df
+    df = df.sort_values(cols.RUN_ID).reset_index(drop=True) if len(df) else df
     buf = io.BytesIO()
     df.to_parquet(buf, index=False)
     out = Path(exp_dir) / TABLE
