@@ -389,7 +389,7 @@ def cmd_map(a: argparse.Namespace) -> int:
 
 
 def cmd_verify(a: argparse.Namespace) -> int:
-    from tortoiselab.host.verify import cli_verify
+    from tortoiselab.host.verifycli import cli_verify
 
     return cli_verify(Path(a.folder), a.rebuild_table, a.adopt_unmanifested)
 

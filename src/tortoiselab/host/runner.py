@@ -35,7 +35,8 @@ from tortoiselab.analysis.conntable import TABLE
 from tortoiselab.analysis.fidelity import disturbance, handshake_rtt_check
 from tortoiselab.analysis.flights import pcap_steady_throughput_mbit
 from tortoiselab.analysis.parsers import parse_nghttp_stats
-from tortoiselab.host import backends, batches, guestpaths, labcpu, pageload, reuse, safefs, store, storedtraces, verify
+from tortoiselab.host import backends, batches, guestpaths, labcpu, manifests, pageload, reuse, safefs, setaside, store, \
+    storedtraces
 from tortoiselab.host.checks import (check_browser_tools, check_guest_paths, check_kernel_paths, check_manifest_urls,
                                     check_site_urls)
 from tortoiselab.host.citelogs import cite_stored
@@ -324,7 +325,7 @@ def _store(run: RunSpec, exp_dir: Path, tmp: Path, record: dict, work: Path) -> 
         for name in ("commands.log", "console.log"):
             files.copy_in(exp_dir, work / name, tmp / name, doing=f"storing run {run.run_id}")
         store.write_record(tmp, record)
-        verify.write_manifest(tmp)  # last: every file of the run, its record included
+        manifests.write_manifest(tmp)  # last: every file of the run, its record included
         time.sleep(float(os.environ.get(FAULT_PAUSE_ENV, 0)))
         # the run appears whole, or not at all; never onto a link (host/store/files.py)
         files.replace(exp_dir, tmp, exp_dir / run.run_id, doing=f"storing run {run.run_id}")
@@ -470,8 +471,8 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
             # in .lab once it is made (a .lab not yet READY is made anew): what a reader reads them from
             storedtraces.store_copies(exp_dir, traces)
         check_manifest_urls(mine, site)
-        moved = verify.move_damaged_aside(exp_dir, [r.run_id for r in mine], sliced)
-        killed = verify.move_killed_aside(exp_dir, [r.run_id for r in mine])  # done again (docs/faults.md)
+        moved = setaside.move_damaged_aside(exp_dir, [r.run_id for r in mine], sliced)
+        killed = setaside.move_killed_aside(exp_dir, [r.run_id for r in mine])  # done again (docs/faults.md)
         by_id = {r.run_id: r for r in mine}
         pending = [by_id[i] for i in batches.in_batch_order(fixed, by_id) if not store.completed(exp_dir, i)]
         if limit is not None:  # a batch's first runs first

@@ -61,7 +61,7 @@ SIGNALS = {"SIGINT": 2, "SIGTERM": 15}
 # A lab that ends by a signal the runner did not send (a `kill` from a shell,
 # the OOM killer, a shutdown): not a fault of the run it was on. That run is
 # stored as failed saying so (backends.LabKilled), and the next `tortoise run`
-# moves it aside (kept) and does it again (verify.move_killed_aside;
+# moves it aside (kept) and does it again (setaside.move_killed_aside;
 # docs/faults.md). A crash signal (SIGSEGV, SIGABRT, ...) is the lab's own:
 # named, not redone.
 FROM_OUTSIDE = ("SIGHUP", "SIGINT", "SIGKILL", "SIGTERM")

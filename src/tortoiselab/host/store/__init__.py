@@ -59,7 +59,7 @@ RECORD = readfiles.RECORD
 TABLE = "runs.parquet"
 DAMAGED = ".damaged"  # <exp>/.damaged/<run_id>-<utc>/: damaged runs moved aside by a resume (host/verify.py)
 KILLED = ".killed"  # <exp>/.killed/<run_id>-<utc>/: failed runs whose lab was killed from outside, moved aside
-# by the next run and redone (host/verify.move_killed_aside)
+# by the next run and redone (host/setaside.move_killed_aside)
 
 
 class StoreError(RunnerError):
