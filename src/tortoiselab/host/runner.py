@@ -26,6 +26,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import ExitStack, contextmanager, nullcontext
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -92,40 +93,10 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
     if not mine:
         return []
     tag = f"{os.getpid() % 10**7:07d}-{threading.get_ident() % 100000:05d}"  # fixed length (docs/determinism.md)
-    tmps = {r.run_id: exp_dir / f".{r.run_id}.tmp-{tag}" for r in mine}
-    boot_dir = exp_dir / f".{mine[0].run_id}.tmp-{tag}-boot"  # its claim is the first stored run's
-    work = boot_dir / "lab"
+    st = _BatchStore(runs, batch, replay, exp_dir, info, site, pki, versions, on_stored, tag)
+    tmps, boot_dir, work, stored = st.tmps, st.boot_dir, st.work, st.stored
     for d in (*tmps.values(), boot_dir):  # never through a link (host/store/files.py)
         files.remove(exp_dir, d, doing=f"run {runs[0].run_id}")
-    stored: dict[str, dict] = {}
-    replayed: dict[str, bool | None] = {}  # replay's run id -> reproduced its stored record (None: not known)
-    boot: dict = {}  # boot.json, read once: the guest writes it before the first load
-    t_last, started = time.monotonic(), datetime.now(timezone.utc).isoformat()
-
-    def store_finished() -> None:
-        nonlocal t_last, started, boot
-        for i, run in enumerate(runs):
-            done = work / f"load-{i:03d}" / "result.json"
-            if run.run_id in stored or run.run_id in replayed or not done.exists():
-                continue
-            ld = guestpaths.host_paths(json.loads(done.read_text(encoding="utf-8")), work, info.backend)
-            if run.run_id in replay:
-                replayed[run.run_id] = batches.replay_reproduced(exp_dir / run.run_id, ld)
-                continue
-            boot = boot or json.loads((work / "boot.json").read_text(encoding="utf-8"))
-            t_store = time.time()
-            rec = _record_of_load(run, i, batch, boot, ld, info, site, pki, versions, tmps[run.run_id], work)
-            rec["meta"]["batch"].update(replayed=[r.run_id for r in runs[:i] if r.run_id in replay],
-                                        replays_differing=[r for r, same in replayed.items() if same is False])
-            rec["meta"].update(_timing_meta(i, boot, ld, t_start, t_store, sampler))
-            rec["meta"].update({"wall_seconds": round(time.monotonic() - t_last, 3),  # since the batch's last store
-                                "started": started})
-            t_last, started = time.monotonic(), rec["meta"]["ended"]
-            _store(run, exp_dir, tmps[run.run_id], rec, work)
-            stored[run.run_id] = rec
-            if on_stored:
-                on_stored(rec)
-
     try:
         for run in mine:
             files.make_dir(exp_dir, tmps[run.run_id], doing=f"run {run.run_id}")
@@ -133,10 +104,10 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
                             json.dumps(run.as_dict(), indent=1, sort_keys=True), doing=f"run {run.run_id}")
         files.make_dir(exp_dir, boot_dir, doing=f"run {mine[0].run_id}")  # lent to the lab: its work folder
         req = pageload.run_request(runs, site, pki, members=batch.runs)
-        t_start = time.time()  # the host's wall clock, as the guest reads it (guest/clock.HostWall)
-        with labcpu.MarkSampler(work) if info.backend == "uml" else nullcontext() as sampler:
-            lab_error = _run_lab(info, req, work, timeout_s * len(runs), while_waiting=store_finished, stop=stop)
-            store_finished()
+        st.t_start = time.time()  # the host's wall clock, as the guest reads it (guest/clock.HostWall)
+        with labcpu.MarkSampler(work) if info.backend == "uml" else nullcontext() as st.sampler:
+            lab_error = _run_lab(info, req, work, timeout_s * len(runs), while_waiting=st.store_finished, stop=stop)
+            st.store_finished()
     except ResultsFull:  # from storing a run (the lab is over by now): none of the batch's work is left
         for d in (*tmps.values(), boot_dir):
             files.remove(exp_dir, d, quiet=True)
@@ -157,6 +128,61 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
         out += run_batch(loads, exp_dir, info, site, pki, versions, timeout_s, stop, on_stored, batch,
                          replay={r.run_id for r in loads} - again)
     return out
+
+
+@dataclass
+class _BatchStore:
+    """One boot's runs as their loads end: each finished load (the guest's
+    load-NNN/result.json) stored into place, or, for a replayed run, compared
+    with its stored record; the state run_batch keeps while the lab runs."""
+
+    runs: list[RunSpec]
+    batch: Batch
+    replay: set[str]
+    exp_dir: Path
+    info: backends.BackendInfo
+    site: Path
+    pki: Path
+    versions: dict
+    on_stored: Callable[[dict], None] | None
+    tag: str
+    stored: dict[str, dict] = field(default_factory=dict)
+    replayed: dict[str, bool | None] = field(default_factory=dict)  # run id -> reproduced its record (None: unknown)
+    boot: dict = field(default_factory=dict)  # boot.json, read once: the guest writes it before the first load
+    t_start: float = 0.0  # the host's wall clock when the lab started
+    sampler: labcpu.MarkSampler | None = None
+    t_last: float = field(default_factory=time.monotonic)  # when the batch last stored a run
+    started: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
+
+    def __post_init__(self) -> None:
+        mine = [r for r in self.runs if r.run_id not in self.replay]
+        self.tmps = {r.run_id: self.exp_dir / f".{r.run_id}.tmp-{self.tag}" for r in mine}
+        self.boot_dir = self.exp_dir / f".{mine[0].run_id}.tmp-{self.tag}-boot"  # its claim: the first stored run's
+        self.work = self.boot_dir / "lab"
+
+    def store_finished(self) -> None:
+        for i, run in enumerate(self.runs):
+            done = self.work / f"load-{i:03d}" / "result.json"
+            if run.run_id in self.stored or run.run_id in self.replayed or not done.exists():
+                continue
+            ld = guestpaths.host_paths(json.loads(done.read_text(encoding="utf-8")), self.work, self.info.backend)
+            if run.run_id in self.replay:
+                self.replayed[run.run_id] = batches.replay_reproduced(self.exp_dir / run.run_id, ld)
+                continue
+            self.boot = self.boot or json.loads((self.work / "boot.json").read_text(encoding="utf-8"))
+            t_store = time.time()
+            rec = _record_of_load(run, i, self.batch, self.boot, ld, self.info, self.site, self.pki, self.versions,
+                                  self.tmps[run.run_id], self.work)
+            rec["meta"]["batch"].update(replayed=[r.run_id for r in self.runs[:i] if r.run_id in self.replay],
+                                        replays_differing=[r for r, same in self.replayed.items() if same is False])
+            rec["meta"].update(_timing_meta(i, self.boot, ld, self.t_start, t_store, self.sampler))
+            rec["meta"].update({"wall_seconds": round(time.monotonic() - self.t_last, 3),  # since the last store
+                                "started": self.started})
+            self.t_last, self.started = time.monotonic(), rec["meta"]["ended"]
+            _store(run, self.exp_dir, self.tmps[run.run_id], rec, self.work)
+            self.stored[run.run_id] = rec
+            if self.on_stored:
+                self.on_stored(rec)
 
 
 def _timing_meta(i: int, boot: dict, ld: dict, t_start: float, t_store: float, sampler) -> dict:
