@@ -31,10 +31,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from tortoiselab.analysis import dnstime, whole
+from tortoiselab.analysis import storemeasures, whole
 from tortoiselab.analysis.conntable import TABLE
-from tortoiselab.analysis.fidelity import disturbance, handshake_rtt_check
-from tortoiselab.analysis.flights import pcap_steady_throughput_mbit
 from tortoiselab.analysis.parsers import parse_nghttp_stats
 from tortoiselab.host import backends, batches, guestpaths, labcpu, manifests, pageload, reuse, safefs, setaside, store, \
     storedtraces
@@ -323,21 +321,14 @@ def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, si
         "guest_boot_id": boot.get("boot_id"),
     }
     # configured vs measured: the TCP handshake's round trip in the capture
-    rtts = [c["tcp_rtt_ms"] for c in ld["connections"] if c.get("tcp_rtt_ms")]
-    fid = handshake_rtt_check(run.path, rtts, len(ld["connections"]))
-    off = disturbance(info.clock, {"fidelity": [fid.as_dict()], "path": run.path.model_dump(),
-                                   "config": run.config, "cross": ld.get("cross")})
+    fid, off = storemeasures.path_fidelity(info.clock, run.path, run.config, ld.get("cross"), ld["connections"])
     problems += [off] if off else []
     for name, src in (("page.har", ld.get("har")), ("server.pcap", ld.get("pcap")), (TABLE, ld.get("conntable")),
                       ("client.pcap", ld.get("client_pcap")), ("cwnd.json", ld.get("cwnd")),
                       ("cdn.pcap", (ld.get("cdn") or {}).get("pcap"))):
         if src and Path(src).exists():  # from the lab's work folder into the run's (host/store/files.py)
             files.move_in(tmp.parent, src, tmp / name, doing=f"storing run {run.run_id}")
-    if run.settings.client.loader == "h2load":
-        summary["steady_throughput_mbit"] = pcap_steady_throughput_mbit(tmp / "server.pcap")
-    if (tmp / "client.pcap").exists():  # the same ruler for every loader (analysis/dnstime.py)
-        summary["dns_capture_ms_per_host"] = dnstime.lookups_ms(tmp / "client.pcap")
-        summary["dns_capture_ms"] = round(sum(summary["dns_capture_ms_per_host"].values()), 3)
+    summary.update(storemeasures.capture_figures(run.settings.client.loader, tmp))
     return {cols.OK: not problems, "error": "; ".join(problems)[:2000] if problems else None, "summary": summary,
             "cross": ld.get("cross"), "cdn": cdn, "connections": ld["connections"], "capture": {"server": ld["capture"], "client": ld["client_capture"]},
             "meta": meta, "fidelity": [fid.as_dict()]}
