@@ -18,7 +18,8 @@ from tortoiselab.spec.ccparams import ParamError, parse_assignments
 from tortoiselab.spec.experiment import ExperimentError, expand, load
 from tortoiselab.spec.pathspec import PathError, parse_path
 from tortoiselab.spec.topologies import parse_topology
-from tortoiselab.spec.regions import format_regions_table, load_regions
+from tortoiselab.spec.regionfiles import load_regions
+from tortoiselab.spec.regiontable import format_regions_table
 
 NO_DATA_EXIT = 5  # tortoise report --reproduction: a seed sentence's primary reading has no runs (docs/running.md, "Exit codes")
 LAZY_IMPORTS = ("each subcommand imports the layers it needs inside its function: the host's modules pull in "

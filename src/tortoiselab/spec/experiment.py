@@ -62,7 +62,7 @@ from tortoiselab.spec.idform import id_form
 from tortoiselab.spec.maps import MapCfg, as_grid, draws_nothing, grid_name, map_name
 from tortoiselab.spec.pathspec import PathSpec, describe_errors
 from tortoiselab.spec.population import PopulationCfg, PopulationError, user_configs
-from tortoiselab.spec.regions import load_regions, profile_path
+from tortoiselab.spec.regionfiles import load_regions, profile_path
 from tortoiselab.spec.sweep import canonical as _canonical, relocate as _relocate, set_value as _set, where as sweep_where
 from tortoiselab.spec.topologies import TopologyCfg
 from tortoiselab.spec.topology import TopologyError

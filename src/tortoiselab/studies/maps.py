@@ -24,7 +24,7 @@ from tortoiselab.spec.experiment import expand, load
 from tortoiselab.spec.maps import LOSS_AXIS, RTT_AXIS, MapCfg, draws_nothing, grid_name
 from tortoiselab.spec import cols
 from tortoiselab.spec.population import draw_users
-from tortoiselab.spec.regions import load_regions
+from tortoiselab.spec.regionfiles import load_regions
 from tortoiselab.studies.data import current_runs, study_folder
 from tortoiselab.studies.measure import infer, read_interval
 from tortoiselab.studies.model import ALPHA
