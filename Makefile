@@ -94,7 +94,7 @@ bench: setup kernel
 	@echo "== cluster: local executor vs a private 1-node Slurm, 2 array tasks (root) =="
 	$(PY) bench/slurm_bench.py --runs 8 || true
 
-# the four seed studies: every study experiment on GRID (resumable: only
+# the five seed studies: every study experiment on GRID (resumable: only
 # pending runs), the coalescing study's browser arm (its own grid, whatever
 # GRID is: Chromium, docs/browser.md), then REPRODUCTION.md from the results
 # (scripts/reproduce.sh: a failed run is counted by the claims, never a stop;

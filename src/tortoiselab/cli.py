@@ -18,7 +18,8 @@ from tortoiselab.spec.ccparams import ParamError, parse_assignments
 from tortoiselab.spec.experiment import ExperimentError, expand, load
 from tortoiselab.spec.pathspec import PathError, parse_path
 from tortoiselab.spec.topologies import parse_topology
-from tortoiselab.spec.regions import format_regions_table, load_regions
+from tortoiselab.spec.regionfiles import load_regions
+from tortoiselab.spec.regiontable import format_regions_table
 
 NO_DATA_EXIT = 5  # tortoise report --reproduction: a seed sentence's primary reading has no runs (docs/running.md, "Exit codes")
 LAZY_IMPORTS = ("each subcommand imports the layers it needs inside its function: the host's modules pull in "
@@ -81,7 +82,7 @@ def cmd_loss_response(a: argparse.Namespace) -> int:
               f"data segment #{lossresponse.DROP_NTH} dropped\n")
         print(lossresponse.format_rows(rows))
     print(f"\n(work folder: {meta['work']})", file=sys.stderr)
-    return 0 if all(r["ok"] for r in rows) else 3
+    return 0 if all(r[cols.OK] for r in rows) else 3
 
 
 def cmd_pageload(a: argparse.Namespace) -> int:
@@ -157,12 +158,12 @@ def cmd_run(a: argparse.Namespace) -> int:
         task = prog.add_task("runs", total=None, status="")
 
         def progress(rec: dict, n: int, total: int) -> None:
-            failures[0] += 0 if rec["ok"] else 1
+            failures[0] += 0 if rec[cols.OK] else 1
             prog.update(task, total=total, completed=n,
                         status=f"failed {failures[0]}; last {rec['run_id']} "
                                f"{'ok' if rec['ok'] else 'FAILED: ' + str(rec['error'])[:60]}")
             # a failed run's reason stays on the console (and in a log of it), not only in the status bar
-            why = "" if rec["ok"] else f"\n  {rec['error']}"
+            why = "" if rec[cols.OK] else f"\n  {rec['error']}"
             prog.console.print(f"{rec['run_id']} {'ok' if rec['ok'] else 'FAILED'}: {_time_budget(rec['meta'])}{why}",
                                markup=False)
 
@@ -183,7 +184,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     for row in runsummary.summary_rows(df, keys):
         t.add_row(*row)
     Console().print(t)
-    loads = [r["meta"].get("load_sim_seconds") or 0 for r in res["records"] if r.get("ok")]
+    loads = [r["meta"].get("load_sim_seconds") or 0 for r in res["records"] if r.get(cols.OK)]
     if res["records"]:
         print(f"this invocation: {res['done_now']} runs in {res['wall_seconds']:.1f} s wall "
               f"({res['done_now'] / max(res['wall_seconds'], 1e-9) * 3600:.0f} runs/hour, jobs {res['jobs']}); "
@@ -389,7 +390,7 @@ def cmd_map(a: argparse.Namespace) -> int:
 
 
 def cmd_verify(a: argparse.Namespace) -> int:
-    from tortoiselab.host.verify import cli_verify
+    from tortoiselab.host.verifycli import cli_verify
 
     return cli_verify(Path(a.folder), a.rebuild_table, a.adopt_unmanifested)
 
@@ -519,7 +520,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_ls)
 
     p = sub.add_parser("show", help="one run's record")
-    p.add_argument("run_id")
+    p.add_argument("run_id")  # not a column: the argument's name
     p.add_argument("--results", default="results")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_show)

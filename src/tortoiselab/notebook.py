@@ -21,6 +21,7 @@ import pandas as pd
 
 from tortoiselab import report
 from tortoiselab.project import REPO_DIR
+from tortoiselab.spec import cols
 
 RESULTS_ENV = "TORTOISE_RESULTS"
 
@@ -59,7 +60,7 @@ def load(experiment: str, results: str | Path | None = None, ok_only: bool = Fal
     object class, floor and measured / floor), one row per completed run in
     the sweep's order; ok_only keeps the runs whose load succeeded."""
     df = context(experiment, results).df
-    return df[df["ok"].astype(bool)].reset_index(drop=True) if ok_only else df
+    return df[df[cols.OK].astype(bool)].reset_index(drop=True) if ok_only else df
 
 
 def maps(experiment: str, results: str | Path | None = None) -> list[dict]:

@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import TORTOISE, experiment_yaml, write_yaml
 from tortoiselab.analysis import conntable
 from tortoiselab.analysis.flights import handshake_summary
-from tortoiselab.host import store, verify
+from tortoiselab.host import manifests, store, verify
 from tortoiselab.host.store import captures
 
 pytestmark = pytest.mark.lab
@@ -30,7 +30,7 @@ def test_the_guest_writes_the_table_and_the_store_keeps_it(tmp_path, lab_kernel,
     exp_dir = results / "conntable"
     (run,) = store.run_dirs(exp_dir)
     assert verify.verify_folder(exp_dir).ok
-    assert conntable.TABLE in json.loads((run / verify.MANIFEST).read_text())["files"]
+    assert conntable.TABLE in json.loads((run / manifests.MANIFEST).read_text())["files"]
     table = json.loads((run / conntable.TABLE).read_text())
     assert table["format"] == conntable.TABLE_FORMAT and table["connections"]
     parsed = conntable.capture_table(run / "server.pcap")

@@ -14,7 +14,7 @@ from tests.conftest import REPO, TORTOISE
 from tests.unit.test_labcheck import cut_article
 from tortoiselab.course import grade
 from tortoiselab.course.handout import load_lab
-from tortoiselab.host import verify
+from tortoiselab.host import manifests, verify
 
 pytestmark = pytest.mark.lab
 
@@ -70,8 +70,8 @@ def _lab_copy(study_results, tmp_path):
 
 def _rewrite_manifest(run_dir):
     """A careful forger rewrites the run's manifest too: verify passes."""
-    (run_dir / verify.MANIFEST).unlink()
-    verify.write_manifest(run_dir)
+    (run_dir / manifests.MANIFEST).unlink()
+    manifests.write_manifest(run_dir)
 
 
 def test_default_grade_reruns_every_run_and_names_edits(study_results, tmp_path):

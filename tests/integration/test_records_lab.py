@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import TORTOISE, experiment_yaml, write_yaml
-from tortoiselab.host import store, verify
+from tortoiselab.host import manifests, store, verify
 
 pytestmark = pytest.mark.lab
 
@@ -33,7 +33,7 @@ def test_a_truncated_record_is_moved_aside_and_redone(tmp_path, lab_kernel):
     check = verify.verify_folder(exp_dir)
     assert check.ok and check.runs == 2 and check.notes == [], check.problems
     a, b = [d.name for d in store.run_dirs(exp_dir)]
-    files = json.loads((exp_dir / a / verify.MANIFEST).read_text())["files"]
+    files = json.loads((exp_dir / a / manifests.MANIFEST).read_text())["files"]
     assert {"run.json", "config.json", "server.pcap", "client.pcap", "page.har"} <= set(files)
     rec = exp_dir / a / store.RECORD
     whole = rec.read_bytes()

@@ -3,14 +3,15 @@ test_results_damage.py): a canned CI folder of tests/data/runs (real runs,
 format 1, their manifests written when manifests became required: issue 35)
 copied and stored again as this version's runner stores a run: the record
 written by host/store.write_record, then the manifest
-(host/verify.write_manifest), then runs.parquet."""
+(host/manifests.write_manifest), then runs.parquet."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
-from tortoiselab.host import store, verify
+from tortoiselab.host import store
+from tortoiselab.host.manifests import MANIFEST, write_manifest
 
 CANNED = Path(__file__).resolve().parents[1] / "data" / "runs"
 
@@ -21,10 +22,10 @@ def stored_copy(name: str, root: Path, manifests: bool = True) -> Path:
     dst = Path(root) / name
     shutil.copytree(CANNED / name, dst)
     for st in store.read_records(dst):
-        (st.run_dir / verify.MANIFEST).unlink()  # the canned one: over the record as canned
+        (st.run_dir / MANIFEST).unlink()  # the canned one: over the record as canned
         if manifests:
             store.write_record(st.run_dir, st.record)
-            verify.write_manifest(st.run_dir)
+            write_manifest(st.run_dir)
     store.rebuild_table(dst)
     return dst
 

@@ -13,7 +13,7 @@ import pytest
 
 from tortoiselab import studies as S
 from tortoiselab.analysis import conntable, flights
-from tortoiselab.host import determinism as D
+from tortoiselab.host import determinism as D, manifests
 from tortoiselab.host import safefs, verify
 from tortoiselab.host.store import captures
 from tortoiselab.studies import connections, maps
@@ -38,8 +38,8 @@ def _copy(tmp_path: Path, name: str, tables: bool) -> Path:
     shutil.copytree(RUNS / name, exp)
     for pcap in exp.glob("*/server.pcap") if tables else ():
         (pcap.parent / conntable.TABLE).write_text(json.dumps(conntable.capture_table(pcap)))
-        (pcap.parent / verify.MANIFEST).unlink(missing_ok=True)
-        verify.write_manifest(pcap.parent)
+        (pcap.parent / manifests.MANIFEST).unlink(missing_ok=True)
+        manifests.write_manifest(pcap.parent)
     return exp
 
 
@@ -143,7 +143,7 @@ def test_an_edited_table_is_caught_by_verify(tmp_path):
     `tortoise verify` names."""
     exp = _copy(tmp_path, INITCWND, tables=True)
     run = sorted(p.parent for p in exp.glob("*/server.pcap"))[0]
-    assert conntable.TABLE in json.loads((run / verify.MANIFEST).read_text())["files"]
+    assert conntable.TABLE in json.loads((run / manifests.MANIFEST).read_text())["files"]
     assert verify.check_run(run)[0] == []
     table = run / conntable.TABLE
     raw = json.loads(table.read_text())

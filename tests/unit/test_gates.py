@@ -18,7 +18,7 @@ from tortoiselab import cli
 from tortoiselab import studies as S
 from tortoiselab.analysis.gates import physics_gate
 from tortoiselab.course import grade, handout
-from tortoiselab.host import audit, verify
+from tortoiselab.host import audit, manifests
 
 REPO = Path(__file__).resolve().parents[2]
 RUNS = REPO / "tests" / "data" / "runs"
@@ -150,8 +150,8 @@ def _halve(run_dir: Path) -> None:
     rec = json.loads(f.read_text())
     rec["summary"]["plt_ms"] = round(rec["summary"]["plt_ms"] / 2, 3)
     f.write_text(json.dumps(rec))
-    (run_dir / verify.MANIFEST).unlink()
-    verify.write_manifest(run_dir)
+    (run_dir / manifests.MANIFEST).unlink()
+    manifests.write_manifest(run_dir)
 
 
 def test_grade_fails_on_a_halved_plt_naming_the_run(tmp_path, monkeypatch, capsys):

@@ -10,7 +10,7 @@ from tortoiselab import cli
 from tortoiselab import studies
 from tortoiselab.analysis.fidelity import handshake_rtt_check, judged_fidelity
 from tortoiselab.course import grade, handout
-from tortoiselab.host import verify
+from tortoiselab.host import manifests
 from tortoiselab.spec.experiment import expand, load
 from tortoiselab.spec.pathspec import PathSpec
 
@@ -94,7 +94,7 @@ def write_runs(results: Path, exp_file: Path, grid: str, reps: int | None = None
                "meta": {"backend": "uml", "clock": "virtual"}}
         (folder / spec.run_id).mkdir()
         (folder / spec.run_id / "run.json").write_text(json.dumps(rec))
-        verify.write_manifest(folder / spec.run_id)
+        manifests.write_manifest(folder / spec.run_id)
     return folder
 
 

@@ -13,7 +13,7 @@ import yaml
 from tests.conftest import write_yaml
 from tortoiselab.spec import hostspec as H, idform
 from tortoiselab.spec.experiment import ClientCfg, ExperimentError, ServerCfg, expand, load
-from tortoiselab.spec.regions import load_regions
+from tortoiselab.spec.regionfiles import load_regions
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 REPO = Path(__file__).resolve().parents[2]

@@ -34,7 +34,7 @@ import pytest
 
 from tests.unit.results_copy import stored_copy
 from tests.unit.test_grade import EXP, LAB, write_runs
-from tortoiselab.host import readfiles, safefs, store, verify
+from tortoiselab.host import manifests, readfiles, safefs, setaside, store, verify
 from tortoiselab.project import PKG_DIR
 from tortoiselab.spec import bounds
 
@@ -58,10 +58,10 @@ before = hwm_kb()
 t, cpu = time.monotonic(), time.process_time()
 if argv[0] == "resume":  # what `tortoise run` does first on a folder it resumes (host/runner.run_experiment)
     from pathlib import Path
-    from tortoiselab.host import verify
+    from tortoiselab.host import setaside
     from tortoiselab.spec.experiment import expand, load, run_order
     exp = load(Path(argv[1]) / "experiment.yaml", grid=argv[2])
-    print(verify.move_damaged_aside(Path(argv[1]), [r.run_id for r in run_order(exp, expand(exp))], sliced=False))
+    print(setaside.move_damaged_aside(Path(argv[1]), [r.run_id for r in run_order(exp, expand(exp))], sliced=False))
     rc = 0
 else:
     rc = main(argv)
@@ -169,7 +169,7 @@ def _har_in_manifest(run_dir: Path, size: int = 10 * GB) -> None:
     """A sparse page.har of `size` bytes, and the run's manifest rewritten
     to list it at 2,558 bytes (what a student's folder could say)."""
     sparse(run_dir / "page.har", size)
-    mf = run_dir / verify.MANIFEST
+    mf = run_dir / manifests.MANIFEST
     doc = json.loads(mf.read_text())
     doc["files"]["page.har"] = {"bytes": 2558, "sha256": "0" * 64}
     mf.write_text(json.dumps(doc))
@@ -180,13 +180,13 @@ def test_a_file_whose_size_is_not_its_manifests_is_never_hashed(tmp_path, monkey
     a = store.run_dirs(folder)[0]
     _har_in_manifest(a)
     hashed = []
-    real = verify.hashlib.sha256
+    real = manifests.hashlib.sha256
 
     def counting(*args):
         hashed.append(args)
         return real(*args)
 
-    monkeypatch.setattr(verify.hashlib, "sha256", counting)
+    monkeypatch.setattr(manifests.hashlib, "sha256", counting)
     problems, _ = verify.check_run(a)
     assert [(p.file.name, p.what) for p in problems] == [
         ("page.har", "changed since the run was stored: 10,737,418,240 bytes (10.0 GiB) now, 2,558 bytes (2.5 KiB) "
@@ -198,9 +198,9 @@ def test_a_file_above_its_bound_is_not_hashed_whatever_its_manifest_says(tmp_pat
     folder = stored_copy(NAME, tmp_path / "results")
     a = store.run_dirs(folder)[0]
     sparse(a / "page.har", 10 * GB)
-    doc = json.loads((a / verify.MANIFEST).read_text())
+    doc = json.loads((a / manifests.MANIFEST).read_text())
     doc["files"]["page.har"] = {"bytes": 10 * GB, "sha256": None}  # a forged entry that agrees
-    (a / verify.MANIFEST).write_text(json.dumps(doc))
+    (a / manifests.MANIFEST).write_text(json.dumps(doc))
     problems, _ = verify.check_run(a)
     assert [(p.file.name, p.what.split(":")[0]) for p in problems] == [
         ("page.har", "10,737,418,240 bytes (10.0 GiB), above the 67,108,864 bytes (64.0 MiB) a reader reads of "
@@ -214,8 +214,8 @@ def test_adopt_refuses_a_file_above_its_bound_unhashed(tmp_path):
     sparse(a / "server.pcap", 2 * GB)
     with pytest.raises(store.StoreError, match=r"server.pcap has 2,147,483,648 bytes \(2.0 GiB\), above the "
                                                r"1,073,741,824 bytes"):
-        verify.manifest_of(a, bounded=True)
-    assert not (a / verify.MANIFEST).exists()
+        manifests.manifest_of(a, bounded=True)
+    assert not (a / manifests.MANIFEST).exists()
 
 
 @pytest.mark.parametrize("command", ["verify", "report", "resume"])

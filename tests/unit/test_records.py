@@ -17,7 +17,7 @@ import pytest
 from tests.unit.results_copy import CANNED, stored_copy, tree
 from tests.unit.test_grade import EXP, LAB, write_runs
 from tortoiselab import cli
-from tortoiselab.host import runner, store, verify
+from tortoiselab.host import manifests, runner, setaside, store, verify
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.spec.experiment import expand, load, run_order
 
@@ -47,7 +47,7 @@ def _set_table_cell(folder: Path, run_id: str, col: str, value) -> None:
 def test_a_stored_folder_verifies_clean(folder, capsys):
     check = verify.verify_folder(folder)
     assert check.ok and check.runs == 2 and check.notes == []
-    m = json.loads((folder / _ids(folder)[0] / verify.MANIFEST).read_text())
+    m = json.loads((folder / _ids(folder)[0] / manifests.MANIFEST).read_text())
     assert m["format"] == 1 and m["algorithm"] == "sha256"
     assert sorted(m["files"]) == ["cwnd.json", "run.json", "server.pcap"]
     assert cli.main(["verify", str(folder)]) == 0
@@ -110,18 +110,18 @@ def test_an_edited_run_json_is_named(folder, capsys):
 
 def test_a_deleted_manifest_of_a_new_record_is_damage_an_old_folder_is_adopted_by_name(folder, tmp_path, capsys):
     a, b = _ids(folder)
-    (folder / a / verify.MANIFEST).unlink()
+    (folder / a / manifests.MANIFEST).unlink()
     assert set(verify.verify_folder(folder).damaged) == {a}
     old = tmp_path / "old"
     old.mkdir()
     shutil.copytree(CANNED / NAME, old / NAME)  # format 1, as stored before manifests: none, no table
     for rid in (a, b):
-        (old / NAME / rid / verify.MANIFEST).unlink()
+        (old / NAME / rid / manifests.MANIFEST).unlink()
     check = verify.verify_folder(old / NAME)
     assert {p.run for p in check.problems} == {a, b} and not check.damaged  # named; a resume does not redo them
     assert cli.main(["verify", str(old / NAME)]) == 1
     out = capsys.readouterr().out
-    assert f"run {a}: {old / NAME / a / verify.MANIFEST}: missing: nothing shows its files are those stored" in out
+    assert f"run {a}: {old / NAME / a / manifests.MANIFEST}: missing: nothing shows its files are those stored" in out
     assert f"`tortoise verify {old / NAME} --adopt-unmanifested` writes their manifests" in out
     assert cli.main(["report", str(old / NAME), "--out", str(tmp_path / "r.html")]) == 2  # refused, as damaged
     assert f"2 damaged runs ({NAME}/{a}, {NAME}/{b})" in capsys.readouterr().err
@@ -145,18 +145,18 @@ def test_a_record_downgraded_to_before_manifests_is_not_verified(folder, tmp_pat
     raw = json.loads(f.read_text())
     raw["format_version"], raw["summary"]["plt_ms"] = 3, raw["summary"]["plt_ms"] / 2
     f.write_text(json.dumps(raw, indent=1, sort_keys=True))
-    (folder / a / verify.MANIFEST).unlink()
+    (folder / a / manifests.MANIFEST).unlink()
     assert cli.main(["verify", str(folder), "--rebuild-table"]) == 1
     out = capsys.readouterr().out
     assert f"{NAME}: 2 runs, 1 failing: {a}" in out
-    assert f"run {a}: {folder / a / verify.MANIFEST}: missing: nothing shows its files are those stored (its " \
+    assert f"run {a}: {folder / a / manifests.MANIFEST}: missing: nothing shows its files are those stored (its " \
            "record says format 3" in out
     assert cli.main(["report", str(folder), "--out", str(tmp_path / "r.html")]) == 2
     assert f"1 damaged runs ({NAME}/{a})" in capsys.readouterr().err
     assert cli.main(["report", str(folder), "--out", str(tmp_path / "r.html"), "--skip-damaged"]) == 0
     assert f"left out (damaged): {NAME}/{a}: manifest.json: missing" in capsys.readouterr().out
     # adopt takes only what has no other problem: here it is the user's word that the files are as stored
-    (folder / b / verify.MANIFEST).unlink()
+    (folder / b / manifests.MANIFEST).unlink()
     (folder / b / "cwnd.json").write_text("[]")
     assert cli.main(["verify", str(folder), "--adopt-unmanifested"]) == 1
     out = capsys.readouterr().out
@@ -259,8 +259,8 @@ def test_a_run_copied_in_from_another_experiment_is_named_and_left_out(tmp_path,
 
 def test_plan_resume_moves_the_damaged_aside_and_redoes_them():
     ids = ["a", "b", "c", "d"]
-    assert verify.plan_resume(ids, completed={"a", "b", "c"}, damaged={"b"}) == (["b", "d"], ["b"])
-    assert verify.plan_resume(ids, completed=set(ids), damaged=set()) == ([], [])
+    assert setaside.plan_resume(ids, completed={"a", "b", "c"}, damaged={"b"}) == (["b", "d"], ["b"])
+    assert setaside.plan_resume(ids, completed=set(ids), damaged=set()) == ([], [])
 
 
 def test_resume_moves_a_truncated_record_aside(folder):
@@ -274,7 +274,7 @@ def test_resume_moves_a_truncated_record_aside(folder):
     exp = load(folder / "experiment.yaml", grid="ci")
     mine = run_order(exp, expand(exp))
     assert {a, b} <= {r.run_id for r in mine}
-    moved = verify.move_damaged_aside(folder, [r.run_id for r in mine], sliced=False)
+    moved = setaside.move_damaged_aside(folder, [r.run_id for r in mine], sliced=False)
     (aside,) = (folder / store.DAMAGED).iterdir()
     assert moved == [f"{a} -> {aside}"] and aside.name.startswith(f"{a}-")
     assert tree(aside) == before  # kept as it was
@@ -283,7 +283,7 @@ def test_resume_moves_a_truncated_record_aside(folder):
     assert verify.verify_folder(folder, table=False).ok
     store.rebuild_table(folder)  # as the runner does at the end: no longer stopped by the damaged record
     assert list(pd.read_parquet(folder / store.TABLE)["run_id"]) == [b]
-    assert verify.move_damaged_aside(folder, [r.run_id for r in mine], sliced=False) == []
+    assert setaside.move_damaged_aside(folder, [r.run_id for r in mine], sliced=False) == []
 
 
 def test_move_aside_refuses_a_damaged_folder_that_is_a_link(folder, tmp_path):
@@ -292,22 +292,22 @@ def test_move_aside_refuses_a_damaged_folder_that_is_a_link(folder, tmp_path):
     victim.mkdir()
     (folder / store.DAMAGED).symlink_to(victim)
     with pytest.raises(RunnerError, match=r"\.damaged is not a folder .*a link"):
-        verify.move_aside(folder, a)
+        setaside.move_aside(folder, a)
     assert list(victim.iterdir()) == [] and store.completed(folder, a)
     (folder / store.DAMAGED).unlink()
-    out = verify.move_aside(folder, a, now=datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=timezone.utc))
+    out = setaside.move_aside(folder, a, now=datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=timezone.utc))
     assert out == folder / ".damaged" / f"{a}-20260102T030405000006Z" and (out / store.RECORD).exists()
 
 
 def test_manifest_differences_are_exact():
     listed = {"run.json": {"bytes": 3, "sha256": "a" * 64}, "x.pcap": {"bytes": 1, "sha256": "b" * 64}}
     now = {"run.json": {"bytes": 4, "sha256": "c" * 64}, "stray": {"bytes": 0, "sha256": "d" * 64}}
-    assert verify.manifest_differences(listed, now) == [
+    assert manifests.manifest_differences(listed, now) == [
         ("run.json", "changed since the run was stored (3 bytes, sha256 aaaaaaaaaaaa.. in the manifest; 4 bytes, "
                      "sha256 cccccccccccc.. now)"),
         ("stray", "not in the manifest (added after the run was stored)"),
         ("x.pcap", "missing (the manifest lists it)")]
-    assert verify.manifest_differences(listed, listed) == []
+    assert manifests.manifest_differences(listed, listed) == []
 
 
 def test_write_manifest_refuses_links_and_an_existing_manifest(tmp_path):
@@ -316,12 +316,12 @@ def test_write_manifest_refuses_links_and_an_existing_manifest(tmp_path):
     (d / "run.json").write_text("{}")
     (d / "link").symlink_to(tmp_path)
     with pytest.raises(store.StoreError, match="link is not a regular file"):
-        verify.write_manifest(d)
+        manifests.write_manifest(d)
     (d / "link").unlink()
-    verify.write_manifest(d)
+    manifests.write_manifest(d)
     with pytest.raises(FileExistsError):
-        verify.write_manifest(d)
-    assert os.path.getsize(d / verify.MANIFEST) > 0
+        manifests.write_manifest(d)
+    assert os.path.getsize(d / manifests.MANIFEST) > 0
 
 
 def test_the_reproduction_refuses_damaged_runs_or_leaves_them_out(tmp_path, capsys):
@@ -346,9 +346,9 @@ def test_a_fifo_or_a_link_in_a_run_folder_is_named_never_opened(folder, tmp_path
     (folder / a / store.RECORD).unlink()
     os.mkfifo(folder / a / store.RECORD)  # reading it would block for ever
     (tmp_path / "victim.json").write_text("{}")
-    (folder / b / verify.MANIFEST).unlink()
-    (folder / b / verify.MANIFEST).symlink_to(tmp_path / "victim.json")
+    (folder / b / manifests.MANIFEST).unlink()
+    (folder / b / manifests.MANIFEST).symlink_to(tmp_path / "victim.json")
     check = verify.verify_folder(folder, table=False)
     assert set(check.damaged) == {a, b}
     assert {(p.run, p.file.name) for p in check.problems if "not a regular file" in p.what} == {
-        (a, store.RECORD), (b, verify.MANIFEST)}
+        (a, store.RECORD), (b, manifests.MANIFEST)}

@@ -18,7 +18,7 @@ import pytest
 from tests.unit.results_copy import stored_copy
 from tortoiselab import cli, report
 from tortoiselab.report.context import fidelity_summary, runs_summary
-from tortoiselab.host import store, verify
+from tortoiselab.host import manifests, store
 
 NAME = "initcwnd@ci"
 EDITED, OTHER = "1072698669c7", "b1a05207aa21"  # 130 ms, no loss: PLT 954.393 ms, floor 946.336 ms
@@ -32,8 +32,8 @@ def edited(tmp_path) -> Path:
     raw = json.loads(f.read_text())
     raw["summary"]["plt_ms"] = raw["summary"]["plt_ms"] / 2
     f.write_text(json.dumps(raw, indent=1, sort_keys=True))
-    (exp / EDITED / verify.MANIFEST).unlink()
-    verify.write_manifest(exp / EDITED)
+    (exp / EDITED / manifests.MANIFEST).unlink()
+    manifests.write_manifest(exp / EDITED)
     store.rebuild_table(exp)
     return exp
 

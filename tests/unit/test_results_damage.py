@@ -38,7 +38,7 @@ from hypothesis import strategies as st
 from tests.conftest import group_alive
 from tests.unit.results_copy import stored_copy, tree
 from tortoiselab import cli
-from tortoiselab.host import procid, store, verify
+from tortoiselab.host import manifests, procid, store, verify
 from tortoiselab.host.locks import PROC_RECORD
 from tortoiselab.host.tablediff import table_differences
 
@@ -190,8 +190,8 @@ def downgraded(exp: Path, data: st.DataObject) -> Damage:
     if data.draw(st.booleans(), label="and edit plt_ms") and isinstance(raw.get("summary"), dict):
         raw["summary"]["plt_ms"] = 1.0
     (d / store.RECORD).write_text(json.dumps(raw, indent=1, sort_keys=True))
-    if os.path.lexists(d / verify.MANIFEST):
-        (d / verify.MANIFEST).unlink()
+    if os.path.lexists(d / manifests.MANIFEST):
+        (d / manifests.MANIFEST).unlink()
     return Damage({d.name})
 
 

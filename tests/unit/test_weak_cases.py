@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import TORTOISE, experiment_yaml, write_yaml
 from tests.unit.results_copy import stored_copy, tree
-from tortoiselab.host import backends, runner, store, verify
+from tortoiselab.host import backends, runner, setaside, store
 from tortoiselab.host.stopping import ended_by, killed_from_outside, lab_signal
 from tortoiselab.project import REPO_DIR
 from tortoiselab.spec.experiment import expand, load
@@ -236,7 +236,7 @@ def test_a_run_whose_lab_was_killed_from_outside_is_moved_aside_and_done_again(t
     assert [store.completed(exp_dir, i) for i in ids] == [True, True, True]
 
     before = tree(exp_dir / ids[1])
-    moved = verify.move_killed_aside(exp_dir, ids)
+    moved = setaside.move_killed_aside(exp_dir, ids)
     if not redone:
         assert moved == [] and store.completed(exp_dir, ids[1])
         return
@@ -245,4 +245,4 @@ def test_a_run_whose_lab_was_killed_from_outside_is_moved_aside_and_done_again(t
     assert [store.completed(exp_dir, i) for i in ids] == [True, False, True]  # pending again
     (kept,) = (exp_dir / ".killed").iterdir()
     assert tree(kept) == before and store.read_record(kept).error == error  # kept whole
-    assert verify.move_killed_aside(exp_dir, ids) == []
+    assert setaside.move_killed_aside(exp_dir, ids) == []

@@ -14,7 +14,8 @@ from tests.unit.results_copy import stored_copy
 from tortoiselab import cli
 
 from tortoiselab.spec.experiment import ExperimentError, load
-from tortoiselab.spec.regions import RegionError, read_regions_file
+from tortoiselab.spec.regionfiles import read_regions_file
+from tortoiselab.spec.regions import RegionError
 from tortoiselab.spec.yamlfile import MAX_INT_DIGITS, MAX_VALUES, YamlFileError, excerpt, read_yaml
 
 

@@ -37,7 +37,7 @@ class FairnessRow:
 
 def fairness_table(df: pd.DataFrame, control: str = "cubic", key: str = "seed") -> list[FairnessRow]:
     """One row per algorithm (the control first), from the ok runs."""
-    ok = df[df["ok"].astype(bool)] if "ok" in df else df
+    ok = df[df[cols.OK].astype(bool)] if cols.OK in df else df
     rows = []
     for cc in sorted(ok[ARM].unique(), key=lambda c: (c != control, c)):
         sub = ok[ok[ARM] == cc]

@@ -413,10 +413,10 @@ def judged_fidelity(rec: dict) -> tuple[bool | None, str, str]:
     fid = (rec.get("fidelity") or [None])[0]
     if not isinstance(fid, dict):
         return None, "no fidelity measurement", ""
-    ok, measured, expected = bool(fid.get("ok")), fid.get("measured"), fid.get("expected")
+    ok, measured, expected = bool(fid.get("ok")), fid.get("measured"), fid.get("expected")  # not a column
     why = (f"{fid.get('quantity', 'RTT')} measured {measured} {fid.get('unit', '')}, expected {expected} "
            f"[{fid.get('low')}, {fid.get('high')}]")
-    if "ok" in fid and fid["ok"] is None:  # not judged: no handshake was a sample of the path
+    if "ok" in fid and fid["ok"] is None:  # not a column; not judged: no handshake sampled the path
         return None, f"{why}; {fid.get('note')}", NOT_JUDGED
     path = rec.get("path") or {}
     jitter = float(path.get("jitter_ms") or 0)

@@ -240,7 +240,7 @@ def slow_start_verdicts(fl: list[dict], iw: int) -> list[dict]:
         else:
             reason = "short" if n < want else "long"
         out.append({"round": f["round"], "segments": n, "predicted": want, "reason": reason,
-                    "ok": reason not in ("short", "long")})
+                    "ok": reason not in ("short", "long")})  # not a column: a flight's verdict
     return out
 
 

@@ -141,7 +141,7 @@ def rate_reasons(rec: dict) -> list[str]:
 
 def physics_gate(rec: dict, manifest: dict | None, pki: dict | None = None) -> list[str]:
     """Why a completed run's numbers cannot be (empty: they can)."""
-    if not rec.get("ok"):
+    if not rec.get(cols.OK):
         return []
     return [*bytes_reasons(rec, manifest), *floor_reasons(rec, manifest, pki), *rtt_reasons(rec),
             *rate_reasons(rec)]

@@ -2,97 +2,36 @@
 
 Seed 003 (Napkin Problem 15) counts round trips: 1 for TCP, h for TLS, k
 for the response in slow start, plus the time to push the bytes through the
-bottleneck; its worked example (information.dk from Quebec) adds up to
-1 + 3 + 6 = 10 round trips, "with our roundtrip time at 130ms ... the 1.3s
-total time we observed". Here:
+bottleneck. Here:
 
     PLT ≈ (d + 1 + h + k)·RTT + serialization
 
-- d: DNS lookups that cross the path (the lab's resolver sits behind the WAN
-  hop: one round trip per uncached name);
+- d: DNS lookups that cross the path (one round trip per uncached name);
 - 1: the TCP handshake;
-- h: TLS round trips before the client may send its request: 1 for TLS 1.3,
-  2 for TLS 1.2, 0 without TLS, plus the extra rounds the server needs when
-  its handshake flight (certificate chain and all) does not fit its initial
-  window: one more when IW·MSS < flight <= 3·IW·MSS (the article's 6908-byte
-  chain at IW 3), i.e. slow_start_rounds(flight, IW) - 1 in general;
-- k: slow-start rounds for the response: the smallest k with
-  IW·MSS·(2^k - 1) >= S (the window doubles every round trip) -- the
-  article's count (`napkin_rtts`). The floor starts the response from the
-  largest window Linux can have by then (`handshake_window`): a handshake
-  flight that kept the sender window-limited (Linux's slow-start test,
-  cwnd < 2 x packets out) has grown the window by one segment per segment
-  ACKed, so the article's IW 3 case starts its response at ~11 segments and
-  needs 4 rounds, not 6 (measured in the lab: 10, 20, 36, 47 segments,
-  8.35 RTT without DNS against a floor of 8.2);
-- serialization: the issue's napkin term is S/C, all the bytes at the
-  bottleneck rate (`napkin_ms`). That over-counts: while a round's flight
-  takes less than an RTT to serialize, it is sent during the wait for the
-  ACK clock, and only the last round's bytes add to the round trips
-  (measured in the lab: IW 3, 100 KB at 100 Mbit/s, 100 ms: 804.4 ms against
-  8 RTT + S/C = 808 ms). The floor (`total_ms`) therefore charges what an
-  ideal sender cannot hide: rounds are counted until the object ends or a
-  flight would take longer than an RTT to serialize (the window has passed
-  the bandwidth-delay product and the link stays busy from then on), and
-  the bytes of that last round onward are charged at the bottleneck rate,
-  on the wire (MSS + 66 bytes of Ethernet, IP and TCP headers per segment).
-  For the napkin regime (flights well under one BDP) that is
-  (d + 1 + h + k)·RTT + S_last/C; for a bulk transfer it tends to
-  (d + 1 + h + j)·RTT + S_rest/C, with j the rounds it takes to fill the pipe.
+- h: TLS round trips before the request may leave (1 for TLS 1.3, 2 for
+  1.2, 0 without TLS), plus slow_start_rounds(flight, IW) - 1 when the
+  server's handshake flight does not fit its initial window;
+- k: slow-start rounds for the response, the smallest k with
+  IW·MSS·(2^k - 1) >= S (the article's count: `napkin_rtts`), started from
+  the largest window Linux can have after the handshake (`handshake_window`);
+- serialization: only what an ideal sender cannot hide behind the ACK
+  clock: rounds are counted until the object ends or a flight would take
+  longer than an RTT to serialize, and the bytes from that round on are
+  charged at the bottleneck rate on the wire (MSS + 66 header bytes per
+  segment) (`total_ms`; the issue's S/C for all bytes is `napkin_ms`).
 
-The floor ignores what the lab cannot remove: a receiver window smaller than
-the doubled window (the lab's client advertises ~42-52 KB early on, which
-costs IW 10 and IW 30 one extra round for 100 KB; `rwnd_bytes` caps the
-flights where a run's receive window is known), delayed ACKs, server and
-client CPU, and HTTP overheads. Every choice errs low (windows as large as
-Linux could have them, doubling every round), so measured / floor >= 1 on
-every loss-free run (tests/unit/test_napkin.py on the canned runs,
-tests/integration/test_studies.py on a loss-free grid), and the gap is
-something to explain.
+A page (`page_floor_ms`, `run_floor` from a run's configuration) adds its
+objects as one more transfer continuing slow start from the window the
+handshake and the document grew, and a second origin's DNS (and TCP + TLS
+when not coalesced). A traced downlink has no rate: the trace is the
+bottleneck from the page's instant in it (analysis/tracefloor.py).
 
-The article's own server did not do what Linux does: its windows were
-3 (TLS), then 6, 10, 17, 29, 48 and 9 packets (x1.7 per round, not x2),
-with the fifth capped by the client's 64 KB receive window: 6 HTTP rounds,
-1 + 3 + 6 = 10 round trips. `article_server` replays that growth beside
-the Linux floor (8 round trips for the same case).
-
-A page (`page_floor_ms`, and `run_floor` from a run's configuration): the
-set-up, the document, then its objects in one more transfer that continues
-slow start from the window the handshake and the document grew (every
-segment ACKed counts, the small post-handshake ones too: Linux counts
-packets), plus a second origin's DNS (and TCP + TLS when not coalesced).
-Measured on the virtual clock, 0 % loss, 100 ms / 20 Mbit/s, IW 10, CUBIC
-(experiments/floor.yaml): measured / floor 1.021 (tiny), 1.043 (small),
-1.043 (medium), 1.067 (large); before the post-handshake segments counted
-in the objects' first window, 1.017, 1.022, 1.013 and 1.051, and traced
-feed loads at 200 ms beat that floor by up to 0.3 % (the lab's objects
-started at 56 segments where it allowed 53). What is left over:
-- a few ms per round trip: each flight's first frame and the requests'
-  serialization, HTTP/2 HEADERS and TLS record bytes the floor leaves out;
-- large page: the window overshoots one BDP + the queue (one BDP by default)
-  at the end of slow start, the bottleneck drops a few segments (5 in that
-  run) and their recovery costs about one more round trip;
-- Hybla (ρ = 4 at 100 ms): its initial window of 4 *packets* is filled by
-  the four small post-handshake segments (POST_HANDSHAKE_SEGMENTS, modelled
-  here), and our loader writes each request on its own, so a page's 50
-  requests leave in two batches limited by the client's own initial window:
-  one round trip the floor does not count (tiny page: 711.6 ms against a
-  613.9 ms floor).
-
-A traced downlink (docs/traces.md) has no rate: the bottleneck is the
-trace itself, from the instant the page started in it (`trace_start_ms`,
-which the run records), each transfer meeting the trace at its own instant
-of the load (analysis/tracefloor.py). Round k's bytes reach the link k
-RTTs after their request left, and the trace passes them no sooner than
-its delivery opportunities allow; the floor is the largest of these bounds
-over k (with a fixed rate, the same round `data_time_ms` picks). Without the
-page's place in the trace there is no floor, never one from rate_mbit,
-the default a trace overrides. Measured on the virtual clock (72 loads:
-tiny to feed and app pages, 20 to 200 ms, the shipped LTE and 3G traces and
-one with a 3-s outage): measured / floor 1.004 to 1.45, median 1.064; the
-default-rate floor was beaten by 30 of them.
+Every choice errs low (windows as large as Linux could have them, doubling
+every round; a known receive window caps the flights), so measured / floor
+>= 1 on every loss-free run, and the gap is something to explain. What the
+floor leaves out, the article's own server (`article_server`) and the
+measurements that back the model: docs/analysis.md, "The PLT floor".
 """
-
 from __future__ import annotations
 
 import math

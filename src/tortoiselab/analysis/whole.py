@@ -33,7 +33,7 @@ def _loader_problems(s: dict, object_bytes: int | None = None, url: str | None =
     out = []
     if s.get("error"):
         out.append(str(s["error"]))
-    if s.get("ok") is False and not s.get("error"):
+    if s.get("ok") is False and not s.get("error"):  # not a column: the loader's summary field
         out.append("the loader reports the load as failed")
     if s.get("requests_failed"):
         out.append(f"{s['requests_failed']} of {s.get('requests')} requests not completed")

@@ -74,7 +74,7 @@ from tortoiselab.analysis.fidelity import NOT_JUDGED, judged_fidelity
 from tortoiselab.course.handout import GradeError, Lab, LabExperiment, Point, config_key, fmt_value, plain
 from tortoiselab.host import audit, labcheck, safefs, store
 from tortoiselab.host.storedtraces import folder_traces
-from tortoiselab.spec import yamlfile
+from tortoiselab.spec import cols, yamlfile
 from tortoiselab.spec.experiment import Experiment, ExperimentError, expand, load
 
 MAX_LINES = 8  # detail lines per check before "... and N more"
@@ -212,7 +212,7 @@ def check_experiment(le: LabExperiment, folder: Path, runs: list[dict],
         details += [f"  {k}: yours {mine}, the lab's {lab} ({n} runs)" for (k, mine, lab), n in fields.most_common()]
     reps = max([int(r.get("repetition") or 0) + 1 for r in runs] + [le.exp.repetitions])
     ids = {s.run_id for s in expand(le.exp.model_copy(update={"repetitions": reps}))}
-    reseeded = [r for rs in matched.values() for r in rs if r.get("run_id") not in ids]
+    reseeded = [r for rs in matched.values() for r in rs if r.get(cols.RUN_ID) not in ids]
     if reseeded:
         details.append(f"{len(reseeded)} runs have the lab's settings but not its run ids "
                        "(another seed: the experiment's seed was changed)")
@@ -267,7 +267,7 @@ def check_repetitions(le: LabExperiment, folder: Path, done: dict[str, int], fai
 
 
 def check_failures(le: LabExperiment, folder: Path, matched_all: list[dict], max_share: float) -> GradeCheck:
-    bad = [r for r in matched_all if not r.get("ok")]
+    bad = [r for r in matched_all if not r.get(cols.OK)]
     n = len(matched_all)
     share = len(bad) / n if n else 0.0
     lines = [f"{r['run_id']} ({le.points[config_key(r.get('config') or {})].label}): "
@@ -342,7 +342,7 @@ def check_rerun(le: LabExperiment, folder: Path, ok_runs: list[dict], k: int | N
     (docs/course-labs.md, "Graded by rerunning")."""
     reps = max([int(r.get("repetition") or 0) + 1 for r in ok_runs] + [le.exp.repetitions])
     exp = le.exp.model_copy(update={"repetitions": reps})
-    res = audit.audit(folder, exp, [str(r.get("run_id")) for r in ok_runs], k, seed, jobs=jobs)
+    res = audit.audit(folder, exp, [str(r.get(cols.RUN_ID)) for r in ok_runs], k, seed, jobs=jobs)
     cmd = run_command(le, folder)
     sampled = k is not None and len(res.chosen) < res.pool
     how = f"{len(res.chosen)} of {res.pool} completed runs" + (f" (seed {seed})" if sampled else "")
@@ -404,10 +404,10 @@ def grade_experiment(lab: Lab, le: LabExperiment, results: Path, audit_k: int | 
             matched.setdefault(k, []).append(r)
         elif k not in le.points:
             unmatched.append(r)
-    done = {k: sum(1 for r in rs if r.get("ok")) for k, rs in matched.items()}
-    failed = {k: sum(1 for r in rs if not r.get("ok")) for k, rs in matched.items()}
+    done = {k: sum(1 for r in rs if r.get(cols.OK)) for k, rs in matched.items()}
+    failed = {k: sum(1 for r in rs if not r.get(cols.OK)) for k, rs in matched.items()}
     matched_all = [r for rs in matched.values() for r in rs]
-    ok_runs = [r for r in matched_all if r.get("ok")]
+    ok_runs = [r for r in matched_all if r.get(cols.OK)]
     failures = check_failures(le, folder, matched_all, lab.spec.max_failed_share)
     checks = [check_experiment(le, folder, runs, matched, unmatched), check_points(le, folder, done),
               check_repetitions(le, folder, done, failed, failures.ok), failures,

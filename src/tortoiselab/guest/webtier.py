@@ -18,8 +18,8 @@ from typing import Iterator
 
 from tortoiselab.guest import commands as C
 from tortoiselab.guest.executor import Executor
-from tortoiselab.guest.net import LabContext, PathLab
-from tortoiselab.spec.requests import LAB_DOMAIN, WWW
+from tortoiselab.guest.net import LAB_PREFIX, LabContext, PathLab
+from tortoiselab.spec.requests import LAB_DOMAIN, WWW, LoadSpec
 from tortoiselab.spec.topology import SERVER_IP2
 from tortoiselab.web import apache
 
@@ -236,3 +236,21 @@ def capture(ex: Executor, host, out: Path) -> Iterator[Capture]:
         yield cap
     finally:
         cap.stop()
+
+
+def set_up_server(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec,
+                   name_files: NameFiles | None) -> dict[str, str]:
+    """The server's kernel settings, Apache and the names of this load;
+    returns the names (hostname -> address)."""
+    s, c = load.server, load.client
+    lab.set_hosts(c.host_spec(), s.host_spec())
+    ex.sysctl({"net.ipv4.tcp_congestion_control": s.cc,
+               "net.ipv4.tcp_slow_start_after_idle": int(s.slow_start_after_idle)}, host=lab.server)
+    ex.run(C.route_window(LAB_PREFIX, lab.server.defaultIntf().name, s.initcwnd_pkts, s.initrwnd_pkts),
+           host=lab.server)
+    web.apache(s.protocol, s.tls, s.cert)
+    names = resolution(c.resolution, lab.server.IP(), web.cdn.IP() if web.cdn is not None else None)
+    web.dns(names)
+    if name_files is not None:
+        write_names(name_files.hosts, names)
+    return names

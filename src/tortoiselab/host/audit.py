@@ -36,7 +36,7 @@ from tortoiselab.spec import cols
 from tortoiselab.spec.experiment import Experiment, expand
 
 # the numbers of a record the audit compares (dotted paths into run.json)
-AUDITED = ("ok", "summary.plt_ms", "summary.bytes", "summary.ttfb_ms", "summary.dns_ms",
+AUDITED = (cols.OK, "summary.plt_ms", "summary.bytes", "summary.ttfb_ms", "summary.dns_ms",
            "summary.plt_from_request_ms", "summary.content_download_ms", "summary.connections_opened",
            "summary.repeat.plt_ms", "summary.repeat.ttfb_ms", "summary.data_bytes", "summary.throughput_mbit",
            "summary.steady_throughput_mbit", "fidelity.0.measured")
@@ -72,7 +72,7 @@ def gate_runs(exp_dir: Path, records: list[dict]) -> dict[str, list[str]]:
     for rec in records:
         why = physics_gate(rec, manifest, pki)
         if why:
-            out[str(rec.get("run_id"))] = why
+            out[str(rec.get(cols.RUN_ID))] = why
     return out
 
 

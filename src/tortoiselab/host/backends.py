@@ -139,7 +139,7 @@ def _read_result(work: Path, log_hint: Path | None, backend: str, returncode: in
         raise LabError(f"the lab wrote no result (see {log_hint}):\n{tail}")
     result = json.loads(res.read_text(encoding="utf-8"))
     result = host_paths(result, work, backend)  # uml: the guest's fixed work folder, as the host sees it
-    if not result.get("ok"):
+    if not result.get("ok"):  # not a column: the guest's reply
         raise LabError(f"lab task failed: {result.get('error')}\n{result.get('traceback', '')}")
     return result
 

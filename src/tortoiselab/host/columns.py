@@ -85,43 +85,43 @@ def _columns() -> list[Column]:
     experiment's path, server and client sections is a column of its own
     (path values as they resolved), so a new setting reaches the table
     without a change here."""
-    cols = [
-        Column("run_id", "the run's id: hash of its resolved configuration and repetition", lambda r: r.run_id),
+    out = [
+        Column(cols.RUN_ID, "the run's id: hash of its resolved configuration and repetition", lambda r: r.run_id),
         Column("experiment", "experiment name (<name>@<grid> for a grid)", lambda r: r.experiment),
         Column("repetition", "0-based repetition", lambda r: r.repetition),
         Column("seed", "the run's seed", lambda r: str(r.seed)),
-        Column("ok", "the measurement is whole (every request answered, every sample taken)", lambda r: r.ok),
+        Column(cols.OK, "the measurement is whole (every request answered, every sample taken)", lambda r: r.ok),
         Column("error", "what failed, if anything", lambda r: r.error),
     ]
     for name, desc in _path_columns().items():
         key = name.split(".", 1)[1]
         if key == "region":
-            cols.append(Column(name, "region profile, if any", lambda r: (r.config.get("path") or {}).get("region")))
+            out.append(Column(name, "region profile, if any", lambda r: (r.config.get("path") or {}).get("region")))
         else:
-            cols.append(Column(name, f"configured {desc} (as resolved)",
+            out.append(Column(name, f"configured {desc} (as resolved)",
                                lambda r, k=key: _setting((r.config.get("path") or {}).get("resolved", r.path).get(k))))
-    cols.append(Column("topology", "the topology and its parameters as tortoise probe --topology takes them "
+    out.append(Column("topology", "the topology and its parameters as tortoise probe --topology takes them "
                        "(dumbbell,bulk_flows=2,clients=2); wan when the run names none",
                        lambda r: _topology(r.config.get("topology"))))
-    cols.append(Column(TOPOLOGY_NAME, "the topology (a file in topologies/; wan when the run names none)",
+    out.append(Column(TOPOLOGY_NAME, "the topology (a file in topologies/; wan when the run names none)",
                        lambda r: _topology_name(r.config.get("topology"))))
     for k in TOPOLOGY_PARAMS:  # topology_cells, column by column
-        cols.append(Column(topology(k), f"the topology's {k} as the run gives it (none: the topology's default, "
+        out.append(Column(topology(k), f"the topology's {k} as the run gives it (none: the topology's default, "
                            "or a topology without it)",
                            lambda r, k=k: _setting((r.config.get("topology") or {}).get(k))))
     for section, model in (("server", ServerCfg), ("client", ClientCfg)):
         for name, desc in _setting_columns(section, model).items():
             key = name.split(".", 1)[1]
-            cols.append(Column(name, desc, lambda r, s=section, k=key: _setting((r.config.get(s) or {}).get(k))))
+            out.append(Column(name, desc, lambda r, s=section, k=key: _setting((r.config.get(s) or {}).get(k))))
     for k, desc in SUMMARY_METRICS.items():
-        cols.append(Column(k, desc, lambda r, k=k: _num(r.summary.get(k))))
-    cols += [
+        out.append(Column(k, desc, lambda r, k=k: _num(r.summary.get(k))))
+    out += [
         Column("cross_bulk_mbit", "the bulk cross flows' throughput during the page load (shared bottleneck)",
                lambda r: _cross_rate(r, "bulk")),
         Column("cross_web_mbit", "the background page loads' throughput during the page load",
                lambda r: _cross_rate(r, "web")),
         Column("tcp_rtt_ms", "smallest TCP handshake RTT in the server capture", lambda r: _fid(r).get("measured")),
-        Column("fidelity_ok", "measured RTT within tolerance", lambda r: _fid(r).get("ok")),
+        Column(cols.FIDELITY_OK, "measured RTT within tolerance", lambda r: _fid(r).get("ok")),  # not a column
         Column("capture_drops", "packets tcpdump's kernel buffer dropped (both sides)", _capture_drops),
         Column("tcp_connections", "TCP connections the client opened (the server capture's, spare connects "
                "included)", lambda r: len(r.connections) if r.summary else None),
@@ -129,8 +129,8 @@ def _columns() -> list[Column]:
                _connections_used),
     ]
     for k in ("backend", "clock", "kernel_release", "sim_seconds", "wall_seconds", "started", "ended"):
-        cols.append(Column(k, RUN_META_DOC[k], lambda r, k=k: getattr(r.meta, k)))
-    return cols
+        out.append(Column(k, RUN_META_DOC[k], lambda r, k=k: getattr(r.meta, k)))
+    return out
 
 
 def _topology(cfg: dict | None) -> str:

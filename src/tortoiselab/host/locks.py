@@ -22,7 +22,6 @@ import fcntl
 import os
 import re
 import socket
-import stat
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -119,13 +118,11 @@ def _clean_scratch(exp_dir: Path, d: Path) -> str:
     if not os.path.lexists(lock):
         return (f"left {d.name} in place: no {IN_USE} in it proves that no verify uses it (made before such locks); "
                 f"once no `tortoise run --verify-determinism` or `tortoise grade --audit` runs, rm -r {d}")
-    try:
-        fd = safefs.open_fd(lock, os.O_RDONLY | os.O_NONBLOCK, root, doing=f"looking at {d}")
-    except safefs.LinkRefused as exc:
+    try:  # a regular file only (a FIFO cannot hang clean), no link followed
+        fd = safefs.open_regular(lock, root, doing=f"looking at {d}")
+    except (safefs.LinkRefused, safefs.NotRegular) as exc:
         return f"left {d.name} in place: {exc}"
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return f"left {d.name} in place: {safefs.not_regular(lock, safefs.kind_of(os.fstat(fd).st_mode), '')}"
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

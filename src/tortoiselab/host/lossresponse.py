@@ -105,7 +105,7 @@ def analyze(arms: list[Arm], task: dict) -> list[dict]:
             else:  # exact: the module's own integer result, the floor of 2 segments included
                 row["ssthresh_expected"] = reno_ssthresh(ev.cwnd_before, arm.beta_milli)
                 cut_ok = ev.ssthresh_after == row["ssthresh_expected"]
-            row["ok"] = cut_ok and drops == 1 and rec["server_cc"] == arm.cc
+            row["ok"] = cut_ok and drops == 1 and rec["server_cc"] == arm.cc  # not a column
             kp = predicted_k(arm, ev.cwnd_before, ev.srtt_ms)
             if kp is not None:
                 row["k_predicted_s"] = round(kp, 3)

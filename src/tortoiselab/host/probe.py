@@ -56,7 +56,7 @@ class ProbeReport:
     def as_dict(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if k != "checks"}
         d["checks"] = [c.as_dict() for c in self.checks]
-        d["ok"] = self.ok
+        d["ok"] = self.ok  # not a column: the probe's verdict
         return d
 
     def text(self) -> str:

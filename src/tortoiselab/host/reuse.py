@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tortoiselab.host import store, verify
+from tortoiselab.host import manifests, store, verify
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import experiment_lock, setup_lock
 from tortoiselab.host.store import files
@@ -96,8 +96,8 @@ def take(src_dir: Path, exp_dir: Path, name: str, ids: list[str], backend: str |
             meta = rec.meta.model_copy(update={"reused_from": src_dir.name})
             # run.json replaced (renamed over the link to F's record: F's left alone)
             store.write_record(tmp, rec.model_copy(update={"experiment": name, "meta": meta}))
-            files.remove(exp_dir, tmp / verify.MANIFEST, doing)  # F's manifest, linked: this record is another
-            verify.write_manifest(tmp)
+            files.remove(exp_dir, tmp / manifests.MANIFEST, doing)  # F's manifest, linked: this record is another
+            manifests.write_manifest(tmp)
             files.replace(exp_dir, tmp, exp_dir / rid, doing)  # never onto a link
         finally:
             files.remove(exp_dir, tmp, doing, quiet=True)

@@ -26,16 +26,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import ExitStack, contextmanager, nullcontext
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from tortoiselab.analysis import dnstime, whole
+from tortoiselab.analysis import storemeasures, whole
 from tortoiselab.analysis.conntable import TABLE
-from tortoiselab.analysis.fidelity import disturbance, handshake_rtt_check
-from tortoiselab.analysis.flights import pcap_steady_throughput_mbit
 from tortoiselab.analysis.parsers import parse_nghttp_stats
-from tortoiselab.host import backends, batches, guestpaths, labcpu, pageload, reuse, safefs, store, storedtraces, verify
+from tortoiselab.host import backends, batches, guestpaths, labcpu, manifests, pageload, reuse, safefs, setaside, store, \
+    storedtraces
 from tortoiselab.host.checks import (check_browser_tools, check_guest_paths, check_kernel_paths, check_manifest_urls,
                                     check_site_urls)
 from tortoiselab.host.citelogs import cite_stored
@@ -47,7 +47,7 @@ from tortoiselab.host.batches import DEFAULT_BATCH, Batch, BatchWork, batch_id, 
 from tortoiselab.host.store import files
 from tortoiselab.host.stopping import LabInterrupted, RunInterrupted, Stopped, stop_message, wind_down
 from tortoiselab.host.versions import one_experiment
-from tortoiselab.spec import trace
+from tortoiselab.spec import cols, trace
 from tortoiselab.spec.experiment import RunSpec
 
 
@@ -91,40 +91,10 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
     if not mine:
         return []
     tag = f"{os.getpid() % 10**7:07d}-{threading.get_ident() % 100000:05d}"  # fixed length (docs/determinism.md)
-    tmps = {r.run_id: exp_dir / f".{r.run_id}.tmp-{tag}" for r in mine}
-    boot_dir = exp_dir / f".{mine[0].run_id}.tmp-{tag}-boot"  # its claim is the first stored run's
-    work = boot_dir / "lab"
+    st = _BatchStore(runs, batch, replay, exp_dir, info, site, pki, versions, on_stored, tag)
+    tmps, boot_dir, work, stored = st.tmps, st.boot_dir, st.work, st.stored
     for d in (*tmps.values(), boot_dir):  # never through a link (host/store/files.py)
         files.remove(exp_dir, d, doing=f"run {runs[0].run_id}")
-    stored: dict[str, dict] = {}
-    replayed: dict[str, bool | None] = {}  # replay's run id -> reproduced its stored record (None: not known)
-    boot: dict = {}  # boot.json, read once: the guest writes it before the first load
-    t_last, started = time.monotonic(), datetime.now(timezone.utc).isoformat()
-
-    def store_finished() -> None:
-        nonlocal t_last, started, boot
-        for i, run in enumerate(runs):
-            done = work / f"load-{i:03d}" / "result.json"
-            if run.run_id in stored or run.run_id in replayed or not done.exists():
-                continue
-            ld = guestpaths.host_paths(json.loads(done.read_text(encoding="utf-8")), work, info.backend)
-            if run.run_id in replay:
-                replayed[run.run_id] = batches.replay_reproduced(exp_dir / run.run_id, ld)
-                continue
-            boot = boot or json.loads((work / "boot.json").read_text(encoding="utf-8"))
-            t_store = time.time()
-            rec = _record_of_load(run, i, batch, boot, ld, info, site, pki, versions, tmps[run.run_id], work)
-            rec["meta"]["batch"].update(replayed=[r.run_id for r in runs[:i] if r.run_id in replay],
-                                        replays_differing=[r for r, same in replayed.items() if same is False])
-            rec["meta"].update(_timing_meta(i, boot, ld, t_start, t_store, sampler))
-            rec["meta"].update({"wall_seconds": round(time.monotonic() - t_last, 3),  # since the batch's last store
-                                "started": started})
-            t_last, started = time.monotonic(), rec["meta"]["ended"]
-            _store(run, exp_dir, tmps[run.run_id], rec, work)
-            stored[run.run_id] = rec
-            if on_stored:
-                on_stored(rec)
-
     try:
         for run in mine:
             files.make_dir(exp_dir, tmps[run.run_id], doing=f"run {run.run_id}")
@@ -132,10 +102,10 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
                             json.dumps(run.as_dict(), indent=1, sort_keys=True), doing=f"run {run.run_id}")
         files.make_dir(exp_dir, boot_dir, doing=f"run {mine[0].run_id}")  # lent to the lab: its work folder
         req = pageload.run_request(runs, site, pki, members=batch.runs)
-        t_start = time.time()  # the host's wall clock, as the guest reads it (guest/clock.HostWall)
-        with labcpu.MarkSampler(work) if info.backend == "uml" else nullcontext() as sampler:
-            lab_error = _run_lab(info, req, work, timeout_s * len(runs), while_waiting=store_finished, stop=stop)
-            store_finished()
+        st.t_start = time.time()  # the host's wall clock, as the guest reads it (guest/clock.HostWall)
+        with labcpu.MarkSampler(work) if info.backend == "uml" else nullcontext() as st.sampler:
+            lab_error = _run_lab(info, req, work, timeout_s * len(runs), while_waiting=st.store_finished, stop=stop)
+            st.store_finished()
     except ResultsFull:  # from storing a run (the lab is over by now): none of the batch's work is left
         for d in (*tmps.values(), boot_dir):
             files.remove(exp_dir, d, quiet=True)
@@ -156,6 +126,61 @@ def run_batch(runs: list[RunSpec], exp_dir: Path, info: backends.BackendInfo, si
         out += run_batch(loads, exp_dir, info, site, pki, versions, timeout_s, stop, on_stored, batch,
                          replay={r.run_id for r in loads} - again)
     return out
+
+
+@dataclass
+class _BatchStore:
+    """One boot's runs as their loads end: each finished load (the guest's
+    load-NNN/result.json) stored into place, or, for a replayed run, compared
+    with its stored record; the state run_batch keeps while the lab runs."""
+
+    runs: list[RunSpec]
+    batch: Batch
+    replay: set[str]
+    exp_dir: Path
+    info: backends.BackendInfo
+    site: Path
+    pki: Path
+    versions: dict
+    on_stored: Callable[[dict], None] | None
+    tag: str
+    stored: dict[str, dict] = field(default_factory=dict)
+    replayed: dict[str, bool | None] = field(default_factory=dict)  # run id -> reproduced its record (None: unknown)
+    boot: dict = field(default_factory=dict)  # boot.json, read once: the guest writes it before the first load
+    t_start: float = 0.0  # the host's wall clock when the lab started
+    sampler: labcpu.MarkSampler | None = None
+    t_last: float = field(default_factory=time.monotonic)  # when the batch last stored a run
+    started: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
+
+    def __post_init__(self) -> None:
+        mine = [r for r in self.runs if r.run_id not in self.replay]
+        self.tmps = {r.run_id: self.exp_dir / f".{r.run_id}.tmp-{self.tag}" for r in mine}
+        self.boot_dir = self.exp_dir / f".{mine[0].run_id}.tmp-{self.tag}-boot"  # its claim: the first stored run's
+        self.work = self.boot_dir / "lab"
+
+    def store_finished(self) -> None:
+        for i, run in enumerate(self.runs):
+            done = self.work / f"load-{i:03d}" / "result.json"
+            if run.run_id in self.stored or run.run_id in self.replayed or not done.exists():
+                continue
+            ld = guestpaths.host_paths(json.loads(done.read_text(encoding="utf-8")), self.work, self.info.backend)
+            if run.run_id in self.replay:
+                self.replayed[run.run_id] = batches.replay_reproduced(self.exp_dir / run.run_id, ld)
+                continue
+            self.boot = self.boot or json.loads((self.work / "boot.json").read_text(encoding="utf-8"))
+            t_store = time.time()
+            rec = _record_of_load(run, i, self.batch, self.boot, ld, self.info, self.site, self.pki, self.versions,
+                                  self.tmps[run.run_id], self.work)
+            rec["meta"]["batch"].update(replayed=[r.run_id for r in self.runs[:i] if r.run_id in self.replay],
+                                        replays_differing=[r for r, same in self.replayed.items() if same is False])
+            rec["meta"].update(_timing_meta(i, self.boot, ld, self.t_start, t_store, self.sampler))
+            rec["meta"].update({"wall_seconds": round(time.monotonic() - self.t_last, 3),  # since the last store
+                                "started": self.started})
+            self.t_last, self.started = time.monotonic(), rec["meta"]["ended"]
+            _store(run, self.exp_dir, self.tmps[run.run_id], rec, self.work)
+            self.stored[run.run_id] = rec
+            if self.on_stored:
+                self.on_stored(rec)
 
 
 def _timing_meta(i: int, boot: dict, ld: dict, t_start: float, t_store: float, sampler) -> dict:
@@ -234,13 +259,13 @@ def phases_of_load(index: int, boot: dict, load: dict, started: float) -> dict[s
 
 
 def _base_record(run: RunSpec) -> dict:
-    return {"run_id": run.run_id, "experiment": run.experiment, "repetition": run.repetition,
+    return {cols.RUN_ID: run.run_id, "experiment": run.experiment, "repetition": run.repetition,
             "seed": run.seed, "point": run.point, "config": run.config, "path": run.path.model_dump()}
 
 
 def _failed_record(run: RunSpec, why: str) -> dict:
     now = datetime.now(timezone.utc).isoformat()
-    return {**_base_record(run), "ok": False, "error": why[:2000],
+    return {**_base_record(run), cols.OK: False, "error": why[:2000],
             "meta": {"started": now, "ended": now, "wall_seconds": 0.0}}
 
 
@@ -250,7 +275,7 @@ def _record_of_load(run: RunSpec, index: int, batch: Batch, boot: dict, ld: dict
     what the boot is (boot.json); the load's files moved into the run folder."""
     record = _base_record(run)
     if ld.get("error"):
-        record.update({"ok": False, "error": f"lab: load: {ld['error']}"[:2000]})
+        record.update({cols.OK: False, "error": f"lab: load: {ld['error']}"[:2000]})
         meta: dict = {}
     else:
         _refuse_if_full(tmp.parent, run, tmp)  # a capture or HAR cut short for want of space is no measurement
@@ -296,22 +321,15 @@ def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, si
         "guest_boot_id": boot.get("boot_id"),
     }
     # configured vs measured: the TCP handshake's round trip in the capture
-    rtts = [c["tcp_rtt_ms"] for c in ld["connections"] if c.get("tcp_rtt_ms")]
-    fid = handshake_rtt_check(run.path, rtts, len(ld["connections"]))
-    off = disturbance(info.clock, {"fidelity": [fid.as_dict()], "path": run.path.model_dump(),
-                                   "config": run.config, "cross": ld.get("cross")})
+    fid, off = storemeasures.path_fidelity(info.clock, run.path, run.config, ld.get("cross"), ld["connections"])
     problems += [off] if off else []
     for name, src in (("page.har", ld.get("har")), ("server.pcap", ld.get("pcap")), (TABLE, ld.get("conntable")),
                       ("client.pcap", ld.get("client_pcap")), ("cwnd.json", ld.get("cwnd")),
                       ("cdn.pcap", (ld.get("cdn") or {}).get("pcap"))):
         if src and Path(src).exists():  # from the lab's work folder into the run's (host/store/files.py)
             files.move_in(tmp.parent, src, tmp / name, doing=f"storing run {run.run_id}")
-    if run.settings.client.loader == "h2load":
-        summary["steady_throughput_mbit"] = pcap_steady_throughput_mbit(tmp / "server.pcap")
-    if (tmp / "client.pcap").exists():  # the same ruler for every loader (analysis/dnstime.py)
-        summary["dns_capture_ms_per_host"] = dnstime.lookups_ms(tmp / "client.pcap")
-        summary["dns_capture_ms"] = round(sum(summary["dns_capture_ms_per_host"].values()), 3)
-    return {"ok": not problems, "error": "; ".join(problems)[:2000] if problems else None, "summary": summary,
+    summary.update(storemeasures.capture_figures(run.settings.client.loader, tmp))
+    return {cols.OK: not problems, "error": "; ".join(problems)[:2000] if problems else None, "summary": summary,
             "cross": ld.get("cross"), "cdn": cdn, "connections": ld["connections"], "capture": {"server": ld["capture"], "client": ld["client_capture"]},
             "meta": meta, "fidelity": [fid.as_dict()]}
 
@@ -324,7 +342,7 @@ def _store(run: RunSpec, exp_dir: Path, tmp: Path, record: dict, work: Path) -> 
         for name in ("commands.log", "console.log"):
             files.copy_in(exp_dir, work / name, tmp / name, doing=f"storing run {run.run_id}")
         store.write_record(tmp, record)
-        verify.write_manifest(tmp)  # last: every file of the run, its record included
+        manifests.write_manifest(tmp)  # last: every file of the run, its record included
         time.sleep(float(os.environ.get(FAULT_PAUSE_ENV, 0)))
         # the run appears whole, or not at all; never onto a link (host/store/files.py)
         files.replace(exp_dir, tmp, exp_dir / run.run_id, doing=f"storing run {run.run_id}")
@@ -394,7 +412,7 @@ def _claimed_batch(work: BatchWork, exp_dir: Path, *args, stop: threading.Event 
                 fhs[run.run_id] = fh
 
         def stored(rec: dict) -> None:
-            note(fhs[rec["run_id"]], "done")
+            note(fhs[rec[cols.RUN_ID]], "done")
             if on_stored:
                 on_stored(rec)
 
@@ -415,7 +433,7 @@ def _stopped(signal_name: str, exp_dir: Path, total: int, pending: list[RunSpec]
             store.rebuild_table(exp_dir)
     except Exception as exc:  # the message says so; the stored runs are safe either way
         table = f"runs.parquet NOT rebuilt ({type(exc).__name__}: {exc})"
-    accounted = {r["run_id"] for r in records} | set(ended)
+    accounted = {r[cols.RUN_ID] for r in records} | set(ended)
     not_started = sum(1 for r in pending if r.run_id not in accounted)
     return Stopped(stop_message(signal_name, ended, list(records), not_started, len(store.run_dirs(exp_dir)),
                                 total, table, errors), signal_name)
@@ -470,8 +488,8 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
             # in .lab once it is made (a .lab not yet READY is made anew): what a reader reads them from
             storedtraces.store_copies(exp_dir, traces)
         check_manifest_urls(mine, site)
-        moved = verify.move_damaged_aside(exp_dir, [r.run_id for r in mine], sliced)
-        killed = verify.move_killed_aside(exp_dir, [r.run_id for r in mine])  # done again (docs/faults.md)
+        moved = setaside.move_damaged_aside(exp_dir, [r.run_id for r in mine], sliced)
+        killed = setaside.move_killed_aside(exp_dir, [r.run_id for r in mine])  # done again (docs/faults.md)
         by_id = {r.run_id: r for r in mine}
         pending = [by_id[i] for i in batches.in_batch_order(fixed, by_id) if not store.completed(exp_dir, i)]
         if limit is not None:  # a batch's first runs first
@@ -504,7 +522,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
         with setup_lock(exp_dir), space_is_named(exp_dir):
             table = store.rebuild_table(exp_dir)
     return {"experiment": exp.name, "dir": str(exp_dir), "total": len(runs), "pending": len(pending),
-            "done_now": len(records), "failed_now": sum(1 for r in records if not r["ok"]), "reused": len(reused),
+            "done_now": len(records), "failed_now": sum(1 for r in records if not r[cols.OK]), "reused": len(reused),
             "wall_seconds": round(time.monotonic() - t0, 3), "cleaned": cleaned, "table": str(table),
             "backend": info.backend, "clock": info.clock, "records": records, "moved_aside": moved,
             "killed": killed,

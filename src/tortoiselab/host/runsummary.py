@@ -23,18 +23,18 @@ from tortoiselab.analysis.fidelity import DISTURBED
 from tortoiselab.spec import cols
 
 EXIT_OK, EXIT_FAILED, EXIT_DISTURBED = 0, 3, 4
-HEADERS = ("runs", "ok", "disturbed", "PLT p50 ms", "PLT p90 ms", "throughput Mbit/s")
+HEADERS = ("runs", "ok", "disturbed", "PLT p50 ms", "PLT p90 ms", "throughput Mbit/s")  # not a column: a header
 
 
 def disturbed(record: dict) -> bool:
     """A run stored failed for one reason alone: on the real clock its
     path measured off its configuration (analysis/fidelity.disturbance)."""
-    return not record.get("ok") and str(record.get("error") or "").startswith(f"{DISTURBED}:")
+    return not record.get(cols.OK) and str(record.get("error") or "").startswith(f"{DISTURBED}:")
 
 
 def exit_code(records: list[dict]) -> int:
     """This invocation's exit code from the records it stored (module doc)."""
-    failed = [r for r in records if not r.get("ok")]
+    failed = [r for r in records if not r.get(cols.OK)]
     if any(not disturbed(r) for r in failed):
         return EXIT_FAILED
     return EXIT_DISTURBED if failed else EXIT_OK
@@ -46,7 +46,7 @@ def disturbed_note(records: list[dict]) -> str | None:
     off = [r for r in records if disturbed(r)]
     if not off:
         return None
-    ids = ", ".join(r["run_id"] for r in off[:5]) + (", ..." if len(off) > 5 else "")
+    ids = ", ".join(r[cols.RUN_ID] for r in off[:5]) + (", ..." if len(off) > 5 else "")
     return (f"{len(off)} of {len(records)} runs on the real clock measured a path off its configuration and are "
             f"stored failed ({DISTURBED}: {ids}): the host did not keep the emulated time; run them on the virtual "
             "clock (--clock virtual), or with fewer --jobs on a quieter host (move their folders aside to redo "
@@ -86,7 +86,7 @@ def summary_rows(df: pd.DataFrame, keys: list[str]) -> list[tuple[str, ...]]:
     for key, g in df.groupby(keys, dropna=False, sort=True):
         values = key if isinstance(key, tuple) else (key,)
         label = " ".join(cell_label(v) for v in values)
-        ok = g[g["ok"].astype(bool)]
+        ok = g[g[cols.OK].astype(bool)]
         off = int(g["error"].fillna("").astype(str).str.startswith(f"{DISTURBED}:").sum()) if "error" in g else 0
         plt = pd.to_numeric(ok[cols.PLT], errors="coerce").dropna()
         thr = pd.to_numeric(ok[cols.THROUGHPUT], errors="coerce").dropna()

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import IO, Iterator
 
 from tortoiselab.host.errors import RunnerError
-from tortoiselab.spec import bounds
+from tortoiselab.spec import bounds, regular
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 MODES = {"r": os.O_RDONLY, "rb": os.O_RDONLY, "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
@@ -223,18 +223,13 @@ def refuse_links(exp_dir: Path, doing: str) -> None:
 
 # --- reading: never through a link, never a FIFO or device ---------------------------
 
-READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-         (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"))
+READ_FLAGS = regular.FLAGS | os.O_NOFOLLOW
+kind_of = regular.kind_of  # "a FIFO", "a socket", ... (spec/regular.py)
 
 
 class NotRegular(RunnerError):
     """A file a reader opens in a results folder that is not a regular file
     (a FIFO would block the reader for ever, a device is no record)."""
-
-
-def kind_of(mode: int) -> str:
-    return next((name for test, name in KINDS if test(mode)), "not a regular file")
 
 
 def not_regular(path: Path, kind: str, doing: str) -> NotRegular:
@@ -263,19 +258,23 @@ def too_large(path: Path, size: int, bound: int, doing: str = "", why: str = "",
                     f"{fix or f'move it out of the folder (mv {path} SOMEWHERE) or use another --results'}", what)
 
 
-def open_regular(path: Path, root: Path | None = None, doing: str = "", max_bytes: int | None = None) -> int:
+def open_regular(path: Path, root: Path | None = None, doing: str = "", max_bytes: int | None = None,
+                 fix: str = "") -> int:
     """A read-only descriptor of path if it is a regular file of at most
     max_bytes bytes (default: spec/bounds.read_bound of its name), reached
     from root (default: its own folder) with no link followed and opened
     non-blocking (a FIFO in its place cannot hang the reader). A link is
     refused (LinkRefused), anything else that is not a regular file too
-    (NotRegular), a larger file by fstat before a byte is read (TooLarge);
-    a missing file raises FileNotFoundError. The caller closes it."""
+    (NotRegular), a larger file by fstat before a byte is read (TooLarge,
+    its fix `fix` if given); a missing file raises FileNotFoundError. The
+    caller closes it."""
     path = Path(path)
     root = Path(root) if root is not None else path.parent
     with parent_fd(path, root, doing) as dfd:
         try:
-            fd = os.open(path.name, READ_FLAGS, dir_fd=dfd)
+            fd, st = regular.open_fd(path.name, nofollow=True, dir_fd=dfd)
+        except regular.NotRegularFile as exc:
+            raise not_regular(path, exc.kind, doing) from None
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                 _refuse_if_link(dfd, path.name, path, doing)
@@ -283,13 +282,10 @@ def open_regular(path: Path, root: Path | None = None, doing: str = "", max_byte
                 raise not_regular(path, kind_of(os.stat(path.name, dir_fd=dfd, follow_symlinks=False).st_mode),
                                   doing) from None
             raise
-    st = os.fstat(fd)
     bound = bounds.read_bound(path.name) if max_bytes is None else max_bytes
-    if not stat.S_ISREG(st.st_mode) or st.st_size > bound:
+    if st.st_size > bound:
         os.close(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise not_regular(path, kind_of(st.st_mode), doing)
-        raise too_large(path, st.st_size, bound, doing)
+        raise too_large(path, st.st_size, bound, doing, fix=fix)
     return fd
 
 
@@ -301,12 +297,8 @@ def read_bytes_regular(path: Path, root: Path | None = None, doing: str = "", li
     most this many bytes."""
     bound = bounds.read_bound(Path(path).name) if max_bytes is None else max_bytes
     cap = bound if limit is None else min(limit, bound)
-    buf = bytearray()
     with os.fdopen(open_regular(path, root, doing, bound), "rb") as fh:
-        # in chunks (read(n) allocates n bytes first), never past the bound, also of a file grown since fstat
-        while len(buf) < cap and (chunk := fh.read(min(1 << 20, cap - len(buf)))):
-            buf += chunk
-    return bytes(buf)
+        return regular.read(fh, cap)  # never past the bound, also of a file grown since fstat
 
 
 def read_text_regular(path: Path, root: Path | None = None, doing: str = "") -> str:

@@ -23,6 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 
 from tortoiselab.host.errors import RunnerError
+from tortoiselab.spec import cols
 
 # how soon a lab notices that its runner is being stopped
 STOP_POLL_S = 0.2
@@ -60,7 +61,7 @@ SIGNALS = {"SIGINT": 2, "SIGTERM": 15}
 # A lab that ends by a signal the runner did not send (a `kill` from a shell,
 # the OOM killer, a shutdown): not a fault of the run it was on. That run is
 # stored as failed saying so (backends.LabKilled), and the next `tortoise run`
-# moves it aside (kept) and does it again (verify.move_killed_aside;
+# moves it aside (kept) and does it again (setaside.move_killed_aside;
 # docs/faults.md). A crash signal (SIGSEGV, SIGABRT, ...) is the lab's own:
 # named, not redone.
 FROM_OUTSIDE = ("SIGHUP", "SIGINT", "SIGKILL", "SIGTERM")
@@ -163,7 +164,7 @@ def stop_message(signal_name: str, ended: list[str], stored: list[dict], not_sta
                  "not stored, still pending" if ended else "no lab was under way")
     if not_started:
         parts.append(f"{not_started} pending run{'s' if not_started != 1 else ''} not started")
-    failed = [r["run_id"] for r in stored if not r.get("ok")]
+    failed = [r[cols.RUN_ID] for r in stored if not r.get(cols.OK)]
     parts.append(f"stored {len(stored)} run{'s' if len(stored) != 1 else ''} in this invocation"
                  + (f" ({ids([r['run_id'] for r in stored])}" + (f"; failed: {ids(failed)}" if failed else "") + ")"
                     if stored else ""))

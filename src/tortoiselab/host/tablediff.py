@@ -9,6 +9,8 @@ from typing import Any
 
 import pandas as pd
 
+from tortoiselab.spec import cols
+
 
 def _same(a: Any, b: Any) -> bool:
     """Two table cells are equal: both missing (None, NaN), or equal values."""
@@ -28,9 +30,9 @@ def table_differences(table: pd.DataFrame, records: pd.DataFrame) -> list[tuple[
     "(columns)" when the columns differ. Pure; empty when they agree."""
     if list(table.columns) != list(records.columns):
         return [("", "(columns)", list(table.columns), list(records.columns))]
-    dup = table["run_id"].duplicated()
-    out: list[tuple[str, str, Any, Any]] = [(str(r), "(row)", "a second row", None) for r in table["run_id"][dup]]
-    mine, theirs = table[~dup].set_index("run_id", drop=False), records.set_index("run_id", drop=False)
+    dup = table[cols.RUN_ID].duplicated()
+    out: list[tuple[str, str, Any, Any]] = [(str(r), "(row)", "a second row", None) for r in table[cols.RUN_ID][dup]]
+    mine, theirs = table[~dup].set_index(cols.RUN_ID, drop=False), records.set_index(cols.RUN_ID, drop=False)
     for rid in sorted(set(mine.index) | set(theirs.index), key=str):
         if rid not in theirs.index or rid not in mine.index:
             out.append((str(rid), "(row)", rid if rid in mine.index else None, rid if rid in theirs.index else None))

@@ -1,21 +1,15 @@
 """Records that show tampering or damage (`tortoise verify FOLDER`).
 
-At store time each run folder gets manifest.json, written last (the runner's
-_store, host/reuse.take), before the folder is renamed into place:
+`verify_folder` checks, for each run folder of an experiment:
 
-    {"format": 1, "algorithm": "sha256",
-     "files": {"run.json": {"bytes": 18734, "sha256": "9f2c..."}, "server.pcap": {...}, ...}}
-
-every file of the run folder but the manifest itself, by its path relative
-to the folder. `verify_folder` checks, for each run folder of an experiment:
-
-- the manifest: a file missing, a file the manifest does not list, a file
-  whose size or sha256 changed, a link. A run without one is not verified,
-  whatever format its record claims (a format 3 record was written before
-  manifests, and any record can be edited to say 3): named, with the fix.
-  A folder honestly stored before manifests is adopted by name
-  (`tortoise verify FOLDER --adopt-unmanifested`, `adopt`): its manifests
-  are written over its files as they are now, which the user then trusts;
+- the manifest (host/manifests.py, written last at store time): a file
+  missing, a file the manifest does not list, a file whose size or sha256
+  changed, a link. A run without one is not verified, whatever format its
+  record claims (a format 3 record was written before manifests, and any
+  record can be edited to say 3): named, with the fix. A folder honestly
+  stored before manifests is adopted by name (`tortoise verify FOLDER
+  --adopt-unmanifested`, host/verifycli.adopt): its manifests are written
+  over its files as they are now, which the user then trusts;
 - the record: readable and valid (host/store.read_record), and its run id
   the folder's name;
 - the run belongs here: its id is a run of the folder's experiment (its
@@ -30,22 +24,20 @@ to the folder. `verify_folder` checks, for each run folder of an experiment:
 A run named by any of these is what `tortoise report`, `grade` and the
 reproduction refuse (or leave out with --skip-damaged, `admitted`); a
 damaged one (its manifest or its record fails) is what a resume moves aside
-into <exp>/.damaged/<run_id>-<utc>/ and redoes (`move_aside`,
+into <exp>/.damaged/<run_id>-<utc>/ and redoes (host/setaside.py,
 host/runner.run_experiment), while a run without a manifest that claims an
 old format, or one of another experiment, is left where it is for the user
-(adopt it, or move it out). Nothing here deletes anything.
+(adopt it, or move it out). Nothing here deletes anything; the words
+`tortoise verify` prints are host/verifycli.py's.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
-import stat
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -53,15 +45,11 @@ import pyarrow as pa
 
 from tortoiselab.host import labcheck, readfiles, safefs, store, storedtraces, versions
 from tortoiselab.host.errors import RunnerError
-from tortoiselab.host.locks import claim, setup_lock
-from tortoiselab.host.stopping import killed_from_outside
-from tortoiselab.host.store import files
+from tortoiselab.host.manifests import FIRST_VERSION_WITH_MANIFEST, MANIFEST, manifest_differences, run_files, \
+    sized_digest
 from tortoiselab.host.tablediff import table_differences
 from tortoiselab.spec import bounds
 
-MANIFEST = "manifest.json"
-MANIFEST_FORMAT = 1
-FIRST_VERSION_WITH_MANIFEST = 4  # host/store.FORMAT_VERSION that began writing manifests
 RUN_ID = re.compile(r"^[0-9a-f]{12}$")
 ADOPT = "--adopt-unmanifested"
 
@@ -112,95 +100,6 @@ def problem_lines(problems: list[Problem], indent: str = "  ") -> list[str]:
     return out
 
 
-# --- manifests -----------------------------------------------------------------------
-
-
-def _digest(path: Path, expect_bytes: int | None = None, bounded: bool = True) -> tuple[int, str | None]:
-    """(bytes, sha256) of a regular file, opened without following a link
-    and sized by fstat on that descriptor first: a file above its bound
-    (spec/bounds.read_bound; bounded), or whose size is not expect_bytes
-    (its manifest's), comes back as (its size, None), never hashed: a
-    sparse 10 GB page.har costs a stat, not 72 s of hashing. A file that
-    is not regular raises safefs.NotRegular."""
-    fd = os.open(path, safefs.READ_FLAGS)
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise safefs.not_regular(Path(path), safefs.kind_of(st.st_mode), "hashing")
-        size = st.st_size
-        if (bounded and size > bounds.read_bound(Path(path).name)) or expect_bytes not in (None, size):
-            return size, None
-        h, n = hashlib.sha256(), 0
-        while n <= size and (chunk := f.read(1 << 20)):  # never past the size checked, also of a growing file
-            h.update(chunk)
-            n += len(chunk)
-    return n, h.hexdigest() if n == size else None
-
-
-def _walk(run_dir: Path) -> tuple[dict[str, Path], list[str]]:
-    """(relative path -> file) of every regular file under run_dir but the
-    manifest, and the relative paths of what is neither a file nor a folder
-    (links above all), which are never followed."""
-    files, odd = {}, []
-    for root, dirs, names in os.walk(run_dir, followlinks=False):
-        for name in sorted(dirs):
-            p = Path(root) / name
-            if p.is_symlink():
-                odd.append(str(p.relative_to(run_dir)))
-        for name in names:
-            p = Path(root) / name
-            rel = str(p.relative_to(run_dir))
-            if stat.S_ISREG(os.lstat(p).st_mode):
-                if rel != MANIFEST:
-                    files[rel] = p
-            else:
-                odd.append(rel)
-    return files, sorted(odd)
-
-
-def manifest_of(run_dir: Path, bounded: bool = False) -> dict:
-    """The manifest of a run folder as it is now (not written). bounded (a
-    folder not the runner's own: adopt): a file above its bound
-    (spec/bounds.read_bound) is refused, never hashed."""
-    files, odd = _walk(Path(run_dir))
-    if odd:
-        raise store.StoreError(f"run {Path(run_dir).name}: {run_dir}: {', '.join(odd)} is not a regular file "
-                               "(a link?); a run folder holds files only")
-    out = {}
-    for rel, p in sorted(files.items()):
-        size, digest = _digest(p, bounded=bounded)
-        if digest is None:
-            raise store.StoreError(f"run {Path(run_dir).name}: " + str(safefs.too_large(
-                p, size, bounds.read_bound(p.name), fix=f"its manifest is not written; {store.redo_fix(run_dir)}")))
-        out[rel] = {"bytes": size, "sha256": digest}
-    return {"format": MANIFEST_FORMAT, "algorithm": "sha256", "files": out}
-
-
-def write_manifest(run_dir: Path, bounded: bool = False) -> Path:
-    """run_dir/manifest.json, written last (the caller then renames the
-    folder into place); refuses to write through a link or over a file.
-    bounded: as manifest_of."""
-    text = json.dumps(manifest_of(run_dir, bounded), indent=1, sort_keys=True)
-    return files.write_new(Path(run_dir).parent, Path(run_dir) / MANIFEST, text, doing=f"writing {run_dir}'s manifest")
-
-
-def manifest_differences(listed: dict, present: dict) -> list[tuple[str, str]]:
-    """(file, what differs) between a manifest's files and those of the
-    folder now (both as manifest_of's "files"). Pure."""
-    out = []
-    for rel in sorted(set(listed) | set(present)):
-        if rel not in present:
-            out.append((rel, "missing (the manifest lists it)"))
-        elif rel not in listed:
-            out.append((rel, "not in the manifest (added after the run was stored)"))
-        elif listed[rel] != present[rel]:
-            a, b = listed[rel], present[rel]
-            out.append((rel, f"changed since the run was stored ({a.get('bytes')} bytes, sha256 "
-                             f"{str(a.get('sha256'))[:12]}.. in the manifest; {b['bytes']} bytes, "
-                             f"sha256 {str(b.get('sha256'))[:12]}.. now)"))
-    return out
-
-
 # --- checking ------------------------------------------------------------------------
 
 
@@ -225,7 +124,7 @@ def check_run(run_dir: Path) -> tuple[list[Problem], list[str]]:
     rid, fix = run_dir.name, store.redo_fix(run_dir)
     if run_dir.is_symlink() or not run_dir.is_dir():
         return [Problem(rid, run_dir, "not a folder (a link?): a run is a folder of files", fix)], []
-    present, odd = _walk(run_dir)  # a link or a FIFO is named, never opened
+    present, odd = run_files(run_dir)  # a link or a FIFO is named, never opened
     problems = [Problem(rid, run_dir / rel, "not a regular file (a link?)", fix) for rel in odd]
     rec = None
     try:
@@ -249,7 +148,7 @@ def check_run(run_dir: Path) -> tuple[list[Problem], list[str]]:
                                              f"format {version}, written before manifests, which any edit can "
                                              "say)", adopt_fix(run_dir), redo=False))
         return problems, []
-    try:  # not a link nor a FIFO: _walk named those (host/safefs.py)
+    try:  # not a link nor a FIFO: run_files named those (host/safefs.py)
         listed = json.loads(safefs.read_bytes_regular(mf, doing=f"reading {mf}"))
         listed_files = listed["files"] if isinstance(listed, dict) else None
         if not isinstance(listed_files, dict):
@@ -268,7 +167,7 @@ def check_run(run_dir: Path) -> tuple[list[Problem], list[str]]:
 
 def present_files(present: dict[str, Path], listed: dict) -> tuple[dict[str, dict], dict[str, str]]:
     """(relative path -> {"bytes", "sha256"} of the run's files now, relative
-    path -> why it was not hashed). Each file is sized first (_digest): one
+    path -> why it was not hashed). Each file is sized first (sized_digest): one
     whose size is not its manifest's, or above its bound, is never hashed
     (its sha256 None), and named by its size alone."""
     now: dict[str, dict] = {}
@@ -278,7 +177,7 @@ def present_files(present: dict[str, Path], listed: dict) -> tuple[dict[str, dic
         expect = entry.get("bytes") if isinstance(entry, dict) else None
         expect = expect if isinstance(expect, int) and not isinstance(expect, bool) else None
         try:
-            size, digest = _digest(p, expect if entry is not None else None)
+            size, digest = sized_digest(p, expect if entry is not None else None)
         except (OSError, *safefs.REFUSED) as exc:  # replaced since it was listed (a FIFO now): never waited on
             now[rel], unhashed[rel] = {"bytes": None, "sha256": None}, f"not read ({exc})"
             continue
@@ -426,77 +325,6 @@ def experiment_folders(folder: Path) -> list[Path]:
             and not d.name.startswith(".") and is_exp(d)]
 
 
-def _folder_failing(c: FolderCheck) -> str:
-    """What fails when no run does: the table, the experiment file, or both."""
-    return " and ".join(what for what, name in (("experiment.yaml failing", "experiment.yaml"),
-                                                ("table failing", store.TABLE))
-                        if any(p.file.name == name for p in c.problems)) or "failing"
-
-
-def format_checks(checks: list[FolderCheck]) -> str:
-    lines = []
-    for c in checks:
-        runs = sorted({p.run for p in c.problems if p.run})
-        lab = any(p.run is None and p.file.is_relative_to(c.exp_dir / ".lab") for p in c.problems)
-        lines.append(f"{c.exp_dir}: {c.runs} runs, " + (f"{len(runs)} failing: {', '.join(runs)}" if runs else
-                                                          ".lab failing" if lab else
-                                                          _folder_failing(c) if c.problems else "ok"))
-        lines += problem_lines(c.problems)
-        lines += [f"  note: {n}" for n in c.notes]
-    return "\n".join(lines)
-
-
-def unmanifested(check: FolderCheck) -> list[str]:
-    """The runs of a check whose one problem is a missing manifest under a
-    record of format 3 or older: what adopt takes."""
-    by_run: dict[str, list[Problem]] = {}
-    for p in check.problems:
-        if p.run:
-            by_run.setdefault(p.run, []).append(p)
-    return sorted(r for r, ps in by_run.items()
-                  if len(ps) == 1 and ps[0].file.name == MANIFEST and not ps[0].redo)
-
-
-def adopt(check: FolderCheck) -> list[str]:
-    """Write the manifest of every run `unmanifested` names, over its files
-    as they are now (under the folder's set-up lock and each run's claim);
-    returns a line per run. A run with any other problem is not adopted."""
-    lines = []
-    with setup_lock(check.exp_dir):
-        for rid in unmanifested(check):
-            with claim(check.exp_dir, rid):
-                again = verify_folder(check.exp_dir, {rid}, table=False)
-                if unmanifested(again) == [rid]:
-                    write_manifest(check.exp_dir / rid, bounded=True)  # files of unknown origin
-                    lines.append(f"adopted {check.exp_dir / rid}: wrote its {MANIFEST} over its files as they are "
-                                 "now (trusted as stored: nothing showed whether they had been changed)")
-    return lines
-
-
-def cli_verify(folder: Path, rebuild_table: bool = False, adopt_unmanifested: bool = False) -> int:
-    """`tortoise verify FOLDER`: 0 when every run and table is whole, 1
-    otherwise; with adopt_unmanifested, runs stored before manifests get
-    theirs first (adopt)."""
-    checks = [verify_folder(d, lab=True) for d in experiment_folders(folder)]
-    if not checks:
-        print(f"{folder}: no experiment folders")
-        return 0
-    if adopt_unmanifested:
-        lines = [line for c in checks for line in adopt(c)]
-        print("\n".join(lines) if lines else "adopt: no run without a manifest to adopt")
-        checks = [verify_folder(c.exp_dir, lab=True) for c in checks]
-    if rebuild_table:
-        for c in checks:
-            if any(p.file.name == store.TABLE for p in c.problems) or any(store.TABLE in n for n in c.notes):
-                with setup_lock(c.exp_dir):
-                    print(f"rewrote {store.rebuild_table(c.exp_dir)} from the run records")
-        checks = [verify_folder(c.exp_dir, lab=True) for c in checks]
-    print(format_checks(checks))
-    bad = [c for c in checks if not c.ok]
-    print(f"verify: {len(bad)} of {len(checks)} folders failing" if bad else f"verify: {len(checks)} folders ok")
-    return 1 if bad else 0
-
-
 # --- readers: refuse, or leave the damaged runs out ------------------------------------
 
 
@@ -532,55 +360,3 @@ def admitted(folders: Iterable[Path], skip_damaged: bool, what: str) -> Iterator
                                                        if p.run == Path(v).name and p.file.is_relative_to(v))
                + ("; " * any(p.run == Path(v).name for p in problems) + lab_made[v] if v in lab_made else "")
                for k, v in sorted(damaged.items())]
-
-
-# --- resume: damaged runs moved aside, then redone ------------------------------------
-
-
-def plan_resume(ids: list[str], completed: set[str], damaged: set[str]) -> tuple[list[str], list[str]]:
-    """(pending, to move aside): of a sweep's run ids in order, those to run
-    and the damaged ones whose folders go aside first (then run). Pure."""
-    aside = [r for r in ids if r in damaged]
-    return [r for r in ids if r not in completed or r in damaged], aside
-
-
-def move_aside(exp_dir: Path, run_id: str, now: datetime | None = None) -> Path:
-    """Rename <exp>/<run_id> to <exp>/.damaged/<run_id>-<utc>/ (kept, never
-    deleted), by file descriptors that follow no link: a .damaged that is a
-    link is refused."""
-    return files.move_aside(exp_dir, run_id, store.DAMAGED, now)
-
-
-def move_damaged_aside(exp_dir: Path, ids: list[str], sliced: bool) -> list[str]:
-    """Damaged runs (a record or manifest that fails) moved
-    aside into <exp>/.damaged/, each under its claim, so that they are done
-    again; of a slice only its own runs, else every run folder (a damaged
-    record would stop runs.parquet's rebuild). Returns "<run_id> -> folder"."""
-    check = verify_folder(exp_dir, set(ids) if sliced else None, table=False)
-    done = {r for r in ids if store.completed(exp_dir, r)}
-    extra = sorted(set(check.damaged) - set(ids))
-    moved = []
-    for rid in plan_resume(ids, done, set(check.damaged))[1] + extra:
-        with claim(exp_dir, rid):
-            if rid in verify_folder(exp_dir, {rid}, table=False).damaged:
-                moved.append(f"{rid} -> {move_aside(exp_dir, rid)}")
-    return moved
-
-
-def move_killed_aside(exp_dir: Path, ids: list[str]) -> list[str]:
-    """Failed runs whose lab was ended by a signal from outside the runner
-    (host/stopping.killed_from_outside: a kill, the OOM killer, a shutdown;
-    not a fault of the run) moved aside into <exp>/.killed/ (kept), each
-    under its claim, so that they are done again. Returns
-    "<run_id> (<signal>) -> folder"."""
-    moved = []
-    for st in store.read_records(exp_dir, set(ids), strict=False):
-        rid = st.run_dir.name
-        if st.record is None or st.record.ok or not killed_from_outside(st.record.error):
-            continue
-        with claim(exp_dir, rid):  # another runner may have redone it meanwhile
-            again = store.read_records(exp_dir, {rid}, strict=False)
-            sig = killed_from_outside(again[0].record.error) if again and again[0].record is not None else None
-            if sig is not None and not again[0].record.ok:
-                moved.append(f"{rid} ({sig}) -> {files.move_aside(exp_dir, rid, store.KILLED)}")
-    return moved

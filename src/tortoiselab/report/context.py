@@ -88,14 +88,14 @@ def load_context(exp_dir: Path) -> Context:
     for st in store.read_records(exp_dir):
         rec = st.record.model_dump(mode="json")
         rec["_dir"] = str(st.run_dir)
-        records[rec["run_id"]] = rec
+        records[rec[cols.RUN_ID]] = rec
     df, rebuilt = store.read_table(exp_dir)
     if rebuilt:
         notes.append(f"runs.parquet does not match the run records (unreadable, stale, edited or of another "
                      f"version): the table was rebuilt in memory from the records; `tortoise verify {exp_dir}` "
                      "names the rows that differ, with --rebuild-table rewrites the file")
     gated = gate_runs(exp_dir, list(records.values()))
-    df["ok"] = df["ok"].astype(bool) & ~df["run_id"].isin(list(gated))
+    df[cols.OK] = df[cols.OK].astype(bool) & ~df[cols.RUN_ID].isin(list(gated))
     if gated:
         notes.append(f"{len(gated)} runs fail the physics gate (analysis/gates.py: numbers no run can measure) "
                      "and are left out of every statistic, as the grade and the studies leave them out: "
@@ -104,16 +104,16 @@ def load_context(exp_dir: Path) -> Context:
     sweep: dict = exp.get("sweep") or {}
     axes = list(sweep)
     for ax in axes:  # the swept value of each run, as the experiment wrote it
-        df[ax] = [_scalar((records.get(r, {}).get("point") or {}).get(ax)) for r in df["run_id"]]
+        df[ax] = [_scalar((records.get(r, {}).get("point") or {}).get(ax)) for r in df[cols.RUN_ID]]
     # object size of the transfer, for throughput figures
-    df["object_bytes"] = [_object_bytes(records.get(r, {})) for r in df["run_id"]]
+    df["object_bytes"] = [_object_bytes(records.get(r, {})) for r in df[cols.RUN_ID]]
     df["size_class"] = [figures.size_class(b) for b in df["object_bytes"]]
     manifest = _lab_json(exp_dir)
-    df["object_class"] = [_object_class(records.get(r, {}), manifest) for r in df["run_id"]]
+    df["object_class"] = [_object_class(records.get(r, {}), manifest) for r in df[cols.RUN_ID]]
     if len(df):  # sweep points in the file's order, then repetitions
         order = {ax: {v: i for i, v in enumerate(map(_scalar, sweep[ax]))} for ax in axes}
         keys = pd.DataFrame({f"_o{i}": df[ax].map(order[ax]) for i, ax in enumerate(axes)}, index=df.index)
-        df = pd.concat([df, keys], axis=1).sort_values([*keys.columns, "repetition", "run_id"], kind="stable")
+        df = pd.concat([df, keys], axis=1).sort_values([*keys.columns, "repetition", cols.RUN_ID], kind="stable")
         df = df.drop(columns=list(keys.columns)).reset_index(drop=True)
 
     main = PRIORITY_AXIS if PRIORITY_AXIS in axes else (axes[0] if axes else None)
@@ -194,7 +194,7 @@ def floor_table(ctx: Context) -> pd.DataFrame:
     the ok runs that have both. On the virtual clock and without loss the
     ratio is what the network and the protocols cost beyond the napkin
     model (>= 1 by construction of a floor)."""
-    df = ctx.df[ctx.df["ok"].astype(bool) & ctx.df[cols.FLOOR].notna() & ctx.df[cols.PLT].notna()]
+    df = ctx.df[ctx.df[cols.OK].astype(bool) & ctx.df[cols.FLOOR].notna() & ctx.df[cols.PLT].notna()]
     keys = ["object_class", cols.LOSS] + ([ctx.main_axis] if ctx.main_axis and ctx.main_axis not in
                                                 (cols.PAGE, cols.URL) else [])
     rows = []
@@ -231,15 +231,15 @@ def runs_summary(ctx: Context, n_resamples: int = stats.DEFAULT_RESAMPLES, seed:
     rows = []
     for i, (key, g) in enumerate(groups):
         key = key if isinstance(key, tuple) else (key,)
-        ok = g[g["ok"].astype(bool)]
+        ok = g[g[cols.OK].astype(bool)]
         row = dict(zip(keys, key))
-        row.update({"runs": len(g), "ok": len(ok)})
+        row.update({"runs": len(g), cols.OK: len(ok)})
         s = stats.summarize(ok, cols.PLT, n_resamples=n_resamples, seed=seed + i).iloc[0]
         row.update({k: s[k] for k in s.index if k.startswith(("p50", "p90", "mean"))})
         row["n_plt"] = int(s["n"])
         thr = pd.to_numeric(ok[cols.THROUGHPUT], errors="coerce").dropna()
         row["throughput_median"] = float(thr.median()) if len(thr) else math.nan
-        row["fidelity_failed"] = int((g["fidelity_ok"] == False).sum())  # noqa: E712 - None is "unknown"
+        row["fidelity_failed"] = int((g[cols.FIDELITY_OK] == False).sum())  # noqa: E712 - None is "unknown"
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -250,7 +250,7 @@ def comparisons(ctx: Context, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: 
     have and per stratum of the other swept axes; Holm over all rows."""
     if ctx.main_axis is None:
         return pd.DataFrame(columns=["stratum", *stats.COMPARE_COLUMNS])
-    ok = ctx.df[ctx.df["ok"].astype(bool)]
+    ok = ctx.df[ctx.df[cols.OK].astype(bool)]
     parts = []
     strata = ok.groupby(ctx.strata_axes, sort=False, dropna=False) if ctx.strata_axes else [((), ok)]
     for j, (key, sub) in enumerate(strata):
@@ -281,17 +281,17 @@ def fidelity_summary(ctx: Context) -> dict:
     capture drops and failed; the failed checks, the failed runs' errors
     and the runs the physics gate leaves out, with the reason."""
     df = ctx.df
-    bad = df[df["fidelity_ok"] == False]  # noqa: E712
-    unknown = df[df["fidelity_ok"].isna()]
+    bad = df[df[cols.FIDELITY_OK] == False]  # noqa: E712
+    unknown = df[df[cols.FIDELITY_OK].isna()]
     drops = pd.to_numeric(df["capture_drops"], errors="coerce")
     rows = []
-    for rid in bad["run_id"]:
+    for rid in bad[cols.RUN_ID]:
         for f in ctx.records.get(rid, {}).get("fidelity") or []:
-            if not f.get("ok"):
+            if not f.get(cols.OK):
                 rows.append({"run": rid, "quantity": f.get("quantity"), "configured": f.get("configured"),
                              "expected": f"{f.get('low')} .. {f.get('high')}", "measured": f.get("measured"),
                              "unit": f.get("unit"), "note": f.get("note")})
-    failed = df[~df["ok"].astype(bool) & ~df["run_id"].isin(list(ctx.gated))]
+    failed = df[~df[cols.OK].astype(bool) & ~df[cols.RUN_ID].isin(list(ctx.gated))]
     return {"runs": len(df), "fidelity_failed": len(bad), "fidelity_unknown": len(unknown),
             "capture_drops_total": int(drops.fillna(0).sum()), "runs_with_drops": int((drops > 0).sum()),
             "failed_runs": [{"run": r.run_id, "error": str(r.error)[:300]} for r in failed.itertuples()],

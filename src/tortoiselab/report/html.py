@@ -102,7 +102,7 @@ def render_page(ctx: Context, summary: pd.DataFrame, comp: pd.DataFrame, fid: di
     ft = floor_table(ctx)
     return environment().get_template(TEMPLATE).render(
         ctx=ctx, description=ctx.exp.get("description") or "", priority_axis=PRIORITY_AXIS,
-        n_runs=len(df), n_ok=int(df["ok"].astype(bool).sum()) if len(df) else 0,
+        n_runs=len(df), n_ok=int(df[cols.OK].astype(bool).sum()) if len(df) else 0,
         written=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), planned=_planned_runs(ctx.exp_dir),
         summary=summary.to_dict("records") if len(summary) else [],
         has_throughput=bool(len(summary) and summary["throughput_median"].notna().any()),

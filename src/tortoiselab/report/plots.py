@@ -46,7 +46,7 @@ class Figure:
 def make_figures(ctx: Context, work: Path, n_resamples: int) -> list[Figure]:
     """Every figure that applies to the ok runs, drawn into work (a folder
     the caller removes once the page embeds them)."""
-    ok = ctx.df[ctx.df["ok"].astype(bool)].copy()
+    ok = ctx.df[ctx.df[cols.OK].astype(bool)].copy()
     arm = ctx.main_axis or "arm"
     if ctx.main_axis is None:
         ok[arm] = "all runs"
@@ -91,7 +91,7 @@ def _median_run_figures(ctx: Context, plt: pd.DataFrame, arm: str, work: Path) -
     every arm's run in one figure."""
     out, flights, n_cwnd = [], [], 0
     for a, g in plt.groupby(arm, sort=False):
-        rid = g.iloc[(g[cols.PLT] - g[cols.PLT].median()).abs().argsort().iloc[0]]["run_id"]
+        rid = g.iloc[(g[cols.PLT] - g[cols.PLT].median()).abs().argsort().iloc[0]][cols.RUN_ID]
         rec = ctx.records.get(rid, {})
         samples = run_cwnd(rec)
         if samples:

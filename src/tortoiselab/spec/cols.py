@@ -28,6 +28,11 @@ from dataclasses import dataclass
 
 SECTIONS = ("path", "server", "client")
 
+# the run's own columns: its id (spec/experiment.py), whether its measurement is whole and passed the
+# physics gate (host/columns.py, analysis/gates.py), and whether the path measured as configured
+# (analysis/fidelity.py)
+RUN_ID, OK, FIDELITY_OK = "run_id", "ok", "fidelity_ok"
+
 
 def setting(section: str, field: str) -> str:
     """The column of an experiment file's setting (section.field)."""

@@ -62,13 +62,14 @@ from tortoiselab.spec.idform import id_form
 from tortoiselab.spec.maps import MapCfg, as_grid, draws_nothing, grid_name, map_name
 from tortoiselab.spec.pathspec import PathSpec, describe_errors
 from tortoiselab.spec.population import PopulationCfg, PopulationError, user_configs
-from tortoiselab.spec.regions import load_regions, profile_path
+from tortoiselab.spec.regionfiles import load_regions, profile_path
 from tortoiselab.spec.sweep import canonical as _canonical, relocate as _relocate, set_value as _set, where as sweep_where
 from tortoiselab.spec.topologies import TopologyCfg
 from tortoiselab.spec.topology import TopologyError
 from tortoiselab.spec.sides import ClientCfg, ServerCfg
 from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
 from tortoiselab.spec.strictnum import NumbersModel
+from tortoiselab.spec import cols
 
 
 class ExperimentError(ValueError):
@@ -242,7 +243,7 @@ class RunSpec:
     settings: "RunConfig"  # the run's configuration, typed: what the host reads
 
     def as_dict(self) -> dict:
-        return {"experiment": self.experiment, "run_id": self.run_id, "point": self.point,
+        return {"experiment": self.experiment, cols.RUN_ID: self.run_id, "point": self.point,
                 "repetition": self.repetition, "seed": self.seed, "config": self.config,
                 "path": self.path.model_dump()}
 

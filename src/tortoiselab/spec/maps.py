@@ -36,7 +36,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from tortoiselab.spec import cols
 from tortoiselab.spec.population import market
-from tortoiselab.spec.regions import load_regions
+from tortoiselab.spec.regionfiles import load_regions
 from tortoiselab.spec.strictnum import NumbersModel
 
 MAP_PREFIX = "map-"  # a map's grid: map-<name>, its results folder <experiment>@map-<name>

@@ -40,7 +40,8 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator, model_
 from tortoiselab.project import REPO_DIR
 from tortoiselab.spec.hostspec import named_host
 from tortoiselab.spec.pathspec import PathSpec, describe_errors
-from tortoiselab.spec.regions import load_regions, queue_pkts_from_ms
+from tortoiselab.spec.regionfiles import load_regions
+from tortoiselab.spec.regions import queue_pkts_from_ms
 from tortoiselab.spec.yamlfile import YamlFileError, read_yaml
 from tortoiselab.spec.strictnum import NumbersModel
 

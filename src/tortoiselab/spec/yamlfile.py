@@ -19,13 +19,13 @@ the values it stands for, and refused above a bound.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from tortoiselab.spec import regular
 
 MAX_BYTES = 1 << 20  # an experiment or region file is a few KB
 MAX_VALUES = 100_000  # scalars, sequences and mappings after alias expansion
@@ -181,16 +181,14 @@ def read_yaml(path: Path, what: str = "file", max_bytes: int = MAX_BYTES, max_va
     and column), a duplicate key, or more values or nesting than the
     bounds once anchors and aliases are expanded."""
     path = Path(path)
-    try:  # non-blocking: a FIFO in the file's place is refused, it cannot hang the reader
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as fh:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise YamlFileError(f"{path}: not a regular file (a FIFO, a device or a folder); give the {what} "
-                                    "itself")
+    try:  # non-blocking: a FIFO in the file's place is refused, it cannot hang the reader (spec/regular.py)
+        with regular.opened(path) as (fh, st):
             if st.st_size > max_bytes:
                 raise YamlFileError(f"{path}: {st.st_size} bytes; a {what} is at most {max_bytes} bytes")
-            data = fh.read(max_bytes + 1)
+            data = regular.read(fh, max_bytes + 1)
+    except regular.NotRegularFile:
+        raise YamlFileError(f"{path}: not a regular file (a FIFO, a device or a folder); give the {what} "
+                            "itself") from None
     except OSError as exc:
         raise YamlFileError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
     try:

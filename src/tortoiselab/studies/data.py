@@ -219,9 +219,9 @@ def load_runs(exp_dir: str | Path, run_ids: set[str] | None = None,
     gate = {"physics": lambda r: "; ".join(physics_gate(r.model_dump(mode="json"), manifest, pki))}
     df = store.load_runs(Path(exp_dir), run_ids, extra={**STUDY_COLUMNS, **gate})
     # a run whose numbers no run can measure is not ok for a verdict (analysis/gates.py); `physics` says why
-    df["ok"] = df["ok"].astype(bool) & (df["physics"] == "")
+    df[cols.OK] = df[cols.OK].astype(bool) & (df["physics"] == "")
     if points:
-        df["cond"] = [points.get(rid, c) for rid, c in zip(df["run_id"], df["cond"])]
+        df["cond"] = [points.get(rid, c) for rid, c in zip(df[cols.RUN_ID], df["cond"])]
     for col in ("connect_ms", "dns_ms", "plt2_ms", "ttfb2_ms", "content_download2_ms", "beta", "conn_reuse_ratio",
                 "tcp_conns", "conns_reused", "conns_new"):
         df[col] = pd.to_numeric(df[col], errors="coerce")

@@ -16,6 +16,7 @@ from tortoiselab.analysis.mapfigure import draw_map
 from tortoiselab.host.store import files
 from tortoiselab.host.runner import run_experiment
 from tortoiselab.spec.bounds import RUNS_PER_HOUR
+from tortoiselab.spec import cols
 from tortoiselab.spec.maps import grid_name, map_name
 from tortoiselab.studies import maps as M
 from tortoiselab.studies.data import study_folder
@@ -87,7 +88,7 @@ def run_maps(experiment: str, names: list[str] | None, results: Path, jobs: int 
         t0 = time.monotonic()
         res = run_experiment(f, results, jobs=jobs, backend=backend, clock=clock, grid=grid_name(n))
         wall = time.monotonic() - t0
-        failed = sum(1 for r in res["records"] if not r.get("ok"))
+        failed = sum(1 for r in res["records"] if not r.get(cols.OK))
         say(f"map {n}: {res['done_now']} runs now ({failed} failed) in {wall:.0f} s wall; "
             f"{res['total']} in the map")
         png, lines = write_outputs(f, n, results)

@@ -22,8 +22,9 @@ from tortoiselab.host.columns import SUMMARY_METRICS
 from tortoiselab.host.store import captures
 from tortoiselab.spec.experiment import expand, load
 from tortoiselab.spec.maps import LOSS_AXIS, RTT_AXIS, MapCfg, draws_nothing, grid_name
+from tortoiselab.spec import cols
 from tortoiselab.spec.population import draw_users
-from tortoiselab.spec.regions import load_regions
+from tortoiselab.spec.regionfiles import load_regions
 from tortoiselab.studies.data import current_runs, study_folder
 from tortoiselab.studies.measure import infer, read_interval
 from tortoiselab.studies.model import ALPHA
@@ -129,7 +130,7 @@ def cells(df: pd.DataFrame, m: MapCfg) -> pd.DataFrame:
     """One row per (size, arm, rtt_ms, loss_pct) of a tidy() table: the
     cell() fields, the control's and the arm's medians of the metric, exact
     (one pair at no loss), label and its letter."""
-    ok = df[df["ok"].astype(bool) & df[m.metric].notna()]
+    ok = df[df[cols.OK].astype(bool) & df[m.metric].notna()]
     rows = []
     control = _key(m.control)
     for (size, rtt, loss), d in df.groupby(["size", "rtt_ms", "loss_pct"], sort=True):

@@ -50,7 +50,7 @@ def select(df: pd.DataFrame, where: Where | None = None) -> pd.DataFrame:
 
 def ok_rows(df: pd.DataFrame, metric: str, where: Where | None = None) -> pd.DataFrame:
     """The ok runs with a value of metric, filtered by where (select)."""
-    d = select(df[df["ok"].astype(bool)], where)
+    d = select(df[df[cols.OK].astype(bool)], where)
     return d[d[metric].notna()]
 
 
@@ -59,7 +59,7 @@ def failed_runs(df: pd.DataFrame, metric: str, arm_col: str, arms: tuple, where:
     failed or gave no value of metric: they are in no pair, and a claim
     says how many."""
     d = select(df[df[arm_col].isin(list(arms))], where)
-    return int((~d["ok"].astype(bool) | d[metric].isna()).sum())
+    return int((~d[cols.OK].astype(bool) | d[metric].isna()).sum())
 
 
 # the sweep fields that make up each arm column (left out of the pairing key)
@@ -304,14 +304,6 @@ def interval_of(m: Measurement) -> tuple[float, float]:
     if not (math.isnan(m.low) and math.isnan(m.high)):
         return m.low, m.high
     return (m.value, m.value) if m.exact_repeats else (-math.inf, math.inf)
-
-
-def p_text(m: Measurement) -> str:
-    """"p = 0.031" or "p = 0.031, x12 = 0.37" (the family-adjusted p)."""
-    if m.p_value is None:
-        return "no test"
-    s = f"p = {m.p_value:.2g}"
-    return s + (f", x{m.family} = {m.p:.2g}" if m.family > 1 and m.p is not None else "")
 
 
 def _ci(low: float, high: float, unit: str = "%") -> str:

@@ -89,7 +89,7 @@ def physics_checks(exp_dir: str | Path, run_ids: set[str] | None = None, max_run
        tested nothing (initcwnd.yaml's large chain, 6 packets, at rho 2-5
        tells; the tortoise pages' 1-packet flight never does)."""
     df = load_runs(exp_dir, run_ids)
-    df = df[df["ok"].astype(bool)].sort_values("run_id").head(max_runs)
+    df = df[df[cols.OK].astype(bool)].sort_values(cols.RUN_ID).head(max_runs)
     checks = _Checks.new()
     for _, r in df.iterrows():
         _check_run(checks, r)
@@ -101,11 +101,11 @@ def gate_check(exp_dir: str | Path, run_ids: set[str] | None = None) -> PhysicsC
     experiment: the runs that fail it are named, and left out of the
     verdicts (studies/data.load_runs gives them ok False)."""
     df = load_runs(exp_dir, run_ids)
-    bad = df[df["physics"] != ""].sort_values("run_id")
-    n = int(df["ok"].sum()) + len(bad)
+    bad = df[df["physics"] != ""].sort_values(cols.RUN_ID)
+    n = int(df[cols.OK].sum()) + len(bad)
     return PhysicsCheck(GATE, None if n == 0 else bad.empty, "every completed run", f"{n - len(bad)} of {n} runs pass",
                         n, "failing runs are left out of the verdicts" if len(bad) else "",
-                        [f"{rid}: {why}" for rid, why in zip(bad["run_id"], bad["physics"])])
+                        [f"{rid}: {why}" for rid, why in zip(bad[cols.RUN_ID], bad["physics"])])
 
 
 def _check_run(checks: _Checks, r: pd.Series) -> None:
@@ -183,8 +183,8 @@ def _check_slow_start(checks: _Checks, r: pd.Series, c: dict, iw: int) -> None:
     checks.ss_rounds += len(verdicts)
     if _late_acks_explain(r["run_dir"], c, tf, verdicts):
         checks.ss_late_acked += 1
-        verdicts[1] = {**verdicts[1], "ok": True, "reason": "delayed ACK"}
-    bad = [v for v in verdicts if not v["ok"]]
+        verdicts[1] = {**verdicts[1], cols.OK: True, "reason": "delayed ACK"}
+    bad = [v for v in verdicts if not v[cols.OK]]
     if bad:
         checks.ss.failures.append(f"{r['run_id']} ({r['arm']}, IW {iw}): flights {[v['segments'] for v in verdicts]}, "
                                   f"predicted {[v['predicted'] for v in verdicts]}, "

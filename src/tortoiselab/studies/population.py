@@ -97,7 +97,7 @@ def user_pairs(df: pd.DataFrame, metric: str, arm_col: str, control, arm, market
     d["value"] = user_values(d, metric)
     key = ["population.market", "population.user", "repetition", "_rest"]
     d["_rest"] = [_rest_of(c, arm_col) for c in d["cond"]] if "cond" in d else ""
-    good = d["ok"].astype(bool) & d["value"].notna()
+    good = d[cols.OK].astype(bool) & d["value"].notna()
     c = d[d[arm_col] == control]
     a = d[d[arm_col] == arm]
     both = c[key + ["value"]].merge(a[key + ["value"]], on=key, suffixes=("_c", "_a"))
@@ -214,7 +214,7 @@ def population_quantiles(df: pd.DataFrame, metric: str, arm_col: str, market: st
     keys = [arm_col] + ([by] if isinstance(by, str) else list(by or []))
     rows = []
     for i, (k, g) in enumerate(d.groupby(keys, sort=True, dropna=False)):
-        ok = g[g["ok"].astype(bool)]["value"].dropna().to_numpy(float)
+        ok = g[g[cols.OK].astype(bool)]["value"].dropna().to_numpy(float)
         e = quantiles_over_users(ok, seed=seed + i)
         row = dict(zip(keys, k if isinstance(k, tuple) else (k,)))
         row.update({"users": int(len(g)), "failed": int(len(g) - ok.size)})

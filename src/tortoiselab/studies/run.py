@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tortoiselab.host.runner import run_experiment
 from tortoiselab.project import REPO_DIR as REPO
+from tortoiselab.spec import cols
 from tortoiselab.studies.registry import study
 
 
@@ -20,7 +21,7 @@ def ensure_results(study_id: str, grid: str | None = "ci", results: str | Path =
     for f in study(study_id).experiments:
         res = run_experiment(REPO / f, Path(results), jobs=jobs, backend=backend, clock=clock, grid=grid)
         if res["failed_now"]:
-            errors = [r["error"] for r in res["records"] if not r["ok"]]
+            errors = [r["error"] for r in res["records"] if not r[cols.OK]]
             raise RuntimeError(f"{f} --grid {grid}: {res['failed_now']} runs failed: {errors[0]}")
         out.append(Path(res["dir"]))
     return out

@@ -59,7 +59,7 @@ RECORD = readfiles.RECORD
 TABLE = "runs.parquet"
 DAMAGED = ".damaged"  # <exp>/.damaged/<run_id>-<utc>/: damaged runs moved aside by a resume (host/verify.py)
 KILLED = ".killed"  # <exp>/.killed/<run_id>-<utc>/: failed runs whose lab was killed from outside, moved aside
-# by the next run and redone (host/verify.move_killed_aside)
+# by the next run and redone (host/setaside.move_killed_aside)
 
 
 class StoreError(RunnerError):
@@ -354,7 +354,7 @@ def rebuild_table(exp_dir: Path) -> Path:
     """runs.parquet from the run folders, one row per completed run, sorted
     by run id; the same folders give the same table (written atomically)."""
     df = load_runs(exp_dir).drop(columns=["run_dir"])
-    df = df.sort_values("run_id").reset_index(drop=True) if len(df) else df
+    df = df.sort_values(cols.RUN_ID).reset_index(drop=True) if len(df) else df
     buf = io.BytesIO()
     df.to_parquet(buf, index=False)
     out = Path(exp_dir) / TABLE
@@ -389,10 +389,3 @@ def read_table(exp_dir: Path) -> tuple[pd.DataFrame, bool]:
             return df, False
     return records, os.path.lexists(table)
 
-
-
-def iter_ok(exp_dir: Path) -> Iterator[RunRecord]:
-    """The records of the runs whose measurement is whole."""
-    for st in read_records(exp_dir):
-        if st.record.ok:
-            yield st.record

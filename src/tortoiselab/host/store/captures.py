@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -67,20 +66,15 @@ def _capture(run_dir: Path) -> Iterator[tuple[str, str] | None]:
     file only): (a path that reads that very descriptor, its sha256); None
     without a capture."""
     pcap = run_dir / CAPTURE
-    try:
-        fd = safefs.open_fd(pcap, os.O_RDONLY, run_dir.parent.parent, doing=f"reading {pcap}")
+    try:  # sized before a byte is hashed or parsed (spec/bounds.py)
+        fd = safefs.open_regular(pcap, run_dir.parent.parent, f"reading {pcap}", bounds.read_bound(CAPTURE),
+                                 fix=f"move it out of the folder (mv {pcap} SOMEWHERE), then {redo_fix(run_dir)}")
     except FileNotFoundError:
         fd = None
     if fd is None:
         yield None
         return
     with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise safefs.NotRegular(f"{pcap} is not a regular file; remove it (rm {pcap}) or run the run again")
-        if st.st_size > bounds.read_bound(CAPTURE):  # sized before a byte is hashed or parsed (spec/bounds.py)
-            raise safefs.too_large(pcap, st.st_size, bounds.read_bound(CAPTURE), f"reading {pcap}",
-                                   fix=f"then {redo_fix(run_dir)}")
         digest = hashlib.file_digest(fh, "sha256").hexdigest()
         yield f"/proc/self/fd/{fd}", digest
 

@@ -28,6 +28,7 @@ from typing import IO, Callable, ParamSpec, TypeVar
 
 from tortoiselab.host import safefs
 from tortoiselab.host.errors import RunnerError
+from tortoiselab.spec import regular
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -254,16 +255,15 @@ def copy_in(exp_dir: Path, src: Path, dst: Path, doing: str = "") -> bool:
     exp_dir (replacing a file there, refusing a link); False (nothing copied) when src is missing, a link or not a
     regular file."""
     try:
-        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd, _ = regular.open_fd(src, nofollow=True)  # spec/regular.py: non-blocking, a regular file only
+    except regular.NotRegularFile:
+        return False
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENXIO):
             return False
         raise
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return False
-        with safefs.open_file(dst, "wb", _root(exp_dir, dst), doing=doing) as out:
-            shutil.copyfileobj(fh, out)
+    with os.fdopen(fd, "rb") as fh, safefs.open_file(dst, "wb", _root(exp_dir, dst), doing=doing) as out:
+        shutil.copyfileobj(fh, out)
     return True
 
 
