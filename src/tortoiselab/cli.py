@@ -394,6 +394,27 @@ def cmd_verify(a: argparse.Namespace) -> int:
     return cli_verify(Path(a.folder), a.rebuild_table, a.adopt_unmanifested)
 
 
+def cmd_site_import(a: argparse.Namespace) -> int:
+    from tortoiselab.host.sites import import_har  # here: the CLI starts fast (LAZY_IMPORTS)
+
+    groups = [[h.strip().lower() for h in g.split(",") if h.strip()] for g in a.group] or None
+    got = import_har(Path(a.har), Path(a.sites), a.name, tokens=frozenset(a.drop_query), groups=groups)
+    s, t = got.site, got.site["totals"]
+    print(f"site {s['name']!r} {'made' if got.created else 'already there, unchanged'}: {got.folder} "
+          f"(id {got.site_id[:16]})")
+    print(f"  page {s['page']}: {t['requests']} requests, {t['bytes']:,} bytes of bodies, {t['hosts']} hosts on "
+          f"{t['addresses']} addresses, {t['certificates']} certificates ({s['certificates_from']}), "
+          f"{s['recorded_connections']} recorded connections")
+    for origin, o in s["origins"].items():
+        print(f"  {origin:<44} {o['protocol']:<9} {o['ip']:<11} {o['certificate'] or '-'}")
+    if s["never_copied"]:
+        print("  never copied: " + ", ".join(f"{k} ({n})" for k, n in s["never_copied"].items())
+              + f"; {s['credential_values_replaced']} credential value(s) replaced in bodies and headers")
+    for n in s["notes"]:
+        print(f"  note: {n}")
+    return 0
+
+
 def cmd_regions(a: argparse.Namespace) -> int:
     print(format_regions_table(load_regions()))
     return 0
@@ -599,6 +620,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write manifests for runs stored before manifests (format 3 or older), trusting their "
                         "files as they are now")
     p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("site", help="your own site: a recorded page (HAR) made into a site (docs/your-own-site.md)")
+    site_sub = p.add_subparsers(dest="site_cmd", required=True)
+    p = site_sub.add_parser("import", help="make a site of a HAR 1.2 file (DevTools: Save all as HAR with content)")
+    p.add_argument("har", help="the page's .har file")
+    p.add_argument("--name", default=None, help="the site's name (default: the file's stem)")
+    p.add_argument("--sites", default="sites", help="where sites are kept (default: ./sites)")
+    p.add_argument("--drop-query", action="append", default=[], metavar="PARAM",
+                   help="a query parameter whose values are tokens: replaced by x's (repeatable)")
+    p.add_argument("--group", action="append", default=[], metavar="HOST,HOST,...",
+                   help="hosts one certificate covers, instead of the recorded connections' grouping (repeatable)")
+    p.set_defaults(func=cmd_site_import)
 
     p = sub.add_parser("regions", help="the region path profiles (topologies/regions.yaml + yours)")
     p.set_defaults(func=cmd_regions)

@@ -1,0 +1,150 @@
+"""Imported sites on the user's machine: `tortoise site import PAGE.har`
+(docs/your-own-site.md).
+
+A site lives in `<sites>/<name>/`: `site.json`, the canonical import
+(web/harsite.py; its SHA-256 is the site's id), and `bodies/<sha256>`, one
+file per distinct body. The HAR is read with a bound (HAR_MAX_BYTES, by
+fstat before a byte is read, no link followed: host/safefs.py) and checked
+whole (web/harread.py) before anything is written; the site is written
+into a temporary folder beside its place and renamed into it, so a failed
+import leaves nothing. A name that holds another site is refused, never
+overwritten; importing the same HAR again under its name changes nothing.
+
+`load_site` reads a stored site back and checks every body against the
+hash and size site.json gives it: a site folder is input like a results
+folder, and nothing in it is trusted that its site.json does not back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from tortoiselab.host import safefs
+from tortoiselab.host.errors import RunnerError
+from tortoiselab.spec import bounds
+from tortoiselab.web import harsite
+from tortoiselab.web.harread import HarError, read_har
+
+HAR_MAX_BYTES = 128 * bounds.MiB  # a page's HAR with its bodies; parsed whole (some 10 times its bytes)
+SITE_JSON_MAX_BYTES = 64 * bounds.MiB
+NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,43}$")
+SITE_JSON, BODIES = "site.json", "bodies"
+
+
+@dataclass
+class Imported:
+    folder: Path
+    site: dict
+    site_id: str
+    created: bool  # False: the same site was there already
+
+
+def name_problem(name: str) -> str | None:
+    if not NAME.match(name):
+        return (f"site name {name!r}: 1-44 characters of lower-case letters, digits, '.', '_' and '-', "
+                "starting with a letter or digit; give another --name")
+    return None
+
+
+def default_name(har_path: Path) -> str:
+    """The HAR file's stem, lower-cased, other characters as '-'."""
+    stem = re.sub(r"[^a-z0-9._-]+", "-", har_path.stem.lower()).strip("-._") or "site"
+    return stem[:44]
+
+
+def read_har_file(path: Path) -> bytes:
+    try:
+        return safefs.read_bytes_regular(path, path.parent, "site import", max_bytes=HAR_MAX_BYTES)
+    except FileNotFoundError:
+        raise RunnerError(f"{path}: no such file; give the .har file saved by the browser") from None
+    except safefs.TooLarge as exc:
+        raise RunnerError(f"{path}: {exc.args[1] if len(exc.args) > 1 else exc}; record one page load "
+                          "(a HAR of one page with its bodies is a few MB)") from None
+    except (safefs.LinkRefused, safefs.NotRegular) as exc:
+        raise RunnerError(f"{path}: {exc}") from None
+
+
+def import_har(har_path: Path, sites_dir: Path, name: str | None = None, *, tokens: frozenset[str] = frozenset(),
+               groups: list[list[str]] | None = None) -> Imported:
+    """Make the site of a HAR file in sites_dir/<name>; RunnerError or
+    HarError (a ValueError) naming the fix, before anything is written."""
+    har_path, sites_dir = Path(har_path), Path(sites_dir)
+    name = name if name is not None else default_name(har_path)
+    problem = name_problem(name)
+    if problem:
+        raise RunnerError(problem)
+    data = read_har_file(har_path)
+    har = read_har(data, str(har_path), tokens)
+    site, bodies = harsite.build_site(har, name, str(har_path), har_sha256=hashlib.sha256(data).hexdigest(),
+                                      groups=groups)
+    del data, har  # the HAR's bytes (cookies and all) are not kept
+    text = harsite.site_bytes(site)
+    sid = hashlib.sha256(text).hexdigest()
+    folder = sites_dir / name
+    if os.path.lexists(folder):
+        try:
+            there = safefs.read_bytes_regular(folder / SITE_JSON, sites_dir, "site import",
+                                              max_bytes=SITE_JSON_MAX_BYTES)
+        except (FileNotFoundError, *safefs.REFUSED):
+            there = b""
+        if there == text:
+            load_site(sites_dir, name)  # the bodies too
+            return Imported(folder, site, sid, created=False)
+        raise RunnerError(f"{folder} holds another site{' (or something else)' if not there else ''}; nothing is "
+                          f"overwritten: give another --name, or remove that folder first (rm -r {folder})")
+    _write(sites_dir, name, text, bodies)
+    return Imported(folder, site, sid, created=True)
+
+
+def _write(sites_dir: Path, name: str, text: bytes, bodies: dict[str, bytes]) -> None:
+    sites_dir.mkdir(parents=True, exist_ok=True)
+    tmp = sites_dir / f".{name}.tmp-{os.getpid()}"
+    safefs.rmtree(tmp, sites_dir, "site import")
+    try:
+        safefs.mkdir(tmp, sites_dir, doing="site import")
+        safefs.mkdir(tmp / BODIES, sites_dir, doing="site import")
+        for sha, body in sorted(bodies.items()):
+            safefs.write_bytes(tmp / BODIES / sha, body, sites_dir, "site import", exclusive=True)
+        safefs.write_bytes(tmp / SITE_JSON, text, sites_dir, "site import", exclusive=True)
+        os.rename(tmp, sites_dir / name)  # not os.replace: a folder that appeared meanwhile is not replaced
+    except BaseException:
+        safefs.rmtree(tmp, sites_dir, "site import")
+        raise
+
+
+def load_site(sites_dir: Path, name: str) -> tuple[dict, str]:
+    """(site.json's document, the site's id) of a stored site, every body
+    checked against its hash and size; RunnerError naming the file and the fix."""
+    problem = name_problem(name)
+    if problem:
+        raise RunnerError(problem)
+    folder = Path(sites_dir) / name
+    doing = f"site {name}"
+    try:
+        text = safefs.read_bytes_regular(folder / SITE_JSON, sites_dir, doing, max_bytes=SITE_JSON_MAX_BYTES)
+        site = json.loads(text)
+    except FileNotFoundError:
+        raise RunnerError(f"{folder}: no imported site of that name; make it with "
+                          f"`tortoise site import PAGE.har --name {name}`") from None
+    except (ValueError, *safefs.REFUSED) as exc:
+        raise RunnerError(f"{folder / SITE_JSON}: {exc}; import the HAR again into another --name") from None
+    if not isinstance(site, dict) or site.get("format") != harsite.FORMAT or harsite.site_bytes(site) != text:
+        raise RunnerError(f"{folder / SITE_JSON}: not a site written by `tortoise site import` ({harsite.FORMAT}, "
+                          "canonical form); import the HAR again into another --name")
+    for key, resp in site.get("responses", {}).items():
+        sha = resp.get("body", "")
+        if not re.fullmatch(r"[0-9a-f]{64}", str(sha)):
+            raise RunnerError(f"{folder / SITE_JSON}: response {key!r} names no body hash; import the HAR again")
+        try:
+            body = safefs.read_bytes_regular(folder / BODIES / sha, sites_dir, doing, max_bytes=harsite.MAX_BODY * 2)
+        except (FileNotFoundError, *safefs.REFUSED) as exc:
+            raise RunnerError(f"{folder / BODIES / sha}: {exc or 'missing'}; import the HAR again") from None
+        if len(body) != resp.get("bytes") or hashlib.sha256(body).hexdigest() != sha:
+            raise RunnerError(f"{folder / BODIES / sha}: not the body site.json names ({resp.get('bytes')} bytes, "
+                              "that SHA-256); the folder was changed: import the HAR again")
+    return site, hashlib.sha256(text).hexdigest()
