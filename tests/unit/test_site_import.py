@@ -1,0 +1,255 @@
+"""`tortoise site import` (issue 55, docs/your-own-site.md): a HAR made into
+a site, its origins as recorded, credentials never copied, and each bad
+input refused with the entry and the fix before anything is written."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tortoiselab import cli
+from tortoiselab.host import sites
+from tortoiselab.host.errors import RunnerError
+from tortoiselab.web.harread import KEPT_HEADERS, HarError, host_problem
+from tortoiselab.web.harsite import made_body
+
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "har" / "multi-origin.har"
+SECRETS = ("s3ss10n-c00k1e-VALUE-8f2a", "eyJhbGciOiJIUzI1NiJ9.bearer-TOKEN-42", "q-t0ken-SECRET-77")
+
+
+def _har() -> dict:
+    return json.loads(FIXTURE.read_text())
+
+
+def _write(tmp_path: Path, har: dict | bytes, name: str = "page.har") -> Path:
+    p = tmp_path / name
+    p.write_bytes(har if isinstance(har, bytes) else json.dumps(har).encode())
+    return p
+
+
+def _import(tmp_path: Path, har: dict | bytes, **kw) -> sites.Imported:
+    return sites.import_har(_write(tmp_path, har), tmp_path / "sites", "page", **kw)
+
+
+def _refused(tmp_path: Path, har: dict | bytes, *words: str) -> str:
+    with pytest.raises((HarError, RunnerError)) as info:
+        _import(tmp_path, har)
+    msg = str(info.value)
+    for w in words:
+        assert w in msg, msg
+    assert not (tmp_path / "sites").exists()  # nothing written
+    return msg
+
+
+# --- the multi-origin fixture -----------------------------------------------------------------------
+def test_the_fixture_keeps_its_origins_addresses_protocols_and_certificate_groups(tmp_path):
+    got = sites.import_har(FIXTURE, tmp_path / "sites", None, tokens=frozenset({"session_token"}))
+    s = got.site
+    assert got.created and s["name"] == "multi-origin" and s["page"] == "https://www.shop.example/"
+    assert s["totals"]["hosts"] == 11 and s["totals"]["addresses"] == 5 and s["totals"]["requests"] == 15
+    # hosts that shared a recorded address share one lab address, and only those
+    by_recorded = {a["recorded"]: set(a["hosts"]) for a in s["addresses"]}
+    assert by_recorded["192.0.2.10"] == {"www.shop.example", "static.shop.example", "img.shop.example"}
+    assert by_recorded["198.51.100.6"] == {"legacy.shop.example", "ads.partner.example"}
+    assert len({a["lab"] for a in s["addresses"]}) == 5
+    assert s["hosts"]["static.shop.example"] == s["hosts"]["www.shop.example"] != s["hosts"]["api.shop.example"]
+    # certificates: the hosts of one recorded connection together; two multi-host groups
+    groups = [set(c["hosts"]) for c in s["certificates"]]
+    assert {"www.shop.example", "static.shop.example", "img.shop.example"} in groups
+    assert {"fonts.shopcdn.example", "js.shopcdn.example", "cdn.shopcdn.example"} in groups
+    assert {"metrics.tracker.example"} in groups and {"tags.tracker.example"} in groups  # one IP, two connections
+    assert sum(len(g) > 1 for g in groups) == 2 and s["certificates_from"] == "connections"
+    o = s["origins"]
+    assert o["http://legacy.shop.example"]["protocol"] == "http/1.1" and o["http://legacy.shop.example"]["certificate"] is None
+    assert o["https://ads.partner.example"]["protocol"] == "http/1.1" and o["https://www.shop.example"]["protocol"] == "h2"
+    assert s["recorded_connections"] == 8
+
+
+def test_order_initiators_and_bodies_are_as_recorded(tmp_path):
+    got = sites.import_har(FIXTURE, tmp_path / "sites", "shop")
+    s, folder = got.site, got.folder
+    req = {r["url"].split("?")[0]: r for r in s["requests"]}
+    assert [r["start_ms"] for r in s["requests"]] == sorted(r["start_ms"] for r in s["requests"])
+    assert req["https://img.shop.example/bg.png"]["initiator"] == "https://static.shop.example/site.css"
+    assert req["https://api.shop.example/v1/feed"]["initiator"] == "https://js.shopcdn.example/app.js"  # a script's stack
+    assert req["https://www.shop.example/"]["initiator"] is None
+    resp = {k.split(" ", 1)[1].split("?")[0]: v for k, v in s["responses"].items()}
+    har = {e["request"]["url"]: e for e in _har()["log"]["entries"]}
+
+    def body(url: str) -> bytes:
+        return (folder / "bodies" / resp[url]["body"]).read_bytes()
+    css = "https://static.shop.example/site.css"
+    assert body(css) == har[css]["response"]["content"]["text"].encode() and resp[css]["body_from"] == "har"
+    assert resp[css]["headers"] == {"cache-control": "max-age=31536000", "content-type": "text/css", "vary": "Accept-Encoding"}
+    hero = body("https://img.shop.example/hero.jpg")  # made: a JPEG of the recorded size
+    assert len(hero) == 85000 and hero[:2] == b"\xff\xd8" and hero[-2:] == b"\xff\xd9"
+    js = resp["https://js.shopcdn.example/app.js"]  # recorded gzip, no text: the wire's 15,000 bytes, no encoding
+    assert js["bytes"] == 15000 and "content-encoding" not in js["headers"] and js["body_from"] == "made"
+    assert body("https://img.shop.example/logo.png").startswith(b"\x89PNG")  # base64 decoded
+    assert "x-request-id" not in resp["https://www.shop.example/"]["headers"]
+
+
+def test_the_same_har_makes_the_same_site_and_another_is_refused_not_overwritten(tmp_path):
+    a = sites.import_har(FIXTURE, tmp_path / "sites", "shop")
+    before = {p: p.read_bytes() for p in a.folder.rglob("*") if p.is_file()}
+    again = sites.import_har(FIXTURE, tmp_path / "sites", "shop")
+    assert not again.created and again.site_id == a.site_id
+    other = _har()
+    other["log"]["entries"] = other["log"]["entries"][:3]
+    with pytest.raises(RunnerError, match="holds another site; nothing is overwritten"):
+        sites.import_har(_write(tmp_path, other), tmp_path / "sites", "shop")
+    assert {p: p.read_bytes() for p in a.folder.rglob("*") if p.is_file()} == before
+    assert sorted(os.listdir(tmp_path / "sites")) == ["shop"]  # no temporary folder left
+    site, sid = sites.load_site(tmp_path / "sites", "shop")
+    assert sid == a.site_id == hashlib.sha256((a.folder / "site.json").read_bytes()).hexdigest()
+
+
+def test_a_changed_body_is_found(tmp_path):
+    a = sites.import_har(FIXTURE, tmp_path / "sites", "shop")
+    f = next((a.folder / "bodies").iterdir())
+    f.write_bytes(b"x" + f.read_bytes()[1:])
+    with pytest.raises(RunnerError, match="not the body site.json names"):
+        sites.load_site(tmp_path / "sites", "shop")
+
+
+def test_no_cookie_authorization_or_marked_token_reaches_the_site(tmp_path):
+    a = sites.import_har(FIXTURE, tmp_path / "sites", "shop", tokens=frozenset({"session_token"}))
+    blob = b"".join(p.read_bytes() for p in a.folder.rglob("*") if p.is_file())
+    for secret in SECRETS:
+        assert secret.encode() not in blob
+    for resp in a.site["responses"].values():  # only the headers that matter, never a credential's
+        assert set(resp["headers"]) <= set(KEPT_HEADERS)
+    assert a.site["never_copied"] == {"authorization": 1, "cookie": 1, "cookies": 3, "set-cookie": 1}
+    # lengths kept: the document's body is as long as recorded
+    doc = a.site["responses"]["GET https://www.shop.example/"]
+    assert doc["bytes"] == len(_har()["log"]["entries"][0]["response"]["content"]["text"].encode())
+    assert "session_token=" + "x" * len(SECRETS[2]) in json.dumps(a.site["requests"])
+
+
+def test_a_stated_grouping_replaces_the_recorded_one(tmp_path):
+    a = sites.import_har(FIXTURE, tmp_path / "sites", "shop",
+                         groups=[["www.shop.example", "api.shop.example"]])
+    groups = [set(c["hosts"]) for c in a.site["certificates"]]
+    assert {"www.shop.example", "api.shop.example"} in groups and {"static.shop.example"} in groups
+    assert a.site["certificates_from"] == "user" and len(a.site["recorded_certificates"]) == 6
+    with pytest.raises(HarError, match="'nope.example' is no https host"):
+        sites.import_har(FIXTURE, tmp_path / "sites", "shop2", groups=[["nope.example"]])
+
+
+def test_made_bodies_are_exact_and_deterministic():
+    for ct in ("text/html", "text/css", "application/javascript", "application/json", "image/svg+xml",
+               "image/png", "image/jpeg", "font/woff2", "text/plain"):
+        for n in (0, 3, 500, 5000):
+            b = made_body(ct, n, "k")
+            assert len(b) == n and b == made_body(ct, n, "k")
+    assert json.loads(made_body("application/json", 300, "k"))
+    assert made_body("text/css", 300, "k") != made_body("text/css", 300, "other")
+
+
+# --- bad input: each refused with the entry and the fix, nothing written ---------------------------------
+def test_not_json(tmp_path):
+    _refused(tmp_path, b"{\"log\": ", "not JSON", "line 1", "unedited")
+    _refused(tmp_path, b"\xff\xfe{}", "not JSON: byte 0 is not UTF-8")
+    _refused(tmp_path, b"{\"log\": NaN}", "NaN is not a JSON number")
+    _refused(tmp_path, b"[" * 100_000 + b"]" * 100_000, "not JSON")
+
+
+def test_not_har_1_2(tmp_path):
+    har = _har()
+    har["log"]["version"] = "1.1"
+    _refused(tmp_path, har, "not HAR 1.2: log.version is '1.1'", "save the HAR again")
+    _refused(tmp_path, {"entries": []}, "not a HAR file", "HAR 1.2")
+    har["log"]["version"], har["log"]["entries"] = "1.2", []
+    _refused(tmp_path, har, "log.entries is empty")
+
+
+def test_over_the_size_bound(tmp_path):
+    p = tmp_path / "page.har"
+    with open(p, "wb") as fh:  # sparse: refused by its size before a byte is read
+        fh.truncate(sites.HAR_MAX_BYTES + 1)
+    with pytest.raises(RunnerError, match="above the .* bytes .*record one page load"):
+        sites.import_har(p, tmp_path / "sites", "page")
+    assert not (tmp_path / "sites").exists()
+
+
+def test_a_url_that_is_not_http(tmp_path):
+    har = _har()
+    har["log"]["entries"][3]["request"]["url"] = "data:image/png;base64,iVBORw0KGgo="
+    msg = _refused(tmp_path, har, "entry 3 (data:image/png", "'data'", "remove the entry")
+    assert "nothing was written" in msg
+
+
+def test_one_url_with_two_bodies_keeps_the_first_and_says_so(tmp_path):
+    har = _har()
+    twin = copy.deepcopy(har["log"]["entries"][1])
+    twin["startedDateTime"] = "2026-03-02T10:00:05.000Z"
+    twin["response"]["content"]["text"] = "p{}"
+    twin["response"]["content"]["size"] = 3
+    har["log"]["entries"].append(twin)
+    s = _import(tmp_path, har).site
+    note = [n for n in s["notes"] if "again with a different body" in n]
+    assert note and "entry 15" in note[0] and "the first is kept" in note[0]
+    assert s["responses"]["GET https://static.shop.example/site.css"]["bytes"] > 3
+    assert s["totals"]["requests"] == 16  # the request itself is kept, in its place
+
+
+def test_missing_sizes(tmp_path):
+    har = _har()
+    r = har["log"]["entries"][5]["response"]
+    del r["content"]["size"]
+    r["bodySize"] = -1
+    _refused(tmp_path, har, "entry 5 (https://img.shop.example/hero.jpg)", "no body", "no size",
+             "Save all as HAR with content")
+
+
+@pytest.mark.parametrize("host, words", [
+    ("img_1.shop.example", "letters, digits and hyphens"),
+    ("192.0.2.1", "is an IP address"),
+    ("bücher.example", "'xn--bcher-kva.example'"),
+    ("localhost", "with a dot"),
+    ("a" * 64 + ".example", "1-63 characters"),
+])
+def test_a_host_name_the_lab_ca_cannot_carry(tmp_path, host, words):
+    har = _har()
+    har["log"]["entries"][2]["request"]["url"] = f"https://{host}/font.css"
+    _refused(tmp_path, har, "entry 2", words)
+
+
+def test_host_names_the_ca_carries():
+    assert host_problem("www.shop.example") is None and host_problem("xn--bcher-kva.example") is None
+
+
+def test_every_problem_is_listed_at_once(tmp_path):
+    har = _har()
+    for i in (2, 4, 6):
+        har["log"]["entries"][i]["request"]["url"] = "blob:https://www.shop.example/1"
+    msg = _refused(tmp_path, har, "3 entries the lab cannot serve", "entry 2", "entry 4", "entry 6")
+    assert "Traceback" not in msg
+
+
+def test_left_out_entries_are_said(tmp_path):
+    har = _har()
+    har["log"]["entries"][4]["_fromCache"] = "disk"
+    har["log"]["entries"][6]["request"]["method"] = "POST"
+    s = _import(tmp_path, har).site
+    assert any("entry 4: served from the browser's disk cache" in n for n in s["notes"])
+    assert any("entry 6: a POST request" in n for n in s["notes"])
+    assert s["totals"]["requests"] == 13
+
+
+def test_the_cli_prints_the_error_without_a_traceback(tmp_path, capsys):
+    p = _write(tmp_path, b"not json")
+    assert cli.main(["site", "import", str(p), "--sites", str(tmp_path / "sites")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tortoise: ") and "not JSON" in err and "Traceback" not in err
+    assert cli.main(["site", "import", str(FIXTURE), "--sites", str(tmp_path / "sites"), "--name", "Bad Name"]) == 2
+    assert "site name 'Bad Name'" in capsys.readouterr().err
+    assert cli.main(["site", "import", str(FIXTURE), "--sites", str(tmp_path / "sites"),
+                     "--drop-query", "session_token"]) == 0
+    out = capsys.readouterr().out
+    assert "11 hosts on 5 addresses, 6 certificates (connections)" in out and "never copied" in out
