@@ -156,7 +156,7 @@ def test_not_json(tmp_path):
     _refused(tmp_path, b"{\"log\": ", "not JSON", "line 1", "unedited")
     _refused(tmp_path, b"\xff\xfe{}", "not JSON: byte 0 is not UTF-8")
     _refused(tmp_path, b"{\"log\": NaN}", "NaN is not a JSON number")
-    _refused(tmp_path, b"[" * 100_000 + b"]" * 100_000, "not JSON")
+    _refused(tmp_path, b"[" * 100_000 + b"]" * 100_000, "nested too deeply")
 
 
 def test_not_har_1_2(tmp_path):
@@ -172,7 +172,7 @@ def test_over_the_size_bound(tmp_path):
     p = tmp_path / "page.har"
     with open(p, "wb") as fh:  # sparse: refused by its size before a byte is read
         fh.truncate(sites.HAR_MAX_BYTES + 1)
-    with pytest.raises(RunnerError, match="above the .* bytes .*record one page load"):
+    with pytest.raises(RunnerError, match="above the .* an import reads .not read.; record one page load"):
         sites.import_har(p, tmp_path / "sites", "page")
     assert not (tmp_path / "sites").exists()
 
@@ -253,3 +253,41 @@ def test_the_cli_prints_the_error_without_a_traceback(tmp_path, capsys):
                      "--drop-query", "session_token"]) == 0
     out = capsys.readouterr().out
     assert "11 hosts on 5 addresses, 6 certificates (connections)" in out and "never copied" in out
+
+
+def test_a_made_document_references_what_it_started(tmp_path):
+    """A HAR without bodies (as our loaders save them): the page's made
+    document references every other request, so that a loader reading it
+    fetches what the recording fetched, in the recorded order by kind."""
+    from tortoiselab.client.page import discover_assets
+
+    har = _har()
+    for e in har["log"]["entries"]:
+        c = e["response"]["content"]
+        c.pop("text", None), c.pop("encoding", None)
+        c["size"] = c.get("size") or 100
+    s = _import(tmp_path, har).site
+    doc = s["responses"]["GET https://www.shop.example/"]
+    recorded = len(_har()["log"]["entries"][0]["response"]["content"]["text"].encode())
+    assert doc["body_from"] == "made" and doc["bytes"] > recorded  # 14 references need more: said
+    assert any(f"not the recorded {recorded:,}: its 14 references need more" in n for n in s["notes"])
+    body = (tmp_path / "sites" / "page" / "bodies" / doc["body"]).read_bytes()
+    found = discover_assets(body.decode(), s["page"])
+    assert sorted(a.url for a in found) == sorted(r["url"] for r in s["requests"][1:])
+    kinds = {a.url: a.kind for a in found}
+    assert kinds["https://static.shop.example/site.css"] == "stylesheet"
+    assert kinds["https://js.shopcdn.example/app.js"] == "script"
+    assert kinds["https://img.shop.example/hero.jpg"] == "image"
+
+
+def test_a_recorded_style_sheet_keeps_what_it_asks_for(tmp_path):
+    """The document made, the style sheet recorded with its text: the image
+    the sheet asks for (url(...)) is left to the sheet, not the document."""
+    har = _har()
+    c = har["log"]["entries"][0]["response"]["content"]
+    del c["text"]
+    s = _import(tmp_path, har).site
+    doc = s["responses"]["GET https://www.shop.example/"]
+    body = (tmp_path / "sites" / "page" / "bodies" / doc["body"]).read_bytes()
+    assert b"https://static.shop.example/site.css" in body and b"bg.png" not in body
+    assert b"https://metrics.tracker.example/m.js" in body  # its initiator app.js has no text: the document carries it

@@ -62,8 +62,9 @@ def read_har_file(path: Path) -> bytes:
         return safefs.read_bytes_regular(path, path.parent, "site import", max_bytes=HAR_MAX_BYTES)
     except FileNotFoundError:
         raise RunnerError(f"{path}: no such file; give the .har file saved by the browser") from None
-    except safefs.TooLarge as exc:
-        raise RunnerError(f"{path}: {exc.args[1] if len(exc.args) > 1 else exc}; record one page load "
+    except safefs.TooLarge:
+        raise RunnerError(f"{path}: {bounds.size_words(os.stat(path).st_size)}, above the "
+                          f"{bounds.size_words(HAR_MAX_BYTES)} an import reads (not read); record one page load "
                           "(a HAR of one page with its bodies is a few MB)") from None
     except (safefs.LinkRefused, safefs.NotRegular) as exc:
         raise RunnerError(f"{path}: {exc}") from None

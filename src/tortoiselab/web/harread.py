@@ -285,8 +285,11 @@ def _parse_json(data: bytes, where: str) -> object:
     except json.JSONDecodeError as exc:
         raise HarError(f"{where}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}; "
                        "give the .har file the browser saved, unedited") from None
-    except (ValueError, RecursionError) as exc:
-        raise HarError(f"{where}: not JSON the lab reads: {exc or 'nested too deeply'}; "
+    except RecursionError:
+        raise HarError(f"{where}: not JSON the lab reads: nested too deeply; "
+                       "give the .har file the browser saved, unedited") from None
+    except ValueError as exc:
+        raise HarError(f"{where}: not JSON the lab reads: {exc}; "
                        "give the .har file the browser saved, unedited") from None
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import html
 import ipaddress
 import json
 import random
@@ -82,6 +83,60 @@ def made_body(content_type: str, n: int, key: str) -> bytes:
     if ct.startswith("text/"):
         return _text(n, "", "", rng)
     return rng.randbytes(n)
+
+
+def _kind(content_type: str) -> str:
+    ct = content_type.split(";")[0].strip().lower()
+    if ct == "text/css":
+        return "stylesheet"
+    if "javascript" in ct or ct == "text/ecmascript":
+        return "script"
+    return "html" if ct == "text/html" else "image"
+
+
+def made_document(n: int, children: list[tuple[str, str]], key: str) -> bytes:
+    """A made HTML document of n bytes (more when its references need more)
+    that references `children` ((url, kind), in the recorded order) as a
+    browser and our loader fetch them: style sheets and scripts (defer) in
+    <head>, everything else as <img> in <body> (client/page.py reads
+    img, script and link rel=stylesheet)."""
+    esc = [(html.escape(u, quote=True), k) for u, k in children]
+    head = ("<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n<title>Tortoise Lab: a recorded page</title>\n"
+            + "".join(f"<link rel=\"stylesheet\" href=\"{u}\">\n" for u, k in esc if k == "stylesheet")
+            + "".join(f"<script src=\"{u}\" defer></script>\n" for u, k in esc if k == "script")
+            + "</head>\n<body>\n"
+            + "".join(f"<img src=\"{u}\" alt=\"\">\n" for u, k in esc if k not in ("stylesheet", "script"))
+            + "<!--")
+    return _text(max(n, len(head) + 20), head, "-->\n</body>\n</html>\n", _rng(f"{key}:{n}"))
+
+
+def _carriers(requests: list[dict], responses: dict[str, dict]) -> dict[str, list[tuple[str, str]]]:
+    """What each made HTML document must reference: every request whose
+    initiator chain (its `_initiator`, else the page's document) first
+    reaches that document, not a body of the HAR's own that could ask for it
+    (HTML, CSS or JavaScript recorded with its text)."""
+    first = {}
+    for r in requests:
+        first.setdefault(r["url"], r)
+    doc = requests[0]["url"]
+
+    def resp(url: str) -> dict:
+        return responses[f"{first[url]['method']} {url}"]
+
+    out: dict[str, list[tuple[str, str]]] = {}
+    for r in requests[1:]:
+        if r["url"] == doc or first[r["url"]] is not r:
+            continue
+        up, hops = r["initiator"] if r["initiator"] in first else doc, 0
+        while hops < len(first):
+            kind = _kind(resp(up)["headers"].get("content-type", ""))
+            if kind == "html" or (resp(up)["body_from"] == "har" and kind in ("stylesheet", "script")):
+                break
+            nxt = first[up]["initiator"]
+            up, hops = (nxt if nxt in first and nxt != up else doc), hops + 1
+        if resp(up)["body_from"] == "made" and _kind(resp(up)["headers"].get("content-type", "")) == "html":
+            out.setdefault(up, []).append((r["url"], _kind(resp(r["url"])["headers"].get("content-type", ""))))
+    return out
 
 
 def _scrub(data: bytes, secrets: list[bytes]) -> tuple[bytes, int]:
@@ -242,6 +297,17 @@ def build_site(har: Har, name: str, where: str, *, har_sha256: str,
         requests.append({"method": e.method, "url": e.url, "start_ms": e.start_ms, "initiator": e.initiator,
                          "initiator_type": e.initiator_type, "resource_type": e.resource_type,
                          "connection": conn, "entry": e.index})
+    for url, children in _carriers(requests, responses).items():
+        key = f"GET {url}" if f"GET {url}" in responses else f"HEAD {url}"
+        old = responses[key]
+        body = made_document(old["bytes"], children, url)
+        if len(body) > old["bytes"]:
+            notes.append(f"{url}: made document of {len(body):,} bytes, not the recorded {old['bytes']:,}: "
+                         f"its {len(children)} references need more")
+        if not any(o is not old and o["body"] == old["body"] for o in responses.values()):
+            bodies.pop(old["body"], None)
+        old["body"], old["bytes"] = hashlib.sha256(body).hexdigest(), len(body)
+        bodies[old["body"]] = body
     total = sum(len(b) for b in bodies.values())
     if total > MAX_SITE_BYTES:
         raise HarError(f"{where}: the site's bodies come to {total:,} bytes, over the lab's bound of "
