@@ -291,3 +291,36 @@ def test_a_recorded_style_sheet_keeps_what_it_asks_for(tmp_path):
     body = (tmp_path / "sites" / "page" / "bodies" / doc["body"]).read_bytes()
     assert b"https://static.shop.example/site.css" in body and b"bg.png" not in body
     assert b"https://metrics.tracker.example/m.js" in body  # its initiator app.js has no text: the document carries it
+
+
+def test_without_connection_ids_one_address_and_certificate_group_hosts(tmp_path):
+    """Playwright's HAR has no `connection`; its `_securityDetails` names the
+    certificate each response came with: hosts on one address served with
+    one certificate are one group (a browser may coalesce them)."""
+    har = _har()
+    cert_of = {"192.0.2.10": "www.shop.example", "192.0.2.20": "cdn.shopcdn.example"}
+    for e in har["log"]["entries"]:
+        del e["connection"]
+        host = e["request"]["url"].split("/")[2]
+        subject = cert_of.get(e["serverIPAddress"], host)
+        e["_securityDetails"] = {"protocol": "TLS 1.3", "subjectName": subject, "issuer": "Some CA"}
+    s = _import(tmp_path, har).site
+    groups = [set(c["hosts"]) for c in s["certificates"]]
+    assert {"www.shop.example", "static.shop.example", "img.shop.example"} in groups
+    assert {"fonts.shopcdn.example", "js.shopcdn.example", "cdn.shopcdn.example"} in groups
+    assert {"metrics.tracker.example"} in groups and len(groups) == 6
+
+
+def test_an_encoded_body_without_text_is_its_bytes_on_the_wire(tmp_path):
+    """HAR 1.2: content.size is the decoded size, content.compression what
+    the encoding saved; a made body (sent without the encoding) has the
+    wire's size. Without an encoding, content.size, whatever bodySize says
+    (Playwright's counts more than the body)."""
+    har = _har()
+    js = har["log"]["entries"][3]["response"]
+    js["content"]["compression"], js["bodySize"] = 36000, 15555
+    hero = har["log"]["entries"][5]["response"]
+    hero["bodySize"] = 85058
+    s = _import(tmp_path, har).site
+    assert s["responses"]["GET https://js.shopcdn.example/app.js"]["bytes"] == 12000
+    assert s["responses"]["GET https://img.shop.example/hero.jpg"]["bytes"] == 85000

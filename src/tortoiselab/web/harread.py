@@ -65,6 +65,7 @@ class Entry:
     resource_type: str
     initiator: str | None  # the URL that asked for it (tokens scrubbed), None: the document
     initiator_type: str
+    certificate: str | None = None  # Playwright's _securityDetails: subject and issuer of the server's certificate
 
     @property
     def origin(self) -> str:
@@ -161,6 +162,12 @@ def _initiator(raw: object) -> tuple[str | None, str]:
     return None, kind
 
 
+def _certificate(raw: object) -> str | None:
+    if isinstance(raw, dict) and isinstance(raw.get("subjectName"), str):
+        return f"{raw['subjectName']} / {raw.get('issuer', '')}"
+    return None
+
+
 def _collect_secrets(req: dict, resp: dict, secrets: set[str], dropped: dict[str, int]) -> None:
     for side in (req, resp):
         for c in side.get("cookies") or []:
@@ -233,7 +240,8 @@ class _Reader:
             recorded_protocol=version, server_ip=ip.strip("[]") if isinstance(ip, str) and ip else None,
             connection=str(conn) if conn not in (None, "") else None, start_ms=0.0, headers=headers,
             body=body, size=size, resource_type=str(e.get("_resourceType") or ""),
-            initiator=scrub_query(ini, self.tokens, self.secrets) if ini else None, initiator_type=ini_type)
+            initiator=scrub_query(ini, self.tokens, self.secrets) if ini else None, initiator_type=ini_type,
+            certificate=_certificate(e.get("_securityDetails")))
 
     def body(self, i: int, url: str, resp: dict, content: dict) -> tuple[bytes | None, int | None]:
         text = content.get("text")
@@ -245,10 +253,21 @@ class _Reader:
                     self.bad(i, url, "content.text is marked base64 but does not decode; save the HAR again")
                     return None, None
             return (b := text.encode("utf-8")), len(b)
-        for name, value in (("response.bodySize", resp.get("bodySize")), ("content.size", content.get("size"))):
-            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-                if value > 0 or name == "content.size":
-                    return None, value
+        def count(v: object) -> int | None:
+            return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+        size, wire, saved = count(content.get("size")), count(resp.get("bodySize")), count(content.get("compression"))
+        encoded = any(k == "content-encoding" for k, _ in _headers(resp.get("headers")))
+        # HAR 1.2: content.size is the decoded body, content.compression the bytes the encoding saved;
+        # bodySize the body received (Playwright counts more in it): the bytes on the wire of an encoded
+        # body, which a made body (sent without an encoding) stands for
+        if encoded and size is not None and saved:
+            return None, size - saved
+        if encoded and wire:
+            return None, wire
+        if size is not None:
+            return None, size
+        if wire is not None:
+            return None, wire
         self.bad(i, url, "no body (content.text) and no size (content.size, response.bodySize): save the HAR "
                  "with content (DevTools: 'Save all as HAR with content'), or remove the entry")
         return None, None

@@ -174,14 +174,21 @@ class _Groups:
 
 
 def _recorded_groups(entries: list[Entry], https_hosts: list[str]) -> list[list[str]]:
+    """Hosts one certificate covers: those whose requests shared a HAR
+    `connection`; in a HAR without connection ids (Playwright's), those
+    served from one address with one certificate (`_securityDetails`), as a
+    browser may coalesce them."""
     g = _Groups()
-    first: dict[str, str] = {}
+    first: dict[tuple, str] = {}
+    ids = any(e.connection is not None for e in entries)
     for e in entries:
         if e.scheme != "https":
             continue
         g.find(e.host)
         if e.connection is not None:
-            g.union(first.setdefault(e.connection, e.host), e.host)
+            g.union(first.setdefault(("connection", e.connection), e.host), e.host)
+        elif not ids and e.certificate is not None and e.server_ip is not None:
+            g.union(first.setdefault(("certificate", e.server_ip, e.port, e.certificate), e.host), e.host)
     return g.sets(https_hosts)
 
 
