@@ -110,32 +110,52 @@ def made_document(n: int, children: list[tuple[str, str]], key: str) -> bytes:
     return _text(max(n, len(head) + 20), head, "-->\n</body>\n</html>\n", _rng(f"{key}:{n}"))
 
 
+def made_script(n: int, children: list[tuple[str, str]], key: str) -> bytes:
+    """A made script of n bytes (more when its requests need more) that,
+    run by a browser, asks for `children` ((url, kind)) as the recorded
+    script did: a script or style sheet element, an image, else a fetch.
+    Our loader runs no script: these requests are Chromium's alone."""
+    urls = ",".join(json.dumps([u, k]) for u, k in children)
+    head = ("/* Tortoise Lab: the requests a recorded script made */\n(function(){var u=[" + urls + "];"
+            "for(var i=0;i<u.length;i++){var x=u[i][0],k=u[i][1],e;"
+            "if(k==\"script\"){e=document.createElement(\"script\");e.src=x;document.head.appendChild(e);}"
+            "else if(k==\"stylesheet\"){e=document.createElement(\"link\");e.rel=\"stylesheet\";e.href=x;"
+            "document.head.appendChild(e);}else if(k==\"image\"){e=new Image();e.src=x;}"
+            "else{fetch(x,{mode:\"no-cors\",credentials:\"omit\"}).catch(function(){});}}})();\n/*")
+    return _text(max(n, len(head) + 20), head, "*/\n", _rng(f"{key}:{n}"))
+
+
 def _carriers(requests: list[dict], responses: dict[str, dict]) -> dict[str, list[tuple[str, str]]]:
-    """What each made HTML document must reference: every request whose
-    initiator chain (its `_initiator`, else the page's document) first
-    reaches that document, not a body of the HAR's own that could ask for it
-    (HTML, CSS or JavaScript recorded with its text)."""
+    """What each made HTML document or script must ask for: every request
+    whose initiator chain (its `_initiator`, else the page's document) first
+    reaches it, not a body of the HAR's own that could ask for it itself
+    (HTML, CSS or JavaScript recorded with its text; a made style sheet
+    asks for nothing, so the chain goes on above it)."""
     first = {}
     for r in requests:
         first.setdefault(r["url"], r)
     doc = requests[0]["url"]
 
-    def resp(url: str) -> dict:
-        return responses[f"{first[url]['method']} {url}"]
+    def kind(url: str) -> str:
+        return _kind(responses[f"{first[url]['method']} {url}"]["headers"].get("content-type", ""))
+
+    def made(url: str) -> bool:
+        return responses[f"{first[url]['method']} {url}"]["body_from"] == "made"
 
     out: dict[str, list[tuple[str, str]]] = {}
     for r in requests[1:]:
         if r["url"] == doc or first[r["url"]] is not r:
             continue
         up, hops = r["initiator"] if r["initiator"] in first else doc, 0
-        while hops < len(first):
-            kind = _kind(resp(up)["headers"].get("content-type", ""))
-            if kind == "html" or (resp(up)["body_from"] == "har" and kind in ("stylesheet", "script")):
-                break
+        while hops < len(first) and not (kind(up) in ("html", "script") or not made(up)):
             nxt = first[up]["initiator"]
             up, hops = (nxt if nxt in first and nxt != up else doc), hops + 1
-        if resp(up)["body_from"] == "made" and _kind(resp(up)["headers"].get("content-type", "")) == "html":
-            out.setdefault(up, []).append((r["url"], _kind(resp(r["url"])["headers"].get("content-type", ""))))
+        if made(up) and kind(up) in ("html", "script"):
+            k = kind(r["url"])
+            if kind(up) == "script" and k == "image":
+                ct = responses[f"{r['method']} {r['url']}"]["headers"].get("content-type", "")
+                k = "image" if ct.startswith("image/") else "fetch"
+            out.setdefault(up, []).append((r["url"], k))
     return out
 
 
@@ -307,10 +327,11 @@ def build_site(har: Har, name: str, where: str, *, har_sha256: str,
     for url, children in _carriers(requests, responses).items():
         key = f"GET {url}" if f"GET {url}" in responses else f"HEAD {url}"
         old = responses[key]
-        body = made_document(old["bytes"], children, url)
+        script = _kind(old["headers"].get("content-type", "")) == "script"
+        body = (made_script if script else made_document)(old["bytes"], children, url)
         if len(body) > old["bytes"]:
-            notes.append(f"{url}: made document of {len(body):,} bytes, not the recorded {old['bytes']:,}: "
-                         f"its {len(children)} references need more")
+            notes.append(f"{url}: made {'script' if script else 'document'} of {len(body):,} bytes, not the "
+                         f"recorded {old['bytes']:,}: its {len(children)} references need more")
         if not any(o is not old and o["body"] == old["body"] for o in responses.values()):
             bodies.pop(old["body"], None)
         old["body"], old["bytes"] = hashlib.sha256(body).hexdigest(), len(body)
