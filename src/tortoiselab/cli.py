@@ -6,6 +6,7 @@ import argparse
 import gc
 import json
 import logging
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -89,13 +90,24 @@ def cmd_pageload(a: argparse.Namespace) -> int:
     from tortoiselab.host.pageload import one_load, run_loads
 
     path = parse_path({"rtt_ms": a.rtt_ms, "loss_pct": a.loss_pct, "rate_mbit": a.rate_mbit})
+    staged = None
+    if a.site:  # an imported site (docs/your-own-site.md), checked and staged with its PKI
+        import tempfile
+
+        from tortoiselab.host.sites import stage
+        staged = Path(tempfile.mkdtemp(prefix="tortoise-site-")) / "site"
+        a.url = stage(Path(a.sites), a.site, staged)[0]["page"]
     load = one_load("load", {"cc": a.cc, "initcwnd_pkts": a.initcwnd, "initrwnd_pkts": a.initrwnd,
                              "protocol": a.server_protocol, "tls": a.tls, "cert": a.cert},
                     {"page": a.page, "url": a.url, "loader": a.loader, "coalescing": not a.no_coalescing,
                      "cache_hit_ratio": a.cache_hit_ratio, "resolution": a.resolution, "protocol": a.protocol},
                     seed=a.seed)
-    res = run_loads([load], path, backend=a.backend, clock=a.clock, work=Path(a.work) if a.work else None,
-                    seed=a.seed)
+    try:
+        res = run_loads([load], path, backend=a.backend, clock=a.clock, work=Path(a.work) if a.work else None,
+                        seed=a.seed, imported_dir=staged)
+    finally:
+        if staged is not None:
+            shutil.rmtree(staged.parent)
     ld = res["loads"][0]
     s = ld["summary"]
     if a.json:
@@ -486,6 +498,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tiny.html, small.html, medium.html, large.html, feed.html, base.html")
     p.add_argument("--url", default=None, help="any URL instead of --page (e.g. objects/1000000.bin for h2load)")
     p.add_argument("--loader", default="loader", choices=["loader", "nghttp", "h2load"])
+    p.add_argument("--site", default=None, help="an imported site's name (tortoise site import): its page, "
+                   "origins and certificates instead of the lab's (docs/your-own-site.md)")
+    p.add_argument("--sites", default="sites", help="where imported sites are kept (default: ./sites)")
     p.add_argument("--protocol", default=None, choices=["h2", "h1"], help="client side (default: the server's)")
     p.add_argument("--no-coalescing", action="store_true")
     p.add_argument("--cache-hit-ratio", type=float, default=0.0)

@@ -22,10 +22,14 @@ from tortoiselab.spec.topologies import TopologyCfg
 
 def run_loads(loads: Sequence[LoadSpec | dict], path: PathSpec, backend: str = "uml", clock: str = "virtual",
               work: Path | None = None, seed: int = 1,
-              timeout_s: float = backends.LONG_TASK_TIMEOUT_S) -> dict:
+              timeout_s: float = backends.LONG_TASK_TIMEOUT_S, imported_dir: Path | None = None) -> dict:
     """Every load in one lab boot; a load is a LoadSpec or its fields as a
-    dict (label, server, client: a full URL in client.url)."""
-    req = PageLoadRequest(path=path, seed=seed, loads=[LoadSpec.model_validate(ld) for ld in loads])
+    dict (label, server, client: a full URL in client.url). imported_dir:
+    an imported site staged by host/sites.stage, served instead of the
+    generated one (docs/your-own-site.md)."""
+    req = PageLoadRequest(path=path, seed=seed, loads=[LoadSpec.model_validate(ld) for ld in loads],
+                          imported_dir=None if imported_dir is None else str(imported_dir),
+                          ro_paths=[] if imported_dir is None else [str(imported_dir)])
     info = backends.choose(backend, clock, sorted({ld.server.cc for ld in req.loads}))
     work = work or Path(tempfile.mkdtemp(prefix="tortoise-pageload-"))
     result = backends.run_task(info, req, work, timeout_s=timeout_s)

@@ -27,7 +27,7 @@ from pathlib import Path
 from tortoiselab.host import safefs
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.spec import bounds
-from tortoiselab.web import harsite
+from tortoiselab.web import harserve, harsite
 from tortoiselab.web.harread import HarError, read_har
 
 HAR_MAX_BYTES = 128 * bounds.MiB  # a page's HAR with its bodies; parsed whole (some 10 times its bytes)
@@ -149,3 +149,22 @@ def load_site(sites_dir: Path, name: str) -> tuple[dict, str]:
             raise RunnerError(f"{folder / BODIES / sha}: not the body site.json names ({resp.get('bytes')} bytes, "
                               "that SHA-256); the folder was changed: import the HAR again")
     return site, hashlib.sha256(text).hexdigest()
+
+
+def stage(sites_dir: Path, name: str, out_dir: Path) -> tuple[dict, str]:
+    """A stored site, checked (load_site), copied into out_dir (a new
+    folder) with its PKI (web/harserve.make_site_pki), as a page-load
+    request names it (PageLoadRequest.imported_dir); (site, its id)."""
+    site, sid = load_site(sites_dir, name)
+    out_dir = Path(out_dir)
+    (out_dir / BODIES).mkdir(parents=True)
+    for resp in site["responses"].values():
+        dst = out_dir / BODIES / resp["body"]
+        if not dst.exists():
+            dst.write_bytes(safefs.read_bytes_regular(Path(sites_dir) / name / BODIES / resp["body"], sites_dir,
+                                                      f"site {name}", max_bytes=harsite.MAX_BODY * 2))
+    (out_dir / SITE_JSON).write_bytes(harsite.site_bytes(site))
+    harserve.make_site_pki(out_dir / "pki", site, f"site {name}")
+    for d in (out_dir, out_dir / BODIES):
+        os.chmod(d, 0o755)
+    return site, sid

@@ -19,6 +19,7 @@ as it was recorded: its certificates, its document roots and one httpd.conf.
 from __future__ import annotations
 
 import http
+import json
 import os
 from pathlib import Path
 from string import Template
@@ -34,6 +35,7 @@ REPLAY_MODULES: tuple[tuple[str, str], ...] = (
     ("asis_module", "mod_asis.so"),
 )
 PROTOCOLS = {"h2": "h2 http/1.1", "http/1.1": "http/1.1"}
+PKI_JSON = "pki.json"
 
 
 def make_site_pki(out_dir: Path, site: dict, seed_name: str) -> dict:
@@ -56,7 +58,21 @@ def make_site_pki(out_dir: Path, site: dict, seed_name: str) -> dict:
         _write_chain(chain, [leaf, inter])
         _write_key(keyfile, key)
         certs[group["id"]] = _leaf_entry(group["hosts"][0], chain, keyfile, [leaf, inter], key)
-    return {"ca": str(out_dir / "ca.pem"), "certificates": certs}
+    made = {"ca": str(out_dir / "ca.pem"), "certificates": certs}
+    # pki.json names its files relative to its folder: a uml guest sees the folder elsewhere
+    rel = json.loads(json.dumps(made).replace(json.dumps(str(out_dir) + "/")[1:-1], ""))
+    (out_dir / PKI_JSON).write_text(json.dumps(rel, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    os.chmod(out_dir, 0o755)
+    return made
+
+
+def read_site_pki(folder: Path) -> dict:
+    """make_site_pki's result, its paths under `folder` (wherever it is seen)."""
+    folder = Path(folder)
+    rel = json.loads((folder / PKI_JSON).read_text(encoding="utf-8"))
+    certs = {g: {**c, "cert": str(folder / c["cert"]), "key": str(folder / c["key"])}
+             for g, c in rel["certificates"].items()}
+    return {"ca": str(folder / rel["ca"]), "certificates": certs}
 
 
 def request_target(url: str) -> str:

@@ -113,15 +113,17 @@ def made_document(n: int, children: list[tuple[str, str]], key: str) -> bytes:
 def made_script(n: int, children: list[tuple[str, str]], key: str) -> bytes:
     """A made script of n bytes (more when its requests need more) that,
     run by a browser, asks for `children` ((url, kind)) as the recorded
-    script did: a script or style sheet element, an image, else a fetch.
-    Our loader runs no script: these requests are Chromium's alone."""
+    script did: a script or style sheet element, an image, else a hidden
+    iframe (a fetch() would not hold the load event, and the loader ends
+    at it: Chromium aborted one). Our loader runs no script: these requests
+    are Chromium's alone."""
     urls = ",".join(json.dumps([u, k]) for u, k in children)
     head = ("/* Tortoise Lab: the requests a recorded script made */\n(function(){var u=[" + urls + "];"
             "for(var i=0;i<u.length;i++){var x=u[i][0],k=u[i][1],e;"
             "if(k==\"script\"){e=document.createElement(\"script\");e.src=x;document.head.appendChild(e);}"
             "else if(k==\"stylesheet\"){e=document.createElement(\"link\");e.rel=\"stylesheet\";e.href=x;"
             "document.head.appendChild(e);}else if(k==\"image\"){e=new Image();e.src=x;}"
-            "else{fetch(x,{mode:\"no-cors\",credentials:\"omit\"}).catch(function(){});}}})();\n/*")
+            "else{e=document.createElement(\"iframe\");e.src=x;e.hidden=true;(document.body||document.documentElement).appendChild(e);}}})();\n/*")
     return _text(max(n, len(head) + 20), head, "*/\n", _rng(f"{key}:{n}"))
 
 

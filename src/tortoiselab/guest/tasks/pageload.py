@@ -24,7 +24,7 @@ from tortoiselab.analysis.conntable import TABLE, parse_capture
 from tortoiselab.analysis.flights import handshake_summary
 from tortoiselab.analysis.parsers import parse_h2load, parse_nghttp_stats
 from tortoiselab.guest import commands as C
-from tortoiselab.guest import trace
+from tortoiselab.guest import imported, trace
 from tortoiselab.guest.cdn import cdn_capture, cdn_node, cdn_result
 from tortoiselab.guest.clock import align_to_grid, next_grid_point, sleep_until_monotonic, uptime_s
 from tortoiselab.guest.cross import CrossRun, cross_traffic
@@ -33,7 +33,7 @@ from tortoiselab.guest.loaderproc import LoaderProcess
 from tortoiselab.guest.net import LAB_PREFIX, LabContext, PathLab, mininet_path
 from tortoiselab.guest.record import code_digest, write_json_atomic
 from tortoiselab.guest.replay import trace_offset_ms
-from tortoiselab.guest.webtier import DNS_IP, NameFiles, WebLab, capture, guest_name_files, resolution, write_names
+from tortoiselab.guest.webtier import DNS_IP, NameFiles, WebLab, capture, guest_name_files, write_names
 from tortoiselab.spec import hostspec
 from tortoiselab.spec.browsercfg import warm_view
 from tortoiselab.spec.crosstraffic import CrossParams
@@ -65,6 +65,7 @@ def run(ctx: LabContext, req: PageLoadRequest) -> dict:
     host stores the run then); a load that fails fails alone and the batch
     goes on."""
     site, manifest, pki = _site(req)
+    imp = imported.load(req.imported_dir) if req.imported_dir is not None else None
     out: dict = {"manifest": manifest, "loads": []}
     name_files = guest_name_files(ctx.ex, ctx.work) if ctx.private_ovs else None
     topology = req.topology or TopologyCfg()
@@ -76,8 +77,10 @@ def run(ctx: LabContext, req: PageLoadRequest) -> dict:
         origin, cdn = _origin(ctx.ex, lab, topology, graph), cdn_node(ctx.ex, lab, topology, graph)
         out["seeds"] = dict(lab.seeds)  # netem's, per direction, for the request's seed
         _second_server_address(ctx.ex, lab)
+        if imp is not None:
+            imported.add_addresses(ctx.ex, lab.server, lab.client, imp)
         out["wall_topology_ready"] = _wall(ctx)
-        with WebLab(ctx, lab, site, pki, origin, cdn) as web, _loader_process(ctx, lab, req) as loader_proc:
+        with WebLab(ctx, lab, site, pki, origin, cdn, imp) as web, _loader_process(ctx, lab, req) as loader_proc:
             first: dict | None = None  # the first load's set-up and start instants
             digest: str | None = None  # the lab code that ran: hashed once, after the first load
             for i, load in enumerate(req.loads):
@@ -332,7 +335,7 @@ def _set_up_server(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec,
     ex.run(C.route_window(LAB_PREFIX, lab.server.defaultIntf().name, s.initcwnd_pkts, s.initrwnd_pkts),
            host=lab.server)
     web.apache(s.protocol, s.tls, s.cert)
-    names = resolution(c.resolution, lab.server.IP(), web.cdn.IP() if web.cdn is not None else None)
+    names = web.names(c.resolution)
     web.dns(names)
     if name_files is not None:
         write_names(name_files.hosts, names)
@@ -344,7 +347,7 @@ def _set_up_server(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec,
 def _our_loader(ex: Executor, lab: PathLab, web: WebLab, loader_proc: LoaderProcess | None, load: LoadSpec,
                 names: dict[str, str], d: Path) -> tuple[dict, str | None]:
     s, c = load.server, load.client
-    argv = C.page_loader(sys.executable, c.target(), ca=web.pki["variants"][s.cert]["ca"],
+    argv = C.page_loader(sys.executable, c.target(), ca=web.ca(s.cert),
                          protocol=c.protocol or s.protocol,
                          cache_hit_ratio=c.cache_hit_ratio, seed=c.seed, timeout_s=c.timeout_s,
                          har=d / "page.har", summary=d / "summary.json",
@@ -425,7 +428,7 @@ def _browser_argv(lab: PathLab, web: WebLab, load: LoadSpec, names: dict[str, st
     c = load.client
     if lab.ctx.private_ovs:
         lab.ex.sysctl({"kernel.io_uring_disabled": 2})
-    return C.browser_loader(sys.executable, c.target(), ca=web.pki["variants"][load.server.cert]["ca"],
+    return C.browser_loader(sys.executable, c.target(), ca=web.ca(load.server.cert),
                             resolve=names, timeout_s=c.timeout_s, har=har, summary=summary, protocol=c.protocol,
                             dns_server=DNS_IP if c.dns == "cold" else None, **kw)
 

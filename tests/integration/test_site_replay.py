@@ -1,0 +1,104 @@
+"""Your own site in the lab (issue 55, docs/your-own-site.md), on the
+virtual clock over 100 ms, 50 Mbit/s, no loss:
+
+- round trip: Chromium loads the lab's feed page and saves a HAR; it is
+  imported and replayed on the same path by both loaders: the same
+  requests, body bytes and connections (the PLTs are printed, and the
+  docs page's table says how far apart they are, and why);
+- the multi-origin fixture (tests/data/har/multi-origin.har: 11 hosts on 5
+  addresses, h2 and HTTP/1.1) in Chromium: one connection per recorded
+  certificate group (coalescing as recorded), one per host with a
+  certificate per host (no coalescing)."""
+
+from pathlib import Path
+
+import pytest
+
+from tortoiselab.analysis.flights import analyze_pcap
+from tortoiselab.host import sites
+from tortoiselab.host.pageload import run_loads
+from tortoiselab.spec.pathspec import PathSpec
+
+pytestmark = pytest.mark.lab
+
+PATH = PathSpec(rtt_ms=100.0, loss_pct=0, rate_mbit=50)
+H2 = {"cc": "cubic", "initcwnd_pkts": 10, "protocol": "h2", "tls": "1.3", "cert": "shared-rsa"}
+CHROME = {"loader": "chromium", "dns": "warm", "timeout_s": 60}
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "har" / "multi-origin.har"
+
+
+def _loads(by: dict, work: Path, imported: Path | None = None) -> dict:
+    res = run_loads([{"label": k, "server": H2, "client": c} for k, c in by.items()], PATH, clock="virtual",
+                    work=work, imported_dir=imported)
+    out = {ld["label"]: ld for ld in res["loads"]}
+    for k, ld in out.items():
+        s = ld.get("summary") or {}
+        print(f"{k:<14} plt {s.get('plt_ms')} ms, requests {s.get('requests')}, bytes {s.get('bytes')}, "
+              f"connections {s.get('connections_opened')} (capture {len(ld.get('connections') or [])}), "
+              f"error {s.get('error') or ld.get('error')}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def round_trip(tmp_path_factory, lab_kernel):
+    root = tmp_path_factory.mktemp("site-replay")
+    original = _loads({"ours": {"page": "feed.html", "dns": "warm"}, "chromium": {"page": "feed.html", **CHROME}},
+                      root / "original")
+    got = sites.import_har(Path(original["chromium"]["har"]), root / "sites", "feed")
+    staged = root / "staged"
+    sites.stage(root / "sites", "feed", staged)
+    page = got.site["page"]
+    replay = _loads({"ours": {"url": page, "dns": "warm"}, "chromium": {"url": page, **CHROME}}, root / "replay",
+                    staged)
+    return original, replay, got.site
+
+
+@pytest.mark.parametrize("loader", ["ours", "chromium"])
+def test_the_replay_has_the_recorded_requests_bytes_and_connections(round_trip, loader):
+    original, replay, site = round_trip
+    o, r = original[loader]["summary"], replay[loader]["summary"]
+    assert o["error"] is None and r["error"] is None, (o["error"], r["error"])
+    assert site["totals"]["requests"] == o["requests"] == r["requests"] == 47
+    assert site["totals"]["bytes"] == o["bytes"] == r["bytes"] == 861_528
+    assert o["connections_opened"] == r["connections_opened"] == 1
+    assert len(original[loader]["connections"]) == len(replay[loader]["connections"]) == 1
+    assert replay[loader]["names"] == {"www.lab.test": "10.0.2.1", "static.lab.test": "10.0.2.1"}
+    print(f"{loader}: PLT original {o['plt_ms']} ms, replay {r['plt_ms']} ms "
+          f"({100 * (r['plt_ms'] - o['plt_ms']) / o['plt_ms']:+.1f} %)")
+
+
+@pytest.fixture(scope="module")
+def multi_origin(tmp_path_factory, lab_kernel):
+    root = tmp_path_factory.mktemp("site-multi")
+    recorded = sites.import_har(FIXTURE, root / "sites", "shop", tokens=frozenset({"session_token"})).site
+    hosts = [o["host"] for o in recorded["origins"].values()]
+    sites.import_har(FIXTURE, root / "sites", "shop-apart", tokens=frozenset({"session_token"}),
+                     groups=[[h] for h in hosts])  # a certificate per host: nothing to coalesce
+    out = {}
+    for name in ("shop", "shop-apart"):
+        sites.stage(root / "sites", name, root / f"staged-{name}")
+        out[name] = _loads({name: {"url": recorded["page"], **CHROME}}, root / f"w-{name}",
+                           root / f"staged-{name}")[name]
+    return recorded, out
+
+
+def test_chromium_opens_one_connection_per_recorded_group(multi_origin):
+    site, loads = multi_origin
+    s = loads["shop"]["summary"]
+    assert s["error"] is None, s["error"]
+    assert s["requests"] == 15 and s["requests_failed"] == 0  # the scripts' requests included (made scripts)
+    assert s["connections_opened"] == len(site["certificates"]) == 7
+    assert _used(loads["shop"]) == 7  # the capture's TCP connections that carried a request (a spare may not)
+
+
+def _used(ld: dict) -> int:
+    """The capture's TCP connections that carried a request (analysis/tcpconn.carried_request)."""
+    return sum(1 for c in analyze_pcap(ld["pcap"], keep_series=False) if c["carried_request"])
+
+
+def test_with_a_certificate_per_host_chromium_coalesces_nothing(multi_origin):
+    site, loads = multi_origin
+    s = loads["shop-apart"]["summary"]
+    assert s["error"] is None, s["error"]
+    assert s["requests"] == 15 and s["connections_opened"] == len(site["hosts"]) == 11
+    assert _used(loads["shop-apart"]) == 11
