@@ -94,15 +94,17 @@ def cmd_pageload(a: argparse.Namespace) -> int:
     if a.site:  # an imported site (docs/your-own-site.md), checked and staged with its PKI
         import tempfile
 
-        from tortoiselab.host.sites import stage
+        from tortoiselab.host.sites import load_site, stage
+        load_site(Path(a.sites), a.site)  # refused before anything is made
         staged = Path(tempfile.mkdtemp(prefix="tortoise-site-")) / "site"
-        a.url = stage(Path(a.sites), a.site, staged)[0]["page"]
-    load = one_load("load", {"cc": a.cc, "initcwnd_pkts": a.initcwnd, "initrwnd_pkts": a.initrwnd,
-                             "protocol": a.server_protocol, "tls": a.tls, "cert": a.cert},
-                    {"page": a.page, "url": a.url, "loader": a.loader, "coalescing": not a.no_coalescing,
-                     "cache_hit_ratio": a.cache_hit_ratio, "resolution": a.resolution, "protocol": a.protocol},
-                    seed=a.seed)
     try:
+        if staged is not None:
+            a.url = stage(Path(a.sites), a.site, staged)[0]["page"]
+        load = one_load("load", {"cc": a.cc, "initcwnd_pkts": a.initcwnd, "initrwnd_pkts": a.initrwnd,
+                                 "protocol": a.server_protocol, "tls": a.tls, "cert": a.cert},
+                        {"page": a.page, "url": a.url, "loader": a.loader, "coalescing": not a.no_coalescing,
+                         "cache_hit_ratio": a.cache_hit_ratio, "resolution": a.resolution, "protocol": a.protocol},
+                        seed=a.seed)
         res = run_loads([load], path, backend=a.backend, clock=a.clock, work=Path(a.work) if a.work else None,
                         seed=a.seed, imported_dir=staged)
     finally:

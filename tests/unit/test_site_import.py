@@ -8,6 +8,8 @@ import copy
 import hashlib
 import json
 import os
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -333,3 +335,11 @@ def test_an_encoded_body_without_text_is_its_bytes_on_the_wire(tmp_path):
     s = _import(tmp_path, har).site
     assert s["responses"]["GET https://js.shopcdn.example/app.js"]["bytes"] == 12000
     assert s["responses"]["GET https://img.shop.example/hero.jpg"]["bytes"] == 85000
+
+
+def test_a_replay_of_a_site_that_is_not_there_is_refused_before_a_lab_starts(tmp_path, capsys):
+    started = time.time() - 1
+    assert cli.main(["pageload", "--site", "nope", "--sites", str(tmp_path / "sites")]) == 2
+    assert "no imported site of that name" in capsys.readouterr().err
+    assert not [p for p in Path(tempfile.gettempdir()).iterdir() if p.name.startswith("tortoise-site-")
+                and p.stat().st_mtime >= started]  # no staging folder made
