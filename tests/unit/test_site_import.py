@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tortoiselab import cli
 from tortoiselab.host import sites
@@ -343,3 +345,62 @@ def test_a_replay_of_a_site_that_is_not_there_is_refused_before_a_lab_starts(tmp
     assert "no imported site of that name" in capsys.readouterr().err
     assert not [p for p in Path(tempfile.gettempdir()).iterdir() if p.name.startswith("tortoise-site-")
                 and p.stat().st_mtime >= started]  # no staging folder made
+
+
+# --- any HAR-shaped input: a site or a clear refusal, never another exception -----------------------------
+_scalar = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**6), st.floats(allow_nan=False, allow_infinity=False),
+                    st.text(max_size=20))
+
+
+def _mostly(good, bad=_scalar):
+    """good values 19 times in 20: a HAR with one bad entry is refused whole."""
+    return st.integers(0, 19).flatmap(lambda k: bad if k == 19 else good)
+
+
+_url = _mostly(st.sampled_from(["https://a.example/", "https://b.example/x.css?q=1", "http://c.example:8080/i.png",
+                                "https://a.example/j.js", "https://xn--bcher-kva.example/j.js"]),
+               st.one_of(st.sampled_from(["data:,x", "https://a_b.example/", "https://[::1]/",
+                                          "https://a.example:99999/", "ftp://a.example/"]), st.text(max_size=30)))
+_entry = st.fixed_dictionaries({
+    "startedDateTime": _mostly(st.sampled_from(["2026-03-02T10:00:00.000Z", "2026-03-02T10:00:01Z",
+                                                "2026-03-02T10:00:00.5+00:00"]),
+                               st.one_of(st.just("2026-03-02T10:00:00"), _scalar)),
+    "request": st.fixed_dictionaries({"method": _mostly(st.just("GET"), st.sampled_from(["HEAD", "POST"])),
+                                      "url": _url,
+                                      "headers": st.lists(st.fixed_dictionaries({"name": st.sampled_from(
+                                          ["cookie", "authorization", "accept"]), "value": st.text(max_size=30)}),
+                                          max_size=2)}),
+    "response": st.fixed_dictionaries({
+        "status": _mostly(st.sampled_from([200, 200, 200, 301, 404]), st.one_of(st.sampled_from([304, 0]), _scalar)),
+        "httpVersion": st.sampled_from(["h2", "http/1.1", "h3", "HTTP/2.0", ""]),
+        "headers": st.lists(st.fixed_dictionaries({"name": st.sampled_from(
+            ["content-type", "content-encoding", "set-cookie", "vary", "location"]),
+            "value": st.text(max_size=30)}), max_size=3),
+        "content": st.fixed_dictionaries({"size": _mostly(st.integers(0, 5000)), "mimeType": st.sampled_from(
+            ["text/html", "text/css", "image/png", "image/jpeg", "application/json", "font/woff2"])},
+            optional={"text": st.text(max_size=200), "encoding": st.sampled_from(["base64", "utf-8"]),
+                      "compression": _mostly(st.integers(0, 100))}),
+        "bodySize": _mostly(st.integers(-1, 5000))}),
+}, optional={"serverIPAddress": st.sampled_from(["192.0.2.1", "192.0.2.2", "[2001:db8::1]", ""]),
+             "connection": st.sampled_from(["1", "2", "3"]),
+             "_initiator": st.one_of(_scalar, st.fixed_dictionaries({"type": st.text(max_size=5), "url": _url}),
+                                     st.fixed_dictionaries({"type": st.just("script"), "stack": st.recursive(
+                                         st.fixed_dictionaries({"callFrames": st.lists(st.fixed_dictionaries(
+                                             {"url": _url}), max_size=2)}),
+                                         lambda inner: st.fixed_dictionaries({"parent": inner}), max_leaves=3)})),
+             "_fromCache": st.sampled_from(["", "disk", None])})
+
+
+@settings(max_examples=150, deadline=None)
+@given(entries=st.lists(_entry, min_size=1, max_size=6), version=_mostly(st.just("1.2"), st.just("1.1")))
+def test_any_har_shaped_input_is_a_site_or_a_clear_refusal(tmp_path_factory, entries, version):
+    tmp = tmp_path_factory.mktemp("fuzz")
+    har = {"log": {"version": version, "creator": {"name": "fuzz", "version": "1"}, "entries": entries}}
+    try:
+        got = sites.import_har(_write(tmp, har), tmp / "sites", "page")
+    except (HarError, RunnerError) as exc:
+        assert "Traceback" not in str(exc) and str(exc)
+        assert not (tmp / "sites").exists()
+        return
+    site, _ = sites.load_site(tmp / "sites", "page")  # what was written reads back whole
+    assert site == got.site and site["totals"]["requests"] >= 1

@@ -210,6 +210,10 @@ class _Reader:
         except ValueError as exc:
             self.bad(i, url, f"{exc}; an entry needs an ISO 8601 startedDateTime and a URL that parses")
             return None
+        status = resp.get("status")
+        if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
+            self.bad(i, url, f"response.status is {status!r}, not an HTTP status (100-599); save the HAR again")
+            return None
         if parts.scheme not in ("http", "https"):
             self.bad(i, url, f"the URL's scheme is {parts.scheme or 'missing'!r}: a site serves http(s) URLs "
                      "only; remove the entry (DevTools: save the HAR without data: and extension URLs)")
@@ -230,13 +234,12 @@ class _Reader:
             headers["location"] = scrub_query(headers["location"], self.tokens, self.secrets)
         ini, ini_type = _initiator(e.get("_initiator"))
         version = str(resp.get("httpVersion") or req.get("httpVersion") or "")
-        status = resp.get("status")
         ip = e.get("serverIPAddress")
         conn = e.get("connection")
         return started, Entry(
             index=i, url=scrub_query(url, self.tokens, self.secrets), scheme=parts.scheme, host=host,
             port=port or (443 if parts.scheme == "https" else 80), method=str(req.get("method", "GET")).upper(),
-            status=status if isinstance(status, int) else 0, protocol=_protocol(version),
+            status=status, protocol=_protocol(version),
             recorded_protocol=version, server_ip=ip.strip("[]") if isinstance(ip, str) and ip else None,
             connection=str(conn) if conn not in (None, "") else None, start_ms=0.0, headers=headers,
             body=body, size=size, resource_type=str(e.get("_resourceType") or ""),
@@ -280,6 +283,8 @@ def _left_out(e: object) -> str | None:
     if e.get("_fromCache"):
         return f"served from the browser's {e['_fromCache']} cache (record with the cache disabled)"
     status = e["response"].get("status")
+    if isinstance(status, bool):
+        return None  # the reader names the problem
     if status == 0 or e["response"].get("_error"):
         return f"no response was recorded (status {status}, {e['response'].get('_error') or 'failed or blocked'})"
     if status == 304:
@@ -357,6 +362,10 @@ def read_har(data: bytes, where: str, tokens: frozenset[str] = frozenset()) -> H
         raise HarError(f"{where}: {len(r.problems)} entr{'y' if len(r.problems) == 1 else 'ies'} the lab cannot "
                        "serve; nothing was written:\n  " + "\n  ".join(r.problems[:MAX_PROBLEMS])
                        + (f"\n  ... and {more} more" if more > 0 else ""))
+    if not got:
+        raise HarError(f"{where}: no entry of a cold load is left, nothing was written:\n  "
+                       + "\n  ".join(r.notes[:MAX_PROBLEMS]) + "\nrecord the page's load again with the cache "
+                       "disabled (DevTools, Network panel: 'Disable cache')")
     try:
         got.sort(key=lambda p: p[0])  # stable: equal times keep the file's order
     except TypeError:
