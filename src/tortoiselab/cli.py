@@ -184,7 +184,7 @@ def cmd_run(a: argparse.Namespace) -> int:
                              limit=a.limit, on_progress=progress, grid=a.grid, shard=shard,
                              runs_file=Path(a.runs_file) if a.runs_file else None, reuse_from=a.reuse_from,
                              on_cleaned=lambda line: prog.console.print(f"clean: {line}", markup=False, soft_wrap=True),
-                             **({"batch": a.batch} if a.batch is not None else {}))
+                             sites=Path(a.sites), **({"batch": a.batch} if a.batch is not None else {}))
     import pandas as pd
 
     df = pd.read_parquet(res["table"])
@@ -544,6 +544,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time", default=None, help="slurm: time limit per array task, e.g. 2:00:00")
     p.add_argument("--mem", default=None, help="slurm: memory per array task, e.g. 2G")
     p.add_argument("--wait", action="store_true", help="slurm: wait until the job is over, then report")
+    p.add_argument("--sites", default="sites", help="where imported sites are kept, for client.site "
+                   "(default: ./sites; docs/your-own-site.md)")
     p.add_argument("--reuse-from", default=None, metavar="GRID",
                    help="first take the runs this other grid of the file already did (same run id: the same "
                         "configuration, repetition and seed), hard-linked from its folder; ok runs only")

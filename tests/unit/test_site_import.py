@@ -404,3 +404,44 @@ def test_any_har_shaped_input_is_a_site_or_a_clear_refusal(tmp_path_factory, ent
         return
     site, _ = sites.load_site(tmp / "sites", "page")  # what was written reads back whole
     assert site == got.site and site["totals"]["requests"] >= 1
+
+
+# --- client.site in an experiment -------------------------------------------------------------------------
+def test_client_site_is_checked_where_the_experiment_is():
+    from pydantic import ValidationError
+
+    from tortoiselab.spec.idform import LATER
+    from tortoiselab.spec.sides import ClientCfg
+
+    assert ClientCfg(site="shop").site == "shop" and ClientCfg(site="shop", loader="chromium").loader == "chromium"
+    for bad, words in [({"site": "Shop Site"}, "no imported site's name"),
+                       ({"site": "shop", "url": "objects/500.bin"}, "not with a url"),
+                       ({"site": "shop", "loader": "nghttp"}, "not with the nghttp loader")]:
+        with pytest.raises(ValidationError, match=words):
+            ClientCfg(**bad)
+    assert LATER["client.site"] is None  # every run without a site keeps its id (tests/unit/test_run_ids.py)
+
+
+def test_an_experiments_site_is_staged_once_and_another_import_refused(tmp_path):
+    sites.import_har(FIXTURE, tmp_path / "sites", "shop")
+    lab = tmp_path / "exp" / ".lab"
+    lab.mkdir(parents=True)
+    ids = sites.stage_for_experiment(lab, {"shop"}, tmp_path / "sites")
+    staged = lab / "imported" / "shop"
+    assert ids["shop"] == hashlib.sha256((staged / "site.json").read_bytes()).hexdigest()
+    assert (staged / "pki" / "pki.json").exists() and sorted(os.listdir(lab / "imported")) == ["shop"]
+    before = (staged / "pki" / "ca.pem").read_bytes()
+    assert sites.stage_for_experiment(lab, {"shop"}, tmp_path / "sites") == ids  # kept, not made again
+    assert (staged / "pki" / "ca.pem").read_bytes() == before
+    assert sites.stage_for_experiment(lab, {"shop"}, tmp_path / "elsewhere") == ids  # sites/ moved: the copy, checked
+    other = _har()
+    other["log"]["entries"] = other["log"]["entries"][:5]
+    sites.import_har(_write(tmp_path, other), tmp_path / "sites2", "shop")
+    with pytest.raises(RunnerError, match="is another import than"):
+        sites.stage_for_experiment(lab, {"shop"}, tmp_path / "sites2")
+    with pytest.raises(RunnerError, match="no imported site .*tortoise site import PAGE.har --name nope"):
+        sites.stage_for_experiment(lab, {"nope"}, tmp_path / "sites")
+    body = next((staged / "bodies").iterdir())
+    body.write_bytes(body.read_bytes() + b"x")
+    with pytest.raises(RunnerError, match="not the body site.json names"):
+        sites.stage_for_experiment(lab, {"shop"}, tmp_path / "sites")

@@ -23,16 +23,18 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from tortoiselab.host import safefs
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.spec import bounds
+from tortoiselab.spec.sides import SITE_NAME
 from tortoiselab.web import harserve, harsite
 from tortoiselab.web.harread import HarError, read_har
 
 HAR_MAX_BYTES = 128 * bounds.MiB  # a page's HAR with its bodies; parsed whole (some 10 times its bytes)
 SITE_JSON_MAX_BYTES = 64 * bounds.MiB
-NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,43}$")
+NAME = SITE_NAME
 SITE_JSON, BODIES = "site.json", "bodies"
 
 
@@ -168,3 +170,39 @@ def stage(sites_dir: Path, name: str, out_dir: Path) -> tuple[dict, str]:
     for d in (out_dir, out_dir / BODIES):
         os.chmod(d, 0o755)
     return site, sid
+
+
+def stage_for_experiment(lab_dir: Path, names: Iterable[str], sites_dir: Path) -> dict[str, str]:
+    """Each imported site an experiment's runs name (client.site), staged
+    once into <exp>/.lab/imported/<name> (host/pageload.imported_dir), the
+    lab reading it there; {name: site id}. A staged copy is input like the
+    rest of a results folder: it is checked whole (every body against its
+    hash) and, where sites/<name> is here, must be that import, byte for
+    byte; else RunnerError naming both and the fix, before any run starts."""
+    out: dict[str, str] = {}
+    for name in sorted(set(names)):
+        root = Path(lab_dir) / "imported"
+        staged = root / name
+        here = (Path(sites_dir) / name / SITE_JSON).exists()
+        if os.path.lexists(staged):
+            site, sid = load_site(root, name)
+            if here and load_site(sites_dir, name)[1] != sid:
+                raise RunnerError(f"client.site {name}: {staged} is another import than {Path(sites_dir) / name} "
+                                  f"(ids {sid[:16]} and {load_site(sites_dir, name)[1][:16]}): the runs stored "
+                                  "here loaded the former; use another --results, or import under another name")
+            out[name] = sid
+            continue
+        if not here:
+            raise RunnerError(f"client.site {name}: no imported site {Path(sites_dir) / name}; make it with "
+                              f"`tortoise site import PAGE.har --name {name}` (or give --sites)")
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = root / f".{name}.tmp-{os.getpid()}"
+        safefs.rmtree(tmp, root, "client.site")
+        try:
+            _, sid = stage(sites_dir, name, tmp)
+            os.rename(tmp, staged)
+        except BaseException:
+            safefs.rmtree(tmp, root, "client.site")
+            raise
+        out[name] = sid
+    return out

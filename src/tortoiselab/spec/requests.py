@@ -237,6 +237,12 @@ class LoadClient(ClientCfg):
     def target(self) -> str:
         return self.url or www_url(self.page)
 
+    @model_validator(mode="after")
+    def _site_loads(self) -> "LoadClient":
+        """(ClientCfg's, replaced) a load of an imported site has its page's
+        full URL in url (host/pageload.load_client)."""
+        return self
+
 
 class LoadSpec(_Strict):
     """One page load: the server's settings (an experiment's ServerCfg) and
