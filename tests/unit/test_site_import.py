@@ -424,24 +424,25 @@ def test_client_site_is_checked_where_the_experiment_is():
 
 def test_an_experiments_site_is_staged_once_and_another_import_refused(tmp_path):
     sites.import_har(FIXTURE, tmp_path / "sites", "shop")
-    lab = tmp_path / "exp" / ".lab"
+    exp = tmp_path / "results" / "exp"
+    lab = exp / ".lab"
     lab.mkdir(parents=True)
-    ids = sites.stage_for_experiment(lab, {"shop"}, tmp_path / "sites")
+    ids = sites.stage_for_experiment(exp, {"shop"}, tmp_path / "sites")
     staged = lab / "imported" / "shop"
     assert ids["shop"] == hashlib.sha256((staged / "site.json").read_bytes()).hexdigest()
     assert (staged / "pki" / "pki.json").exists() and sorted(os.listdir(lab / "imported")) == ["shop"]
     before = (staged / "pki" / "ca.pem").read_bytes()
-    assert sites.stage_for_experiment(lab, {"shop"}, tmp_path / "sites") == ids  # kept, not made again
+    assert sites.stage_for_experiment(exp, {"shop"}, tmp_path / "sites") == ids  # kept, not made again
     assert (staged / "pki" / "ca.pem").read_bytes() == before
-    assert sites.stage_for_experiment(lab, {"shop"}, tmp_path / "elsewhere") == ids  # sites/ moved: the copy, checked
+    assert sites.stage_for_experiment(exp, {"shop"}, tmp_path / "elsewhere") == ids  # sites/ moved: the copy, checked
     other = _har()
     other["log"]["entries"] = other["log"]["entries"][:5]
     sites.import_har(_write(tmp_path, other), tmp_path / "sites2", "shop")
     with pytest.raises(RunnerError, match="is another import than"):
-        sites.stage_for_experiment(lab, {"shop"}, tmp_path / "sites2")
+        sites.stage_for_experiment(exp, {"shop"}, tmp_path / "sites2")
     with pytest.raises(RunnerError, match="no imported site .*tortoise site import PAGE.har --name nope"):
-        sites.stage_for_experiment(lab, {"nope"}, tmp_path / "sites")
+        sites.stage_for_experiment(exp, {"nope"}, tmp_path / "sites")
     body = next((staged / "bodies").iterdir())
     body.write_bytes(body.read_bytes() + b"x")
     with pytest.raises(RunnerError, match="not the body site.json names"):
-        sites.stage_for_experiment(lab, {"shop"}, tmp_path / "sites")
+        sites.stage_for_experiment(exp, {"shop"}, tmp_path / "sites")

@@ -469,7 +469,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
             # the certificate variants of every run, not only the pending ones (host/assets.py)
             site, pki = checked_assets(exp_dir, certs={r.settings.server.cert for r in runs})
             # imported sites (client.site) staged beside it, checked against sites/ (docs/your-own-site.md)
-            stage_for_experiment(site.parent, {r.settings.client.site for r in runs} - {None}, sites)
+            stage_for_experiment(exp_dir, {r.settings.client.site for r in runs} - {None}, sites)
             # in .lab once it is made (a .lab not yet READY is made anew): what a reader reads them from
             storedtraces.store_copies(exp_dir, traces)
         check_manifest_urls(mine, site)

@@ -21,12 +21,15 @@ import hashlib
 import json
 import os
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 from tortoiselab.host import safefs
 from tortoiselab.host.errors import RunnerError
+from tortoiselab.host.store import files
 from tortoiselab.spec import bounds
 from tortoiselab.spec.sides import SITE_NAME
 from tortoiselab.web import harserve, harsite
@@ -105,18 +108,22 @@ def import_har(har_path: Path, sites_dir: Path, name: str | None = None, *, toke
 
 
 def _write(sites_dir: Path, name: str, text: bytes, bodies: dict[str, bytes]) -> None:
+    """The site into a new temporary folder beside its place (mkdtemp: made
+    here, so no link can stand in it), files created exclusively, then
+    renamed into place; on any error the temporary folder is removed."""
     sites_dir.mkdir(parents=True, exist_ok=True)
-    tmp = sites_dir / f".{name}.tmp-{os.getpid()}"
-    safefs.rmtree(tmp, sites_dir, "site import")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=sites_dir))
     try:
-        safefs.mkdir(tmp, sites_dir, doing="site import")
-        safefs.mkdir(tmp / BODIES, sites_dir, doing="site import")
+        os.chmod(tmp, 0o755)
+        (tmp / BODIES).mkdir(mode=0o755)
         for sha, body in sorted(bodies.items()):
-            safefs.write_bytes(tmp / BODIES / sha, body, sites_dir, "site import", exclusive=True)
-        safefs.write_bytes(tmp / SITE_JSON, text, sites_dir, "site import", exclusive=True)
+            with open(tmp / BODIES / sha, "xb") as fh:
+                fh.write(body)
+        with open(tmp / SITE_JSON, "xb") as fh:
+            fh.write(text)
         os.rename(tmp, sites_dir / name)  # not os.replace: a folder that appeared meanwhile is not replaced
     except BaseException:
-        safefs.rmtree(tmp, sites_dir, "site import")
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 
@@ -172,37 +179,39 @@ def stage(sites_dir: Path, name: str, out_dir: Path) -> tuple[dict, str]:
     return site, sid
 
 
-def stage_for_experiment(lab_dir: Path, names: Iterable[str], sites_dir: Path) -> dict[str, str]:
+def stage_for_experiment(exp_dir: Path, names: Iterable[str], sites_dir: Path) -> dict[str, str]:
     """Each imported site an experiment's runs name (client.site), staged
     once into <exp>/.lab/imported/<name> (host/pageload.imported_dir), the
-    lab reading it there; {name: site id}. A staged copy is input like the
-    rest of a results folder: it is checked whole (every body against its
-    hash) and, where sites/<name> is here, must be that import, byte for
-    byte; else RunnerError naming both and the fix, before any run starts."""
+    lab reading it there; {name: site id}. The store makes the staging
+    folder and renames it into place (host/store/files.py). A staged copy
+    is input like the rest of a results folder: it is checked whole (every
+    body against its hash) and, where sites/<name> is here, must be that
+    import, byte for byte; else RunnerError naming both and the fix,
+    before any run starts."""
     out: dict[str, str] = {}
+    root = Path(exp_dir) / ".lab" / "imported"
     for name in sorted(set(names)):
-        root = Path(lab_dir) / "imported"
         staged = root / name
         here = (Path(sites_dir) / name / SITE_JSON).exists()
         if os.path.lexists(staged):
             site, sid = load_site(root, name)
-            if here and load_site(sites_dir, name)[1] != sid:
+            there = load_site(sites_dir, name)[1] if here else sid
+            if there != sid:
                 raise RunnerError(f"client.site {name}: {staged} is another import than {Path(sites_dir) / name} "
-                                  f"(ids {sid[:16]} and {load_site(sites_dir, name)[1][:16]}): the runs stored "
-                                  "here loaded the former; use another --results, or import under another name")
+                                  f"(ids {sid[:16]} and {there[:16]}): the runs stored here loaded the former; "
+                                  "use another --results, or import under another name")
             out[name] = sid
             continue
         if not here:
             raise RunnerError(f"client.site {name}: no imported site {Path(sites_dir) / name}; make it with "
                               f"`tortoise site import PAGE.har --name {name}` (or give --sites)")
-        root.mkdir(parents=True, exist_ok=True)
-        tmp = root / f".{name}.tmp-{os.getpid()}"
-        safefs.rmtree(tmp, root, "client.site")
+        doing = f"client.site {name}"
+        files.make_dirs(exp_dir, root, doing)
+        tmp = files.fresh_dir(exp_dir, root / f".{name}.tmp-{os.getpid()}", doing)
         try:
-            _, sid = stage(sites_dir, name, tmp)
-            os.rename(tmp, staged)
+            _, out[name] = stage(sites_dir, name, tmp)
+            files.replace(exp_dir, tmp, staged, doing)
         except BaseException:
-            safefs.rmtree(tmp, root, "client.site")
+            files.remove(exp_dir, tmp, doing, quiet=True)
             raise
-        out[name] = sid
     return out
