@@ -6,6 +6,7 @@ import argparse
 import gc
 import json
 import logging
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -90,13 +91,26 @@ def cmd_pageload(a: argparse.Namespace) -> int:
     from tortoiselab.host.pageload import one_load, run_loads
 
     path = parse_path({"rtt_ms": a.rtt_ms, "loss_pct": a.loss_pct, "rate_mbit": a.rate_mbit})
-    load = one_load("load", {"cc": a.cc, "initcwnd_pkts": a.initcwnd, "initrwnd_pkts": a.initrwnd,
-                             "protocol": a.server_protocol, "tls": a.tls, "cert": a.cert},
-                    {"page": a.page, "url": a.url, "loader": a.loader, "coalescing": not a.no_coalescing,
-                     "cache_hit_ratio": a.cache_hit_ratio, "resolution": a.resolution, "protocol": a.protocol},
-                    seed=a.seed)
-    res = run_loads([load], path, backend=a.backend, clock=a.clock, work=Path(a.work) if a.work else None,
-                    seed=a.seed)
+    staged = None
+    if a.site:  # an imported site (docs/your-own-site.md), checked and staged with its PKI
+        import tempfile
+
+        from tortoiselab.host.sites import load_site, stage
+        load_site(Path(a.sites), a.site)  # refused before anything is made
+        staged = Path(tempfile.mkdtemp(prefix="tortoise-site-")) / "site"
+    try:
+        if staged is not None:
+            a.url = stage(Path(a.sites), a.site, staged)[0]["page"]
+        load = one_load("load", {"cc": a.cc, "initcwnd_pkts": a.initcwnd, "initrwnd_pkts": a.initrwnd,
+                                 "protocol": a.server_protocol, "tls": a.tls, "cert": a.cert},
+                        {"page": a.page, "url": a.url, "loader": a.loader, "coalescing": not a.no_coalescing,
+                         "cache_hit_ratio": a.cache_hit_ratio, "resolution": a.resolution, "protocol": a.protocol},
+                        seed=a.seed)
+        res = run_loads([load], path, backend=a.backend, clock=a.clock, work=Path(a.work) if a.work else None,
+                        seed=a.seed, imported_dir=staged)
+    finally:
+        if staged is not None:
+            shutil.rmtree(staged.parent)
     ld = res["loads"][0]
     s = ld["summary"]
     if a.json:
@@ -171,7 +185,7 @@ def cmd_run(a: argparse.Namespace) -> int:
                              limit=a.limit, on_progress=progress, grid=a.grid, shard=shard,
                              runs_file=Path(a.runs_file) if a.runs_file else None, reuse_from=a.reuse_from,
                              on_cleaned=lambda line: prog.console.print(f"clean: {line}", markup=False, soft_wrap=True),
-                             **({"batch": a.batch} if a.batch is not None else {}))
+                             sites=Path(a.sites), **({"batch": a.batch} if a.batch is not None else {}))
     import pandas as pd
 
     df = pd.read_parquet(res["table"])
@@ -395,6 +409,27 @@ def cmd_verify(a: argparse.Namespace) -> int:
     return cli_verify(Path(a.folder), a.rebuild_table, a.adopt_unmanifested)
 
 
+def cmd_site_import(a: argparse.Namespace) -> int:
+    from tortoiselab.host.sites import import_har  # here: the CLI starts fast (LAZY_IMPORTS)
+
+    groups = [[h.strip().lower() for h in g.split(",") if h.strip()] for g in a.group] or None
+    got = import_har(Path(a.har), Path(a.sites), a.name, tokens=frozenset(a.drop_query), groups=groups)
+    s, t = got.site, got.site["totals"]
+    print(f"site {s['name']!r} {'made' if got.created else 'already there, unchanged'}: {got.folder} "
+          f"(id {got.site_id[:16]})")
+    print(f"  page {s['page']}: {t['requests']} requests, {t['bytes']:,} bytes of bodies, {t['hosts']} hosts on "
+          f"{t['addresses']} addresses, {t['certificates']} certificates ({s['certificates_from']}), "
+          f"{s['recorded_connections']} recorded connections")
+    for origin, o in s["origins"].items():
+        print(f"  {origin:<44} {o['protocol']:<9} {o['ip']:<11} {o['certificate'] or '-'}")
+    if s["never_copied"]:
+        print("  never copied: " + ", ".join(f"{k} ({n})" for k, n in s["never_copied"].items())
+              + f"; {s['credential_values_replaced']} credential value(s) replaced in bodies and headers")
+    for n in s["notes"]:
+        print(f"  note: {n}")
+    return 0
+
+
 def cmd_regions(a: argparse.Namespace) -> int:
     print(format_regions_table(load_regions()))
     return 0
@@ -466,6 +501,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tiny.html, small.html, medium.html, large.html, feed.html, base.html")
     p.add_argument("--url", default=None, help="any URL instead of --page (e.g. objects/1000000.bin for h2load)")
     p.add_argument("--loader", default="loader", choices=["loader", "nghttp", "h2load"])
+    p.add_argument("--site", default=None, help="an imported site's name (tortoise site import): its page, "
+                   "origins and certificates instead of the lab's (docs/your-own-site.md)")
+    p.add_argument("--sites", default="sites", help="where imported sites are kept (default: ./sites)")
     p.add_argument("--protocol", default=None, choices=["h2", "h1"], help="client side (default: the server's)")
     p.add_argument("--no-coalescing", action="store_true")
     p.add_argument("--cache-hit-ratio", type=float, default=0.0)
@@ -507,6 +545,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time", default=None, help="slurm: time limit per array task, e.g. 2:00:00")
     p.add_argument("--mem", default=None, help="slurm: memory per array task, e.g. 2G")
     p.add_argument("--wait", action="store_true", help="slurm: wait until the job is over, then report")
+    p.add_argument("--sites", default="sites", help="where imported sites are kept, for client.site "
+                   "(default: ./sites; docs/your-own-site.md)")
     p.add_argument("--reuse-from", default=None, metavar="GRID",
                    help="first take the runs this other grid of the file already did (same run id: the same "
                         "configuration, repetition and seed), hard-linked from its folder; ok runs only")
@@ -600,6 +640,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write manifests for runs stored before manifests (format 3 or older), trusting their "
                         "files as they are now")
     p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("site", help="your own site: a recorded page (HAR) made into a site (docs/your-own-site.md)")
+    site_sub = p.add_subparsers(dest="site_cmd", required=True)
+    p = site_sub.add_parser("import", help="make a site of a HAR 1.2 file (DevTools: Save all as HAR with content)")
+    p.add_argument("har", help="the page's .har file")
+    p.add_argument("--name", default=None, help="the site's name (default: the file's stem)")
+    p.add_argument("--sites", default="sites", help="where sites are kept (default: ./sites)")
+    p.add_argument("--drop-query", action="append", default=[], metavar="PARAM",
+                   help="a query parameter whose values are tokens: replaced by x's (repeatable)")
+    p.add_argument("--group", action="append", default=[], metavar="HOST,HOST,...",
+                   help="hosts one certificate covers, instead of the recorded connections' grouping (repeatable)")
+    p.set_defaults(func=cmd_site_import)
 
     p = sub.add_parser("regions", help="the region path profiles (topologies/regions.yaml + yours)")
     p.set_defaults(func=cmd_regions)

@@ -141,8 +141,10 @@ def test_a_runs_pageload_request_validates_and_carries_what_it_did(tmp_path):
         sent = json.loads(req.model_copy(update=PLACED).model_dump_json())
         for k in ("load_spacing_s", "settle_s"):
             del sent[k]
+        assert sent.pop("imported_dir") is None  # an imported site's (issue 55): never an experiment run's yet
         for k in ("seed", "path"):
             del sent["loads"][0][k]
+        assert sent["loads"][0]["client"].pop("site") is None  # client.site (issue 55): none here
         diff = _same_content(sent, json.loads(json.dumps(_former_request(run, site, pki))))
         assert diff == [], "\n".join(diff)
 

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Iterator
 
 from tortoiselab.guest import commands as C
+from tortoiselab.guest import imported
 from tortoiselab.guest.executor import Executor
+from tortoiselab.guest.imported import ImportedSite
 from tortoiselab.guest.net import LAB_PREFIX, LabContext, PathLab
 from tortoiselab.spec.requests import LAB_DOMAIN, WWW, LoadSpec
 from tortoiselab.spec.topology import SERVER_IP2
@@ -52,8 +54,10 @@ class WebLab:
     """Apache and dnsmasq of one lab boot, restarted only when their settings
     change; a context manager that stops both on the way out."""
 
-    def __init__(self, ctx: LabContext, lab: PathLab, site: Path, pki: dict, origin=None, cdn=None) -> None:
+    def __init__(self, ctx: LabContext, lab: PathLab, site: Path, pki: dict, origin=None, cdn=None,
+                 imported: ImportedSite | None = None) -> None:
         self.ctx, self.lab, self.site, self.pki = ctx, lab, site, pki
+        self.imported = imported  # an imported site (guest/imported.py) served instead of the generated one
         self.origin = origin  # pop: the origin host; the server is its TLS-terminating reverse proxy
         self.origin_pidfile: Path | None = None
         self.cdn = cdn  # the CDN host beside the PoP (spec/cdn.py): a server of its own, the same site
@@ -72,11 +76,28 @@ class WebLab:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def ca(self, cert: str) -> str:
+        """The CA a client trusts: the imported site's, else the variant's."""
+        return self.imported.pki["ca"] if self.imported is not None else self.pki["variants"][cert]["ca"]
+
+    def names(self, scenario: str) -> dict[str, str]:
+        """The names of a load: the imported site's hosts, else `resolution`'s."""
+        if self.imported is not None:
+            return self.imported.names
+        return resolution(scenario, self.lab.server.IP(), self.cdn.IP() if self.cdn is not None else None)
+
     def apache(self, protocol: str, tls: str, cert: str) -> None:
-        key = (protocol, tls, cert)
+        key = ("imported",) if self.imported is not None else (protocol, tls, cert)
         if key == self.apache_key:
             return
         self.stop_apache()
+        if self.imported is not None:  # its origins' protocols and certificates are the recording's
+            run_dir = WEB_RUN / "httpd-imported"
+            conf = imported.write_conf(run_dir, self.imported)
+            self.apache_pidfile = apache.pid_file(run_dir)  # stop_apache finds it even if the start fails
+            self._launch(run_dir, conf, self.lab.server)
+            self.apache_key = key
+            return
         run_dir = WEB_RUN / f"httpd-{protocol}-{tls}-{cert}"
         run_dir.mkdir(parents=True, exist_ok=True)
         if self.origin is not None:  # the origin first: the proxy passes every request on to it
@@ -104,6 +125,11 @@ class WebLab:
             self.origin_pidfile = pidfile
         else:
             self.apache_pidfile = pidfile
+        return self._launch(run_dir, conf, host)
+
+    def _launch(self, run_dir: Path, conf: Path, host) -> Path:
+        """Start the Apache of conf in host; its pid file once it listens."""
+        pidfile = apache.pid_file(run_dir)
         pidfile.unlink(missing_ok=True)  # one left by an earlier boot names no server of this one
         self.ctx.ex.run(apache.apache_argv(conf), host=host)
         pid = apache.wait_for_pid(pidfile, timeout=APACHE_START_S, error_log=run_dir / apache.ERROR_LOG)
@@ -249,7 +275,7 @@ def set_up_server(ex: Executor, lab: PathLab, web: WebLab, load: LoadSpec,
     ex.run(C.route_window(LAB_PREFIX, lab.server.defaultIntf().name, s.initcwnd_pkts, s.initrwnd_pkts),
            host=lab.server)
     web.apache(s.protocol, s.tls, s.cert)
-    names = resolution(c.resolution, lab.server.IP(), web.cdn.IP() if web.cdn is not None else None)
+    names = web.names(c.resolution)
     web.dns(names)
     if name_files is not None:
         write_names(name_files.hosts, names)

@@ -22,22 +22,41 @@ from tortoiselab.spec.topologies import TopologyCfg
 
 def run_loads(loads: Sequence[LoadSpec | dict], path: PathSpec, backend: str = "uml", clock: str = "virtual",
               work: Path | None = None, seed: int = 1,
-              timeout_s: float = backends.LONG_TASK_TIMEOUT_S) -> dict:
+              timeout_s: float = backends.LONG_TASK_TIMEOUT_S, imported_dir: Path | None = None) -> dict:
     """Every load in one lab boot; a load is a LoadSpec or its fields as a
-    dict (label, server, client: a full URL in client.url)."""
-    req = PageLoadRequest(path=path, seed=seed, loads=[LoadSpec.model_validate(ld) for ld in loads])
+    dict (label, server, client: a full URL in client.url). imported_dir:
+    an imported site staged by host/sites.stage, served instead of the
+    generated one (docs/your-own-site.md)."""
+    req = PageLoadRequest(path=path, seed=seed, loads=[LoadSpec.model_validate(ld) for ld in loads],
+                          imported_dir=None if imported_dir is None else str(imported_dir),
+                          ro_paths=[] if imported_dir is None else [str(imported_dir)])
     info = backends.choose(backend, clock, sorted({ld.server.cc for ld in req.loads}))
     work = work or Path(tempfile.mkdtemp(prefix="tortoise-pageload-"))
     result = backends.run_task(info, req, work, timeout_s=timeout_s)
     return {"backend": info.backend, "clock": info.clock, "work": str(work), **result["task"]}
 
 
-def load_client(client: dict, seed: int) -> LoadClient:
+def load_client(client: dict, seed: int, page: str | None = None) -> LoadClient:
     """An experiment's client settings (a ClientCfg dump: its values as the
     run's config holds them) as a load runs them, with the loader's seed:
-    its url, a path on www, resolved to the full URL (a full URL is kept)."""
-    url = client.get("url")
+    its url, a path on www, resolved to the full URL (a full URL is kept);
+    page: an imported site's page (client.site), its URL."""
+    url = page or client.get("url")
     return LoadClient(**{**client, "url": url if url is None or "://" in url else www_url(url), "seed": seed})
+
+
+def imported_dir(site: Path, name: str) -> Path:
+    """Where an experiment's imported site `name` is staged: beside its
+    generated site in .lab (host/sites.stage_for_experiment)."""
+    return Path(site).parent / "imported" / name
+
+
+def site_page(site: Path, name: str | None) -> str | None:
+    """The page URL of the experiment's imported site `name` (None: none)."""
+    if name is None:
+        return None
+    doc = json.loads(safefs.read_bytes_regular(imported_dir(site, name) / "site.json", max_bytes=64 << 20))
+    return doc["page"]
 
 
 def one_load(label: str, server: dict, client: dict, seed: int) -> LoadSpec:
@@ -71,9 +90,12 @@ def boot_key(run: RunSpec) -> str:
     their paths, seeds, server and client settings are per load. The
     topology (its graph and cross traffic) is built at boot too."""
     server = run.settings.server
-    if "topology" not in run.config:  # wan: the key as it always was
+    site = run.settings.client.site  # an imported site is served by the boot's Apache
+    if "topology" not in run.config and site is None:  # wan: the key as it always was
         return json.dumps(server.module_params, sort_keys=True)
-    return json.dumps([server.module_params, run.config["topology"]], sort_keys=True)
+    if site is None:
+        return json.dumps([server.module_params, run.config["topology"]], sort_keys=True)
+    return json.dumps([server.module_params, run.config.get("topology"), site], sort_keys=True)
 
 
 def run_request(runs: Sequence[RunSpec], site: Path, pki: Path,
@@ -94,14 +116,17 @@ def run_request(runs: Sequence[RunSpec], site: Path, pki: Path,
     server = first.settings.server
     batch = len(members) > 1
     topology = first.config.get("topology")
+    name = first.settings.client.site
+    page = site_page(site, name)
     return PageLoadRequest(
         path=first.path, seed=first.seed, site_dir=str(site), pki_dir=str(pki),
+        imported_dir=None if name is None else str(imported_dir(site, name)),
         topology=None if topology is None else TopologyCfg.model_validate(topology),
         ro_paths=[str(site.parent), *sorted({f for r in members for f in trace_folders(r.path)})],
         module_params={alg: {k: str(v) for k, v in ps.items()} for alg, ps in server.module_params.items()},
         load_spacing_s=LOAD_SPACING_S if batch else 0.0, settle_s=LOAD_SETTLE_S if batch else 0.0,
         loads=[LoadSpec(label=r.run_id, server=r.settings.server,
-                        client=load_client(r.settings.client.model_dump(), r.seed), seed=r.seed, path=r.path)
+                        client=load_client(r.settings.client.model_dump(), r.seed, page), seed=r.seed, path=r.path)
                for r in runs])
 
 
@@ -109,6 +134,9 @@ def floor_fields(run: RunSpec, site: Path, pki: Path, summary: dict) -> dict:
     """The run's napkin floor and measured PLT / floor (tortoiselab.analysis.napkin),
     from its resolved path and server settings, the page in the site's
     manifest and the size of the server's handshake flight."""
+    if run.settings.client.site is not None:  # the napkin model knows the lab's own pages only
+        return {cols.FLOOR: None, "plt_over_floor": None,
+                "floor_model": {"why": "an imported site (client.site): no napkin floor"}}
     try:
         f = napkin.run_floor(run.config, json.loads(safefs.read_bytes_regular(site / "manifest.json")),  # no link,
                              json.loads(safefs.read_bytes_regular(pki / "pki.json")),  # no FIFO (host/safefs.py)

@@ -41,6 +41,7 @@ from tortoiselab.host.checks import (check_browser_tools, check_guest_paths, che
 from tortoiselab.host.citelogs import cite_stored
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.labcheck import checked_assets
+from tortoiselab.host.sites import stage_for_experiment
 from tortoiselab.host.locks import claim, clean_stale, experiment_lock, note, setup_lock
 from tortoiselab.host.provenance import run_seeds, tool_versions
 from tortoiselab.host.batches import DEFAULT_BATCH, Batch, BatchWork, batch_id, jobs_for
@@ -444,7 +445,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
                    on_progress: Callable[[dict, int, int], None] | None = None, grid: str | None = None,
                    shard: tuple[int, int] | None = None, runs_file: Path | None = None,
                    batch: int | None = None, reuse_from: str | None = None,
-                   on_cleaned: Callable[[str], None] | None = None) -> dict:
+                   on_cleaned: Callable[[str], None] | None = None, sites: Path = Path("sites")) -> dict:
     """Every pending run (of slice shard=(i, N) only, if given; of the runs
     listed in runs_file only, if given), each under its claim, so that
     shards running side by side never do a run twice; up to `batch` runs
@@ -485,6 +486,8 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
                              doing=f"results folder {exp_dir}")
             # the certificate variants of every run, not only the pending ones (host/assets.py)
             site, pki = checked_assets(exp_dir, certs={r.settings.server.cert for r in runs})
+            # imported sites (client.site) staged beside it, checked against sites/ (docs/your-own-site.md)
+            stage_for_experiment(exp_dir, {r.settings.client.site for r in runs} - {None}, sites)
             # in .lab once it is made (a .lab not yet READY is made anew): what a reader reads them from
             storedtraces.store_copies(exp_dir, traces)
         check_manifest_urls(mine, site)

@@ -43,6 +43,7 @@ LATER: dict[str, Any] = {
     # them before, None a run without one (another loader, one response); a
     # page run by the new default, chromium, gets an id of its own
     "client.schedule": AnyOf((None, "eager")),
+    "client.site": None,  # an imported site (issue 55): none, the lab's own page
 }
 
 

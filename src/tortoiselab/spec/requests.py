@@ -237,6 +237,12 @@ class LoadClient(ClientCfg):
     def target(self) -> str:
         return self.url or www_url(self.page)
 
+    @model_validator(mode="after")
+    def _site_loads(self) -> "LoadClient":
+        """(ClientCfg's, replaced) a load of an imported site has its page's
+        full URL in url (host/pageload.load_client)."""
+        return self
+
 
 class LoadSpec(_Strict):
     """One page load: the server's settings (an experiment's ServerCfg) and
@@ -273,6 +279,9 @@ class PageLoadRequest(LabRequest):
                                                    "makes one from site_seed")
     pki_dir: str | None = Field(None, description="the experiment's PKI (with site_dir)")
     site_seed: int = Field(1, ge=0, description="the page generator's seed when the guest makes the site")
+    imported_dir: str | None = Field(None, description="an imported site served instead of the generated one "
+                                     "(docs/your-own-site.md): a folder made on the host with site.json, "
+                                     "bodies/ and pki/; each load's client.url is its page")
     load_spacing_s: float = Field(
         0.0, ge=0, le=3600, description="in a batch, each load after the first starts a whole number of these "
         "after the first one, and at least settle_s after the previous one ended (docs/determinism.md: the "

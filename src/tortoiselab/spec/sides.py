@@ -6,6 +6,8 @@ them stay as they were."""
 
 from __future__ import annotations
 
+import re
+
 from typing import Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
@@ -19,6 +21,7 @@ PAGES = ("tiny.html", "small.html", "medium.html", "large.html", "feed.html", "b
 # pages whose document names nothing to fetch (web/pages.py: n_objects 0; a
 # test holds the two equal): a load of one, as of a url, has no schedule
 DOCUMENT_ONLY = ("base.html", "article.html")
+SITE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,43}$")  # an imported site's name (host/sites.py)
 KNOWN_CC = (*STOCK_ALGORITHMS, *OUR_MODULES)
 
 
@@ -122,11 +125,30 @@ class ClientCfg(_HostCfg):
     repeat_after_idle_s: float | None = Field(
         None, gt=0, le=600, description="load the page a second time on the same connection after this idle gap")
     timeout_s: float = Field(120, gt=0, le=3600)
+    site: str | None = Field(
+        None, description="an imported site's name (tortoise site import; docs/your-own-site.md): its page, "
+                          "origins and certificates are loaded instead of the lab's page or url")
 
     @field_validator("page")
     @classmethod
     def _page(cls, v: str) -> str:
         return _one_of(v, PAGES, "page", "the lab serves")
+
+    @field_validator("site")
+    @classmethod
+    def _site(cls, v: str | None) -> str | None:
+        if v is not None and not SITE_NAME.match(v):
+            raise ValueError(f"{v!r} is no imported site's name (1-44 characters of lower-case letters, digits, "
+                             "'.', '_' and '-'); give the --name of `tortoise site import`")
+        return v
+
+    @model_validator(mode="after")
+    def _site_loads(self) -> "ClientCfg":
+        if self.site is not None and (self.url is not None or self.loader not in ("loader", "chromium")):
+            raise ValueError(f"client.site: an imported site's page is loaded by our loader or chromium, not with "
+                             f"{'a url' if self.url is not None else 'the ' + self.loader + ' loader'}; "
+                             "leave client.url out and use loader: loader or chromium")
+        return self
 
     @model_validator(mode="after")
     def _schedule(self) -> "ClientCfg":

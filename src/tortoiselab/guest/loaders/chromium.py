@@ -65,7 +65,7 @@ def browser_argv(lab: PathLab, web: WebLab, load: LoadSpec, names: dict[str, str
     c = load.client
     if lab.ctx.private_ovs:
         lab.ex.sysctl({"kernel.io_uring_disabled": 2})
-    return C.browser_loader(sys.executable, c.target(), ca=web.pki["variants"][load.server.cert]["ca"],
+    return C.browser_loader(sys.executable, c.target(), ca=web.ca(load.server.cert),
                             resolve=names, timeout_s=c.timeout_s, har=har, summary=summary, protocol=c.protocol,
                             dns_server=DNS_IP if c.dns == "cold" else None, **kw)
 

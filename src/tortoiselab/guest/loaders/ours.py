@@ -19,7 +19,7 @@ from tortoiselab.spec.requests import LoadSpec
 def load_page(ex: Executor, lab: PathLab, web: WebLab, loader_proc: LoaderProcess | None, load: LoadSpec,
                 names: dict[str, str], d: Path) -> tuple[dict, str | None]:
     s, c = load.server, load.client
-    argv = C.page_loader(sys.executable, c.target(), ca=web.pki["variants"][s.cert]["ca"],
+    argv = C.page_loader(sys.executable, c.target(), ca=web.ca(s.cert),
                          protocol=c.protocol or s.protocol,
                          cache_hit_ratio=c.cache_hit_ratio, seed=c.seed, timeout_s=c.timeout_s,
                          har=d / "page.har", summary=d / "summary.json",

@@ -21,7 +21,7 @@ from pathlib import Path
 from tortoiselab.analysis.conntable import TABLE, parse_capture
 from tortoiselab.analysis.flights import handshake_summary
 from tortoiselab.guest import commands as C
-from tortoiselab.guest import trace
+from tortoiselab.guest import imported, trace
 from tortoiselab.guest.cdn import cdn_capture, cdn_node, cdn_result
 from tortoiselab.guest.clock import uptime_s
 from tortoiselab.guest.executor import Executor
@@ -58,6 +58,7 @@ def run(ctx: LabContext, req: PageLoadRequest) -> dict:
     host stores the run then); a load that fails fails alone and the batch
     goes on."""
     site, manifest, pki = _site(req)
+    imp = imported.load(req.imported_dir) if req.imported_dir is not None else None
     out: dict = {"manifest": manifest, "loads": []}
     name_files = guest_name_files(ctx.ex, ctx.work) if ctx.private_ovs else None
     topology = req.topology or TopologyCfg()
@@ -69,8 +70,10 @@ def run(ctx: LabContext, req: PageLoadRequest) -> dict:
         origin, cdn = _origin(ctx.ex, lab, topology, graph), cdn_node(ctx.ex, lab, topology, graph)
         out["seeds"] = dict(lab.seeds)  # netem's, per direction, for the request's seed
         _second_server_address(ctx.ex, lab)
+        if imp is not None:
+            imported.add_addresses(ctx.ex, lab.server, lab.client, imp)
         out["wall_topology_ready"] = _wall(ctx)
-        with WebLab(ctx, lab, site, pki, origin, cdn) as web, _loader_process(ctx, lab, req) as loader_proc:
+        with WebLab(ctx, lab, site, pki, origin, cdn, imp) as web, _loader_process(ctx, lab, req) as loader_proc:
             first: dict | None = None  # the first load's set-up and start instants
             digest: str | None = None  # the lab code that ran: hashed once, after the first load
             for i, load in enumerate(req.loads):
