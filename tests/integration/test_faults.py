@@ -42,9 +42,22 @@ def _wait_for(exp_dir: Path, pattern: str, timeout_s: float = 600) -> Path:
     raise AssertionError(f"nothing matched {pattern} in {exp_dir} within {timeout_s} s")
 
 
+def _lab_pgid(work: Path, timeout_s: float = 30) -> int:
+    """The lab's process group id from uml.pgid, once the runner has written
+    it whole: the file appears (what _wait_for sees) a moment before its
+    digits are in it (a fresh-clone CI read it empty under load)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        text = (work / "lab" / "uml.pgid").read_text()
+        if text.strip().isdigit():
+            return int(text)
+        time.sleep(0.01)
+    raise AssertionError(f"{work / 'lab' / 'uml.pgid'} held no process group id within {timeout_s} s")
+
+
 def _kill_and_check_guest(proc: subprocess.Popen, work: Path) -> float:
     """SIGKILL the runner; the seconds its lab's process group lived on."""
-    pgid = int((work / "lab" / "uml.pgid").read_text())
+    pgid = _lab_pgid(work)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     t0 = time.monotonic()
