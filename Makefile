@@ -24,21 +24,29 @@ $(STAMP): pyproject.toml
 	@PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 bash scripts/pip-install.sh $(PY) -e '.[test,lab,browser]'
 	@touch $@
 
+# The kernel's build and the check before it need Debian's packages and
+# python3 (their modules import the standard library alone), not the venv:
+# `make experiment` builds the kernel while pip installs (docs/speed.md).
+# MAKEFLAGS emptied: kernel/build-uml.sh runs its own `make -jN`.
+SYSPY := MAKEFLAGS= PYTHONPATH=src /usr/bin/python3
+
 # files compiled of the total and the time left while it builds (host/buildprogress.py)
-kernel: setup
-	@$(PY) -m tortoiselab.host.buildprogress bash kernel/build-uml.sh >/dev/null
+kernel: setup-system
+	@$(SYSPY) -m tortoiselab.host.buildprogress bash kernel/build-uml.sh >/dev/null
 
 # the UML lab kernel only where the lab will boot it: a host that runs the
 # native backend (root, netem, every algorithm: the course VM) needs none
 # (tortoiselab.host.hostcheck.native_ready); TORTOISE_LAB_KERNEL=always builds it anyway
-lab-kernel: setup
-	@if [ "$${TORTOISE_LAB_KERNEL:-auto}" != always ] && $(PY) -m tortoiselab.host.hostcheck native-ready; then \
+lab-kernel: setup-system
+	@if [ "$${TORTOISE_LAB_KERNEL:-auto}" != always ] && $(SYSPY) -m tortoiselab.host.hostcheck native-ready; then \
 	  echo "lab-kernel: not building the UML lab kernel (the native backend runs here)"; \
 	else $(MAKE) --no-print-directory kernel; fi
 
 # the embedded default experiment (experiments/quick.yaml): the lab's
-# fidelity probe of its path, then the sweep; results in results/quick/
-experiment: setup lab-kernel
+# fidelity probe of its path, then the sweep; results in results/quick/.
+# The venv and the lab kernel side by side (-j2), each its own lines.
+experiment: setup-system
+	@$(MAKE) --no-print-directory -j2 $(STAMP) lab-kernel
 	$(VENV)/bin/tortoise probe
 	$(VENV)/bin/tortoise run experiments/quick.yaml
 	$(VENV)/bin/tortoise report quick

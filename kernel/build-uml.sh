@@ -28,12 +28,16 @@ series="${TORTOISE_KERNEL_SERIES:-$(cat "$here/SERIES")}"
 case "$series" in
   6.12)
     want="$(cat "$here/DEBIAN_VERSION")"
+    base=defconfig
     fragments=("$here/lab.config")
     prefix="uml" ;;
   *)
     [ -f "$here/sources/$series" ] || { echo "lab kernel: unknown series '$series' (no kernel/sources/$series)" >&2; exit 1; }
     want="$(sed -n 's/^VERSION=//p' "$here/sources/$series")"
-    fragments=("$here/lab.config" "$here/lab-$series.config")
+    # what the lab uses over allnoconfig, not UML's defconfig (docs/kernel-7.3.md,
+    # "A kernel of what the lab uses")
+    base=allnoconfig
+    fragments=("$here/uml-base.config" "$here/lab.config" "$here/lab-$series.config")
     prefix="uml$series" ;;
 esac
 
@@ -110,7 +114,7 @@ tar -C "$work" -xf "$src_tar"
 tree="$(echo "$work"/linux-source-*)"
 
 echo "lab kernel: configuring (ARCH=um)" >&2
-make -C "$tree" -s ARCH=um SUBARCH=x86_64 defconfig >&2
+make -C "$tree" -s ARCH=um SUBARCH=x86_64 "$base" >&2
 (cd "$tree" && ARCH=um SUBARCH=x86_64 ./scripts/kconfig/merge_config.sh -m .config "${fragments[@]}" >&2)
 make -C "$tree" -s ARCH=um SUBARCH=x86_64 olddefconfig >&2
 
@@ -148,6 +152,12 @@ for frag in "${fragments[@]}"; do
 done
 [ "$bad" -eq 0 ] || exit 1
 
+# the kernel's version string (`uname -v`) is mixed into the guest's random
+# pool at boot (docs/determinism.md): with the build's date and host in it,
+# every build of the same inputs gave other boot ids and runs; fixed, a
+# build is the same kernel on every machine and every day
+export KBUILD_BUILD_TIMESTAMP="Thu Jan  1 00:00:00 UTC 2026" KBUILD_BUILD_VERSION=1
+export KBUILD_BUILD_USER=tortoise KBUILD_BUILD_HOST=lab
 echo "lab kernel: building with $jobs jobs" >&2
 # `all` = the kernel, the few stock modules and Module.symvers, which
 # building our modules out of tree needs

@@ -66,12 +66,31 @@ def test_native_ready_asks_for_every_algorithm_the_lab_offers():
 def test_experiment_builds_the_lab_kernel_only_where_native_cannot_run():
     mk = (REPO / "Makefile").read_text()
     deps = {m.group(1): m.group(2).split() for m in re.finditer(r"^([\w-]+):([^=\n]*)$", mk, re.M)}
-    assert "kernel" not in deps["experiment"] and "lab-kernel" in deps["experiment"]
+    # experiment: the venv and lab-kernel side by side, in a make of their own
+    recipe = mk[mk.index("\nexperiment:"):].split("\n\n", 1)[0]
+    assert "kernel" not in deps["experiment"] and "-j2 $(STAMP) lab-kernel" in recipe
     assert "kernel" not in deps["probe"] and "lab-kernel" in deps["probe"]
     rule = mk[mk.index("\nlab-kernel:"):].split("\n\n", 1)[0]
     assert "tortoiselab.host.hostcheck native-ready" in rule and "$(MAKE) --no-print-directory kernel" in rule
     # the test suite boots the uml backend: it always has its kernel
     assert "kernel" in deps["test"]
+
+
+def test_kernel_steps_run_before_the_venv_exists():
+    """`make experiment` builds the lab kernel while pip installs the venv:
+    the check before it and the build's progress run with Debian's python3
+    and the source alone (the Makefile's SYSPY), so they import nothing
+    beyond the standard library."""
+    mk = (REPO / "Makefile").read_text()
+    assert re.search(r"^SYSPY := MAKEFLAGS= PYTHONPATH=src /usr/bin/python3$", mk, re.M)
+    for rule in ("\nkernel:", "\nlab-kernel:"):
+        assert "$(SYSPY) -m tortoiselab.host." in mk[mk.index(rule):].split("\n\n", 1)[0]
+    code = ("import sys, tortoiselab.host.hostcheck, tortoiselab.host.buildprogress; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names) - {'__main__'}))")
+    p = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, cwd=REPO,
+                       env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO / "src")})
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["['tortoiselab']"]
 
 
 def test_native_ready_command_line(capsys):

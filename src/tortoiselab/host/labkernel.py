@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.project import REPO_DIR
-from tortoiselab.spec.pathspec import STOCK_ALGORITHMS
+from tortoiselab.spec.algorithms import STOCK_ALGORITHMS
 
 
 class LabError(RuntimeError):

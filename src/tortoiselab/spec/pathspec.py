@@ -16,6 +16,7 @@ import math
 from pydantic import (ConfigDict, Field, ValidationError,
                       ValidationInfo, field_validator, model_validator)
 
+from tortoiselab.spec.algorithms import STOCK_ALGORITHMS
 from tortoiselab.spec.lossmodel import GilbertElliott, feasibility_problem, gilbert
 from tortoiselab.spec.trace import MIN_SEGMENT_MS, Trace
 from tortoiselab.spec.yamlfile import excerpt
@@ -23,14 +24,6 @@ from tortoiselab.spec.strictnum import NumbersModel
 
 # Ethernet frame of a full-size segment: 1500-byte IP packet + 14-byte header.
 FRAME_BYTES = 1514
-
-# The stock algorithms of Linux 6.12 (net/ipv4/Kconfig, TCP_CONG_*), by the
-# name they register; `reno` is always built in.
-STOCK_ALGORITHMS = (
-    "reno", "cubic", "bic", "westwood", "htcp", "highspeed", "hybla",
-    "vegas", "nv", "scalable", "lp", "veno", "yeah", "illinois", "dctcp",
-    "cdg", "bbr",
-)
 
 
 def stock_algorithm(name: str) -> str:
