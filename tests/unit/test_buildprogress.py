@@ -89,6 +89,9 @@ def test_wrapper_reports_a_real_builds_files_and_records_its_total(tmp_path, mon
         for i in range(6):
             open(os.path.join(tree, f"f{{i}}.o"), "w").close()
             time.sleep(0.5)
+        for i in range(5):  # the tree removed after the link (kernel/build-uml.sh): no count falls back
+            os.remove(os.path.join(tree, f"f{{i}}.o"))
+        time.sleep(1.2)
         print("/cache/kernel/uml7.3-abc/linux")
     """)
     env = {**os.environ, "TORTOISE_CACHE": str(tmp_path), "TORTOISE_KERNEL_SERIES": "7.3"}

@@ -155,7 +155,9 @@ class Watcher:
                 continue  # extracting, configuring; or the kernel was in the cache
             started = started or time.monotonic()
             done = count_objects(tree)
-            self.most = max(self.most, done)
+            if done < self.most:
+                continue  # the build tree is being removed after the link: nothing more is compiled
+            self.most = done
             self.show(status(done, self.total, time.monotonic() - started))
 
     def finish(self, ok: bool) -> None:
