@@ -219,14 +219,16 @@ def test_a_report_on_powered_grids_falls_back_to_reduced_where_a_study_has_none(
 
 
 def test_a_grid_list_reads_each_claim_from_the_grid_that_gives_it_most_pairs(monkeypatch, tmp_path):
-    """cubic_plus's powered grid repeats only the IW sweep: the claim it is
-    for reads it, a claim it covers in part (fewer pairs) keeps reduced,
-    and one it does not cover at all falls back to reduced."""
+    """cubic_plus's powered grid repeats only the lossy conditions of two
+    claims: a claim it is for reads it where it gives more pairs, one it is
+    for but covers in part (fewer pairs) keeps reduced, and one it does not
+    serve falls back to reduced."""
     from tortoiselab.studies import registry as R
     monkeypatch.setattr(R, "current_points", lambda f, g: {})
     monkeypatch.setattr(R, "load_runs", lambda folder, ids, pts: folder.name)  # the frame: its folder's name
-    pairs = {"cubic_plus.initcwnd-little-role-lossy": {"cubic_plus@powered": 62, "cubic_plus@reduced": 15},
-             "cubic_plus.loss-throughput": {"cubic_plus@powered": 18, "cubic_plus@reduced": 50}}
+    pairs = {"cubic_plus.loss-throughput": {"cubic_plus@powered": 120, "cubic_plus@reduced": 30},
+             "cubic_plus.plt-high-loss-better": {"cubic_plus@powered": 8, "cubic_plus@reduced": 10},
+             "cubic_plus.initcwnd-little-role-lossy": {"cubic_plus@powered": 62, "cubic_plus@reduced": 15}}
 
     def measure(c, df, folder):
         n = pairs.get(c.id, {"cubic_plus@reduced": 5}).get(df)
@@ -237,8 +239,9 @@ def test_a_grid_list_reads_each_claim_from_the_grid_that_gives_it_most_pairs(mon
     monkeypatch.setattr(R, "judge_claim", lambda c, m, w, settle=False: S.Verdict(
         c.study, c.id, "", "", c.experiment, "", None, None, None, None, m.n if m else 0, "%", "", "", w, ""))
     got = {v.claim_id: (v.grid, v.n) for v in R.evaluate("cubic_plus", tmp_path, "powered,reduced")}
-    assert got["cubic_plus.initcwnd-little-role-lossy"] == ("powered", 62)
-    assert got["cubic_plus.loss-throughput"] == ("reduced", 50)
+    assert got["cubic_plus.loss-throughput"] == ("powered", 120)
+    assert got["cubic_plus.plt-high-loss-better"] == ("reduced", 10)
+    assert got["cubic_plus.initcwnd-little-role-lossy"] == ("reduced", 15)  # not a claim the grid names
     assert got["cubic_plus.plt-low-loss-equal"] == ("reduced", 5)
     # every claim reads the report's grid, but those that name a grid of their own (issue 51: CUBIC+'s loss-free
     # sweeps read the grid paper, which this test's frames do not have)
