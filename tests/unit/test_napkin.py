@@ -4,6 +4,7 @@ and against hand-computed cases."""
 import pytest
 
 from tortoiselab.analysis import napkin as N
+from tortoiselab.spec import cols
 
 
 def test_slow_start_rounds():
@@ -261,3 +262,54 @@ def test_tied_alpha_makes_the_backoff_buy_nothing_in_the_reno_friendly_region():
     assert far["region"] == "cubic" and N.backoff_gain(1e-5, 0.2, 0.7, 0.95) > 1.3
     with pytest.raises(ValueError, match="loss"):
         N.aimd_window(2, 0.7)
+
+
+# --- an imported site's floor (client.site; docs/your-own-site.md) -----------------
+
+def _site_and_har(conns: list[tuple[str, str, int]], served: dict[str, int] | None = None,
+                  doc_protocol: str = "h2"):
+    """A site of https://www.s.example/ (30,000 bytes) and objects, and our
+    loader's HAR of a load: conns is (url, connection id, bodySize) per object."""
+    doc = "https://www.s.example/"
+    origins = {"https://www.s.example": {"protocol": doc_protocol, "certificate": "cert-1"},
+               "https://cdn.s.example": {"protocol": "h2", "certificate": "cert-2"}}
+    responses = {f"GET {doc}": {"bytes": 30_000}}
+    responses |= {f"GET {u}": {"bytes": (served or {}).get(u, n)} for u, _, n in conns}
+    entry = lambda u, c, n: {"request": {"method": "GET", "url": u}, "response": {"bodySize": n}, "connection": c}
+    har = {"log": {"entries": [entry(doc, "c1", 30_000)] + [entry(*x) for x in conns]}}
+    site = {"name": "s", "origins": origins, "responses": responses}
+    pki = {"certificates": {"cert-1": {"tls13_flight_estimate_bytes": 4000}}}
+    return har, site, pki
+
+
+CONFIG = {"path": {"rtt_ms": 100, "rate_mbit": 50}, "server": {"cc": "cubic", "initcwnd_pkts": 10},
+          "client": {"site": "s", "loader": "loader", "protocol": None}}  # None: the page's, as a run's config holds it
+
+
+def test_an_imported_sites_floor_counts_the_documents_connection_and_the_largest_other():
+    """Objects on the document's connection (coalesced hosts too) follow the
+    document; of the other connections only the largest counts, opened after
+    it; a body the HAR counts larger than served (decoded) counts as served."""
+    har, site, pki = _site_and_har([("https://www.s.example/a.css", "c1", 20_000),
+                                    ("https://cdn.s.example/b.js", "c1", 50_000),
+                                    ("https://api.x.example/c.json", "c2", 9_000),
+                                    ("https://img.y.example/d.png", "c3", 80_000),
+                                    ("https://img.y.example/e.png", "c3", 40_000)],
+                                   served={"https://img.y.example/d.png": 60_000})
+    f = N.imported_floor(CONFIG, har, site, pki)
+    want = N.page_floor_ms(100.0, 50.0, 30_000, 70_000, 10, tls="1.3", cert_flight_bytes=4000,
+                           second_origin="connection", second_origin_bytes=100_000)
+    assert f[cols.FLOOR] == want["total_ms"] and f["model"]["other_connections_left_out"] == 1
+    alone = N.imported_floor(CONFIG, *_site_and_har([("https://www.s.example/a.css", "c1", 20_000)]))
+    assert alone[cols.FLOOR] == N.page_floor_ms(100.0, 50.0, 30_000, 20_000, 10, tls="1.3",
+                                                cert_flight_bytes=4000)["total_ms"] < f[cols.FLOOR]
+
+
+def test_an_imported_sites_floor_applies_to_our_loader_on_h2_only():
+    har, site, pki = _site_and_har([("https://www.s.example/a.css", "c1", 20_000)])
+    chromium = {**CONFIG, "client": {"site": "s", "loader": "chromium"}}
+    assert N.imported_floor(chromium, har, site, pki) == {
+        cols.FLOOR: None, "why": "loader chromium: the floor models our page loader only"}
+    h1 = N.imported_floor(CONFIG, *_site_and_har([], doc_protocol="http/1.1"))
+    assert h1[cols.FLOOR] is None and "HTTP/1.1" in h1["why"]
+    assert N.imported_floor(CONFIG, {"log": {"entries": []}}, site, pki)[cols.FLOOR] is None

@@ -352,6 +352,61 @@ def run_floor(config: dict, manifest: dict, pki: dict | None = None,
     return {cols.FLOOR: f["total_ms"], "model": f}
 
 
+def imported_floor(config: dict, har: dict, site: dict, site_pki: dict | None = None,
+                   trace_start_ms: float | None = None) -> dict:
+    """The floor of a load of an imported site (client.site,
+    docs/your-own-site.md) by our loader, as run_floor's: from what the load
+    fetched (its HAR: the document first, each request's connection) and
+    the site (each response's bytes as served, the TLS flight of the
+    document's certificate). The document's connection carries the document,
+    then every object the load fetched on it (coalesced hosts too, their DNS
+    round trip left out); of the other connections only the one that
+    carried the most bytes counts, opened once the document arrived (DNS,
+    TCP, TLS, from the initial window), the others left out as if they cost
+    nothing: each simplification only lowers the floor."""
+    s, c = config.get("server") or {}, config.get("client") or {}
+    path = (config.get("path") or {}).get("resolved") or config.get("path") or {}
+    if c.get("loader", "loader") != "loader":
+        return {cols.FLOOR: None, "why": f"loader {c.get('loader')}: the floor models our page loader only"}
+    entries = [e for e in (har.get("log") or {}).get("entries") or [] if isinstance(e, dict)]
+    if not entries:
+        return {cols.FLOOR: None, "why": "the load's HAR has no entries"}
+    origins = site.get("origins") or {}
+
+    def origin(url: str) -> str:
+        scheme, _, rest = url.partition("://")
+        return f"{scheme}://{rest.split('/')[0].split('?')[0]}"
+
+    doc_url = entries[0]["request"]["url"]
+    if (origins.get(origin(doc_url)) or {}).get("protocol") != "h2" or (c.get("protocol") or "h2") != "h2":
+        return {cols.FLOOR: None, "why": "HTTP/1.1: the floor models one HTTP/2 connection per origin"}
+    link, why = traced_downlink(path.get("trace_down"), trace_start_ms)
+    if why:
+        return {cols.FLOOR: None, "why": why}
+    rtt, rate = path.get("rtt_ms"), None if link else path.get("rate_mbit")
+    if not rtt or not (rate or link):
+        return {cols.FLOOR: None, "why": "the path has no RTT or no rate"}
+    responses = site.get("responses") or {}
+    per_conn: dict[str, int] = {}
+    for e in entries[1:]:
+        req = e["request"]
+        served = (responses.get(f"{req['method']} {req['url']}") or {}).get("bytes")
+        got = max(0, (e.get("response") or {}).get("bodySize") or 0)
+        per_conn[str(e.get("connection"))] = per_conn.get(str(e.get("connection")), 0) + min(
+            got, served if isinstance(served, int) else got)
+    doc_bytes = (responses.get(f"GET {doc_url}") or {}).get("bytes") or 0
+    same = per_conn.pop(str(entries[0].get("connection")), 0)
+    other = max(per_conn.values(), default=0)
+    group = (origins.get(origin(doc_url)) or {}).get("certificate")
+    flight = (((site_pki or {}).get("certificates") or {}).get(group) or {}).get("tls13_flight_estimate_bytes")
+    iw, growth = slow_start_window(s.get("cc", "cubic"), int(s.get("initcwnd_pkts") or 10), float(rtt))
+    f = page_floor_ms(float(rtt), None if link else float(rate), int(doc_bytes), same, iw, tls="1.3",
+                      cert_flight_bytes=flight, dns_lookups=1, second_origin="connection" if other else "none",
+                      second_origin_bytes=other, growth=growth, link=link)
+    return {cols.FLOOR: f["total_ms"], "model": {**f, "imported_site": site.get("name"),
+                                                 "other_connections_left_out": max(0, len(per_conn) - 1)}}
+
+
 def _page_parts(manifest: dict, client: dict) -> tuple[dict | None, list[dict]]:
     """The document and the objects a load fetches, from the manifest."""
     if client.get("url"):

@@ -306,7 +306,7 @@ def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, si
     if ld.get("cross") and ld["cross"]["errors"]:  # the bottleneck was not shared as configured
         problems.append(f"cross traffic: {'; '.join(ld['cross']['errors'])}"[:500])
     summary = {k: v for k, v in ld["summary"].items() if k not in ("raw",)}
-    summary.update(pageload.floor_fields(run, site, pki, summary))
+    summary.update(pageload.floor_fields(run, site, pki, summary, ld.get("har")))
     meta = {
         "backend": info.backend, "clock": info.clock, "kernel_release": boot["kernel_release"],
         "switch": boot["switch"], "modules": boot.get("modules", {}), "server_sysctls": ld["server_sysctls"],
