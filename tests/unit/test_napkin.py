@@ -287,22 +287,33 @@ CONFIG = {"path": {"rtt_ms": 100, "rate_mbit": 50}, "server": {"cc": "cubic", "i
 
 
 def test_an_imported_sites_floor_counts_the_documents_connection_and_the_largest_other():
-    """Objects on the document's connection (coalesced hosts too) follow the
-    document; of the other connections only the largest counts, opened after
-    it; a body the HAR counts larger than served (decoded) counts as served."""
+    """By hand, 100 ms, 50 Mbit/s, CUBIC IW 10, a 4,000-byte TLS flight (one
+    TLS round trip, window 10 after it). The document's connection: 30,000 +
+    70,000 bytes (coalesced cdn host too) = 70 segments behind the 4
+    post-handshake ones, from 300 ms (DNS, TCP, TLS): 6 + 20 + 40 + 4 in 4
+    rounds, ends at 700 ms + 4 segments' serialization. Of the other
+    connections only the largest, 100,000 bytes (a body the HAR counts
+    larger than served counts as served), starting no sooner than the
+    document's first byte (400 ms), then DNS, TCP and TLS (700 ms): 10 + 20
+    + 40 segments, the last flight serialized: 1000 ms + 40 segments.
+    With names warm, one DNS round trip less on each path."""
     har, site, pki = _site_and_har([("https://www.s.example/a.css", "c1", 20_000),
                                     ("https://cdn.s.example/b.js", "c1", 50_000),
                                     ("https://api.x.example/c.json", "c2", 9_000),
                                     ("https://img.y.example/d.png", "c3", 80_000),
                                     ("https://img.y.example/e.png", "c3", 40_000)],
                                    served={"https://img.y.example/d.png": 60_000})
+    seg = (1448 + N.HEADER_BYTES) * 8 / 50_000
     f = N.imported_floor(CONFIG, har, site, pki)
-    want = N.page_floor_ms(100.0, 50.0, 30_000, 70_000, 10, tls="1.3", cert_flight_bytes=4000,
-                           second_origin="connection", second_origin_bytes=100_000)
-    assert f[cols.FLOOR] == want["total_ms"] and f["model"]["other_connections_left_out"] == 1
+    assert f[cols.FLOOR] == pytest.approx(1000 + 40 * seg, abs=1e-3)
+    m = f["model"]
+    assert (m["document_connection_bytes"], m["other_connection_bytes"], m["other_connections_left_out"]) == \
+        (100_000, 100_000, 1)
+    assert m["document_connection_rounds"] == 4 and m["other_connection_start_ms"] == 700
+    warm = {**CONFIG, "client": {**CONFIG["client"], "dns": "warm"}}
+    assert N.imported_floor(warm, har, site, pki)[cols.FLOOR] == pytest.approx(800 + 40 * seg, abs=1e-3)
     alone = N.imported_floor(CONFIG, *_site_and_har([("https://www.s.example/a.css", "c1", 20_000)]))
-    assert alone[cols.FLOOR] == N.page_floor_ms(100.0, 50.0, 30_000, 20_000, 10, tls="1.3",
-                                                cert_flight_bytes=4000)["total_ms"] < f[cols.FLOOR]
+    assert alone[cols.FLOOR] == pytest.approx(300 + 300 + 9 * seg, abs=1e-3)  # 50,000 bytes: 6 + 20 + 9 segments
 
 
 def test_an_imported_sites_floor_applies_to_our_loader_on_h2_only():

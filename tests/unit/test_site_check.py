@@ -217,7 +217,7 @@ def test_readers_refuse_a_tampered_copy(folder, capsys):
     capsys.readouterr()
     assert cli_verify(exp, sites_dir=sites_dir) == 1
     out = capsys.readouterr().out
-    assert ".lab failing" in out and f"{_staged(exp) / 'site.json'}: another import than" in out, out
+    assert ".lab failing" in out and f"{_staged(exp) / 'site.json'}: is another import than" in out, out
     with pytest.raises(verify.DamagedFolder, match="imported/shop/site.json"):
         with verify.admitted([exp], False, "tortoise report", sites_dir):
             pass

@@ -104,8 +104,8 @@ def read_staged(root: Path, name: str, runs: dict[str, str | None], sites_dir: P
         except RunnerError as exc:
             diff.append((sites.SITE_JSON, f"not compared with {Path(sites_dir) / name}, which is damaged: {exc}"))
     if local is not None and local != sid:
-        diff.append((sites.SITE_JSON, f"another import than {Path(sites_dir) / name} (sha256 {sid[:16]} here, "
-                                      f"{local[:16]} there): not the site imported under that name here"))
+        diff.append((sites.SITE_JSON, f"is another import than {Path(sites_dir) / name} (sha256 {sid[:16]} here, "
+                                      f"{local[:16]} there): the runs here did not load that import"))
     wrong = sorted(r for r, i in runs.items() if i is not None and i != sid)
     if wrong:
         diff.append((sites.SITE_JSON, f"sha256 {sid[:16]}, not the import's id the records of {len(wrong)} runs "
