@@ -299,7 +299,7 @@ def cmd_report(a: argparse.Namespace) -> int:
     from tortoiselab.host.verify import admitted
     from tortoiselab.report import floor_table, format_floor_table, load_context  # as above: the CLI starts fast
 
-    with admitted([d], a.skip_damaged, f"tortoise report {d}") as left_out:
+    with admitted([d], a.skip_damaged, f"tortoise report {d}", Path(a.sites)) as left_out:
         out, ctx = write_report(d, Path(a.out) if a.out else None), load_context(d)
         print("\n".join([*(f"note: {n}" for n in ctx.notes), format_floor_table(floor_table(ctx))]))
     print("\n".join([*left_out, f"report: {out}"]))
@@ -318,8 +318,9 @@ def cmd_grade(a: argparse.Namespace) -> int:
     except ValueError as exc:
         raise RunnerError(f"--{exc}") from None
     folders = [lab_results_folder(Path(a.results), le.exp) for le in lab.experiments]
-    with admitted(folders, a.skip_damaged, f"tortoise grade {a.lab} {a.results}") as left_out:
-        sections = grade(lab, Path(a.results), audit_k=a.audit, audit_seed=a.audit_seed, jobs=jobs)
+    with admitted(folders, a.skip_damaged, f"tortoise grade {a.lab} {a.results}", Path(a.sites)) as left_out:
+        sections = grade(lab, Path(a.results), audit_k=a.audit, audit_seed=a.audit_seed, jobs=jobs,
+                         sites_dir=Path(a.sites))
     print("\n".join([format_grade(lab, sections), *left_out]))
     return 0 if complete(sections) else 1
 
@@ -331,7 +332,8 @@ def _report_reproduction(a: argparse.Namespace) -> int:
 
     out = Path(a.out or "REPRODUCTION.md")
     grid = None if a.grid == "full" else a.grid
-    with admitted(folders_read(Path(a.results), grid), a.skip_damaged, "tortoise report --reproduction") as left_out:
+    with admitted(folders_read(Path(a.results), grid), a.skip_damaged, "tortoise report --reproduction",
+                  Path(a.sites)) as left_out:
         text, lacking = reproduction(Path(a.results), grid)
     print("\n".join(left_out)) if left_out else None
     tmp = out.with_name(f".{out.name}.tmp")
@@ -406,7 +408,7 @@ def cmd_map(a: argparse.Namespace) -> int:
 def cmd_verify(a: argparse.Namespace) -> int:
     from tortoiselab.host.verifycli import cli_verify
 
-    return cli_verify(Path(a.folder), a.rebuild_table, a.adopt_unmanifested)
+    return cli_verify(Path(a.folder), a.rebuild_table, a.adopt_unmanifested, Path(a.sites))
 
 
 def cmd_site_import(a: argparse.Namespace) -> int:
@@ -579,6 +581,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "(ci, reduced, or full for the files' own sweeps; a list such as "
                                                      "powered,reduced: per experiment, the first its file defines)")
     p.add_argument("--skip-damaged", action="store_true", help="go on without the damaged runs, naming them")
+    p.add_argument("--sites", default="sites", help="where imported sites are kept: a folder's staged copies "
+                                                    "(client.site) are compared with them (default: ./sites)")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("plan", help="runs each claim of an experiment needs for 80 %% power, from a pilot's spread "
@@ -622,6 +626,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="labs side by side for the reruns (default: one per CPU, as tortoise run on the virtual clock)")
     p.add_argument("--skip-damaged", action="store_true", help="as report's")
+    p.add_argument("--sites", default="sites", help="where imported sites are kept: a folder's staged copies "
+                                                    "(client.site) are compared with them (default: ./sites)")
     p.set_defaults(func=cmd_grade)
 
     p = sub.add_parser("map", help="run and draw an experiment's sensitivity maps (maps: in its file, docs/maps.md)")
@@ -639,6 +645,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--adopt-unmanifested", action="store_true",
                    help="write manifests for runs stored before manifests (format 3 or older), trusting their "
                         "files as they are now")
+    p.add_argument("--sites", default="sites", help="where imported sites are kept: a folder's staged copies "
+                                                    "(client.site) are compared with them (default: ./sites)")
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("site", help="your own site: a recorded page (HAR) made into a site (docs/your-own-site.md)")

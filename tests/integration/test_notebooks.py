@@ -28,19 +28,26 @@ pytestmark = pytest.mark.lab
 
 @pytest.fixture(scope="session")
 def notebook_results(tmp_path_factory, lab_kernel):
-    """A function: test experiment file -> the results folder holding its
-    run (made once per file and session)."""
+    """A function: test experiment file (and the `tortoise site import`
+    arguments of the site its runs load, if any) -> the results folder
+    holding its run (made once per file and session)."""
     results = tmp_path_factory.mktemp("notebook-results")
+    sites = tmp_path_factory.mktemp("notebook-sites")
     made: dict[str, str] = {}  # experiment name -> the file that made it
 
-    def make(test_experiment: str) -> Path:
+    def make(test_experiment: str, site_import: list[str] | None = None) -> Path:
         f = REPO / test_experiment
         name = experiment.load(f).name
         if made.get(name) == test_experiment:
             return results
         assert name not in made, f"{test_experiment} and {made.get(name)} both make experiment {name!r}"
+        if site_import:  # an imported site (docs/your-own-site.md): importing it again changes nothing
+            p = subprocess.run([*TORTOISE, "site", "import", *site_import, "--sites", str(sites)],
+                               capture_output=True, text=True, timeout=300, cwd=REPO)
+            assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
         p = subprocess.run([*TORTOISE, "run", str(f), "--results", str(results), "--backend", "uml",
-                            "--clock", "virtual"], capture_output=True, text=True, timeout=900, cwd=REPO)
+                            "--clock", "virtual", "--sites", str(sites)], capture_output=True, text=True,
+                           timeout=900, cwd=REPO)
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
         made[name] = test_experiment
         return results
@@ -58,7 +65,7 @@ def test_notebook_executes_on_its_test_dataset(path, notebook_results, study_res
         (grid,) = {d["test_grid"] for d in decl}
         monkeypatch.setenv("TORTOISE_GRID", grid)
     else:
-        folders = {notebook_results(d["test_experiment"]) for d in decl}
+        folders = {notebook_results(d["test_experiment"], d.get("site_import")) for d in decl}
     (results,) = folders
     monkeypatch.setenv(notebook.RESULTS_ENV, str(results))  # the kernel inherits the environment
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # figures a notebook writes to a temporary folder: ours to remove

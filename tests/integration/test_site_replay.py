@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tortoiselab.analysis.flights import analyze_pcap
-from tortoiselab.host import sites
+from tortoiselab.host import sites, verify
 from tortoiselab.host.pageload import run_loads
 from tortoiselab.spec.pathspec import PathSpec
 from tortoiselab.spec.requests import LAB_DOMAIN
@@ -186,8 +186,15 @@ def test_an_experiment_runs_an_imported_site_and_refuses_another_import(tmp_path
         # 4 in one run of this test, 5 in the other)
         assert 4 <= s["connections_opened"] < 8, s["connections_opened"]
         assert rec["config"]["client"]["site"] == "shop-h2"
+        # the record names the import it loaded (host/sitecheck.py compares the staged copy with it)
+        assert rec["meta"]["seeds"]["imported_site"] == got.site_id
+        # a floor from what the load fetched (napkin.imported_floor), below what was measured
+        assert s["floor_ms"] and s["plt_over_floor"] >= 1, (s["plt_ms"], s["floor_model"])
     staged = Path(res["dir"]) / ".lab" / "imported" / "shop-h2" / "site.json"
     assert hashlib.sha256(staged.read_bytes()).hexdigest() == got.site_id
+    for where in (tmp_path / "sites", None):  # the copy backed by the import, and by the records alone
+        c = verify.verify_folder(Path(res["dir"]), lab=True, sites_dir=where)
+        assert c.ok, verify.problem_lines(c.problems)
     # another import under the same name: the stored runs loaded the former, so it is refused
     other = json.loads((tmp_path / "h2.har").read_text())
     other["log"]["entries"] = other["log"]["entries"][:9]

@@ -189,7 +189,7 @@ def test_batches_of_at_most_sixteen_by_default_on_either_clock(tmp_path, monkeyp
     monkeypatch.setattr(backends, "run_task", lab)
     monkeypatch.setattr(backends, "choose", lambda backend, clk, ccs: backends.BackendInfo("uml", clock, "/k/linux"))
     monkeypatch.setattr(runner, "check_kernel_paths", lambda info: None)
-    monkeypatch.setattr(runner, "checked_assets", lambda exp_dir, certs: (tmp_path, tmp_path))
+    monkeypatch.setattr(runner, "checked_assets", lambda exp_dir, certs, **_: (tmp_path, tmp_path))
     monkeypatch.setattr(runner, "check_manifest_urls", lambda runs, site: None)
     res = runner.run_experiment(f, tmp_path / "results", backend="uml", clock=clock, jobs=2,
                                 **({} if asked is None else {"batch": asked}))
@@ -208,7 +208,7 @@ def test_a_resumed_sweep_replays_its_batches_first_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(backends, "run_task", lab)
     monkeypatch.setattr(backends, "choose", lambda backend, clk, ccs: backends.BackendInfo("uml", "virtual", "/k"))
     monkeypatch.setattr(runner, "check_kernel_paths", lambda info: None)
-    monkeypatch.setattr(runner, "checked_assets", lambda exp_dir, certs: (tmp_path, tmp_path))
+    monkeypatch.setattr(runner, "checked_assets", lambda exp_dir, certs, **_: (tmp_path, tmp_path))
     monkeypatch.setattr(runner, "check_manifest_urls", lambda runs, site: None)
     order = [r.run_id for r in run_order(load(f), expand(load(f)))]
     first = runner.run_experiment(f, tmp_path / "results", backend="uml", clock="virtual", limit=2)
@@ -247,7 +247,7 @@ def test_the_pki_is_made_for_the_certificates_of_every_run_not_only_the_pending(
     monkeypatch.setattr(backends, "run_task", FakeLab([]))
     monkeypatch.setattr(backends, "choose", lambda backend, clk, ccs: backends.BackendInfo("uml", "virtual", "/k"))
     monkeypatch.setattr(runner, "check_kernel_paths", lambda info: None)
-    monkeypatch.setattr(runner, "checked_assets", lambda exp_dir, certs: asked.append(set(certs)) or (tmp_path, tmp_path))
+    monkeypatch.setattr(runner, "checked_assets", lambda exp_dir, certs, **_: asked.append(set(certs)) or (tmp_path, tmp_path))
     monkeypatch.setattr(runner, "check_manifest_urls", lambda runs, site: None)
     res = runner.run_experiment(f, tmp_path / "results", backend="uml", clock="virtual", runs_file=tmp_path / "runs.txt")
     assert res["done_now"] == 1 and asked == [{"shared", "large", "separate-rsa"}]

@@ -4,6 +4,7 @@ and against hand-computed cases."""
 import pytest
 
 from tortoiselab.analysis import napkin as N
+from tortoiselab.spec import cols
 
 
 def test_slow_start_rounds():
@@ -261,3 +262,65 @@ def test_tied_alpha_makes_the_backoff_buy_nothing_in_the_reno_friendly_region():
     assert far["region"] == "cubic" and N.backoff_gain(1e-5, 0.2, 0.7, 0.95) > 1.3
     with pytest.raises(ValueError, match="loss"):
         N.aimd_window(2, 0.7)
+
+
+# --- an imported site's floor (client.site; docs/your-own-site.md) -----------------
+
+def _site_and_har(conns: list[tuple[str, str, int]], served: dict[str, int] | None = None,
+                  doc_protocol: str = "h2"):
+    """A site of https://www.s.example/ (30,000 bytes) and objects, and our
+    loader's HAR of a load: conns is (url, connection id, bodySize) per object."""
+    doc = "https://www.s.example/"
+    origins = {"https://www.s.example": {"protocol": doc_protocol, "certificate": "cert-1"},
+               "https://cdn.s.example": {"protocol": "h2", "certificate": "cert-2"}}
+    responses = {f"GET {doc}": {"bytes": 30_000}}
+    responses |= {f"GET {u}": {"bytes": (served or {}).get(u, n)} for u, _, n in conns}
+    entry = lambda u, c, n: {"request": {"method": "GET", "url": u}, "response": {"bodySize": n}, "connection": c}
+    har = {"log": {"entries": [entry(doc, "c1", 30_000)] + [entry(*x) for x in conns]}}
+    site = {"name": "s", "origins": origins, "responses": responses}
+    pki = {"certificates": {"cert-1": {"tls13_flight_estimate_bytes": 4000}}}
+    return har, site, pki
+
+
+CONFIG = {"path": {"rtt_ms": 100, "rate_mbit": 50}, "server": {"cc": "cubic", "initcwnd_pkts": 10},
+          "client": {"site": "s", "loader": "loader", "protocol": None}}  # None: the page's, as a run's config holds it
+
+
+def test_an_imported_sites_floor_counts_the_documents_connection_and_the_largest_other():
+    """By hand, 100 ms, 50 Mbit/s, CUBIC IW 10, a 4,000-byte TLS flight (one
+    TLS round trip, window 10 after it). The document's connection: 30,000 +
+    70,000 bytes (coalesced cdn host too) = 70 segments behind the 4
+    post-handshake ones, from 300 ms (DNS, TCP, TLS): 6 + 20 + 40 + 4 in 4
+    rounds, ends at 700 ms + 4 segments' serialization. Of the other
+    connections only the largest, 100,000 bytes (a body the HAR counts
+    larger than served counts as served), starting no sooner than the
+    document's first byte (400 ms), then DNS, TCP and TLS (700 ms): 10 + 20
+    + 40 segments, the last flight serialized: 1000 ms + 40 segments.
+    With names warm, one DNS round trip less on each path."""
+    har, site, pki = _site_and_har([("https://www.s.example/a.css", "c1", 20_000),
+                                    ("https://cdn.s.example/b.js", "c1", 50_000),
+                                    ("https://api.x.example/c.json", "c2", 9_000),
+                                    ("https://img.y.example/d.png", "c3", 80_000),
+                                    ("https://img.y.example/e.png", "c3", 40_000)],
+                                   served={"https://img.y.example/d.png": 60_000})
+    seg = (1448 + N.HEADER_BYTES) * 8 / 50_000
+    f = N.imported_floor(CONFIG, har, site, pki)
+    assert f[cols.FLOOR] == pytest.approx(1000 + 40 * seg, abs=1e-3)
+    m = f["model"]
+    assert (m["document_connection_bytes"], m["other_connection_bytes"], m["other_connections_left_out"]) == \
+        (100_000, 100_000, 1)
+    assert m["document_connection_rounds"] == 4 and m["other_connection_start_ms"] == 700
+    warm = {**CONFIG, "client": {**CONFIG["client"], "dns": "warm"}}
+    assert N.imported_floor(warm, har, site, pki)[cols.FLOOR] == pytest.approx(800 + 40 * seg, abs=1e-3)
+    alone = N.imported_floor(CONFIG, *_site_and_har([("https://www.s.example/a.css", "c1", 20_000)]))
+    assert alone[cols.FLOOR] == pytest.approx(300 + 300 + 9 * seg, abs=1e-3)  # 50,000 bytes: 6 + 20 + 9 segments
+
+
+def test_an_imported_sites_floor_applies_to_our_loader_on_h2_only():
+    har, site, pki = _site_and_har([("https://www.s.example/a.css", "c1", 20_000)])
+    chromium = {**CONFIG, "client": {"site": "s", "loader": "chromium"}}
+    assert N.imported_floor(chromium, har, site, pki) == {
+        cols.FLOOR: None, "why": "loader chromium: the floor models our page loader only"}
+    h1 = N.imported_floor(CONFIG, *_site_and_har([], doc_protocol="http/1.1"))
+    assert h1[cols.FLOOR] is None and "HTTP/1.1" in h1["why"]
+    assert N.imported_floor(CONFIG, {"log": {"entries": []}}, site, pki)[cols.FLOOR] is None

@@ -10,10 +10,14 @@ tests/data/notebooks/runs, real runs stored by `tortoise run`:
   load; notebooks/01_tortoise.ipynb grouped them together, so every seed
   appeared twice per arm, no run could be paired, and the p90 differences
   were all NA (issue 53: `ValueError: Encountered all NA values` after
-  `make reproduce`).
+  `make reproduce`);
+- your-site: tests/data/notebooks/your-site.yaml's six runs, CUBIC and Hybla
+  loading the imported site `shop` (tests/data/har/multi-origin.har) by
+  Chromium, three pairs by seed (notebooks/05_your_site.ipynb; issue 55).
 
 tests/integration/test_notebooks.py executes them on runs the lab makes."""
 
+import json
 import shutil
 from pathlib import Path
 
@@ -23,6 +27,7 @@ from nbclient import NotebookClient
 
 from tests.unit.test_notebooks import NOTEBOOKS
 from tortoiselab import notebook, studies
+from tortoiselab.spec.experiment import expand, load
 
 REPO = Path(__file__).resolve().parents[2]
 CANNED = [REPO / "tests" / "data" / "runs", REPO / "tests" / "data" / "notebooks" / "runs"]
@@ -79,3 +84,31 @@ def test_tortoise_notebook_compares_each_setup_on_its_own(results, monkeypatch, 
     for setup in ("cdn", "one server"):
         assert f"india-desktop-2017 (clean, {setup}), base.html (p90 content_download_ms against htcp, 1 pairs)" \
             in text, text[:3000]
+
+
+def test_your_site_notebook_compares_the_arms_on_the_imported_site(results, monkeypatch, tmp_path):
+    """notebooks/05_your_site.ipynb on the canned runs of an imported site:
+    the site and the import id each run's record carries, p90 PLT per
+    algorithm with its bootstrap interval, and Hybla against CUBIC over the
+    three pairs."""
+    folder = CANNED[1] / "your-site"
+    recs = [json.loads(p.read_text()) for p in sorted(folder.glob("*/run.json"))]
+    made = expand(load(REPO / "tests" / "data" / "notebooks" / "your-site.yaml"))
+    assert len(recs) == 6 and {r["run_id"] for r in recs} == {r.run_id for r in made}
+    (sid,) = {r["meta"]["seeds"]["imported_site"] for r in recs}
+    text = "\n".join(_execute(REPO / "notebooks" / "05_your_site.ipynb", results, "", monkeypatch, tmp_path))
+    assert "6 runs, 6 completed; imported site(s) ['shop']; algorithms ['cubic', 'hybla'], control cubic, " \
+           "paired by seed" in text, text[:2000]
+    assert sid[:16] in text
+    for cc in ("cubic", "hybla"):
+        assert f"IW 10, {cc}: p90 PLT " in text and "over 3 runs" in text
+    assert "3 pairs by seed" in text
+
+
+def test_your_site_notebook_without_results_says_how_to_make_them(tmp_path, monkeypatch):
+    (tmp_path / "empty").mkdir()
+    text = "\n".join(_execute(REPO / "notebooks" / "05_your_site.ipynb", tmp_path / "empty", "", monkeypatch,
+                              tmp_path))
+    assert "no results for experiment 'your-site'" in text
+    assert "tortoise site import tests/data/har/multi-origin.har --name shop" in text
+    assert "tortoise run experiments/your-site.yaml" in text

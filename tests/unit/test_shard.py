@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TORTOISE
-from tortoiselab.host import slurm
-from tortoiselab.spec.experiment import Experiment, expand
+from tortoiselab.host import sites, slurm
+from tortoiselab.spec.experiment import Experiment, expand, load
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import claim, clean_stale, experiment_lock, probe_claim
 from tortoiselab.host.shards import parse_shard, read_run_list, shard_slice
@@ -184,3 +184,27 @@ def test_shards_share_the_experiment_lock_a_plain_runner_does_not(tmp_path):
         with pytest.raises(RunnerError, match=f"pid {os.getpid()}"):
             with experiment_lock(tmp_path / "e", shared=True):
                 pass
+
+
+def test_slurm_passes_the_sites_on(tmp_path, monkeypatch):
+    """`tortoise run --executor slurm` with runs of client.site: the site is
+    checked before a job goes, and every array task gets --sites with the
+    folder's absolute path (the nodes must find the same one)."""
+    repo = Path(__file__).resolve().parents[2]
+    sites.import_har(repo / "tests" / "data" / "har" / "multi-origin.har", tmp_path / "sites", "shop")
+    runs = expand(load(repo / "experiments" / "your-site.yaml", grid="ci"))
+    monkeypatch.chdir(tmp_path)
+    assert slurm.imported_sites(tmp_path / "exp", runs, Path("sites")) == tmp_path / "sites"
+    with pytest.raises(RunnerError, match="no imported site of that name; make it with `tortoise site import"):
+        slurm.imported_sites(tmp_path / "exp", runs, tmp_path / "nosites")
+    (tmp_path / "staged" / ".lab" / "imported" / "shop").mkdir(parents=True)
+    # a copy staged in the results folder already: the runner checks it
+    assert slurm.imported_sites(tmp_path / "staged", runs, tmp_path / "nosites") == tmp_path / "nosites"
+    assert slurm.imported_sites(tmp_path / "exp", [r for r in runs if r.settings.client.site is None],
+                                tmp_path) is None
+    script = slurm.batch_script(tmp_path / "sub", tmp_path / "e.yaml", tmp_path / "res", 2, "virtual", "ci",
+                                tmp_path / "k", 4, tmp_path / "sites")
+    line = next(x for x in script.splitlines() if " -m tortoiselab.cli run " in x)
+    assert line.endswith(f"--grid ci --sites {tmp_path / 'sites'}"), line
+    assert "--sites" not in slurm.batch_script(tmp_path / "sub", tmp_path / "e.yaml", tmp_path / "res", 2,
+                                               "virtual", "ci", tmp_path / "k", 4)

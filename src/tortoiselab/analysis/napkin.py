@@ -352,6 +352,77 @@ def run_floor(config: dict, manifest: dict, pki: dict | None = None,
     return {cols.FLOOR: f["total_ms"], "model": f}
 
 
+def imported_floor(config: dict, har: dict, site: dict, site_pki: dict | None = None,
+                   trace_start_ms: float | None = None) -> dict:
+    """The floor of a load of an imported site (client.site,
+    docs/your-own-site.md) by our loader, from what the load fetched (its
+    HAR: the document first, each request's connection) and the site (each
+    response's bytes as served, the TLS flight of the document's
+    certificate). Our loader asks for objects as the document arrives
+    (client.schedule), so the floor assumes nothing of when: the
+    document's connection carries the document and every object on it
+    (coalesced hosts too) as one transfer from the window the handshake
+    left, after DNS (none when client.dns is warm), TCP and TLS 1.3; of the
+    other connections only the one that carried the most bytes counts,
+    its name learned no sooner than the document's first byte, then its
+    own DNS, TCP and TLS from the initial window; the others are left out
+    as if they cost nothing, and both share the path's rate as if each had
+    it alone. Each simplification only lowers the floor."""
+    s, c = config.get("server") or {}, config.get("client") or {}
+    path = (config.get("path") or {}).get("resolved") or config.get("path") or {}
+    if c.get("loader", "loader") != "loader":
+        return {cols.FLOOR: None, "why": f"loader {c.get('loader')}: the floor models our page loader only"}
+    entries = [e for e in (har.get("log") or {}).get("entries") or [] if isinstance(e, dict)]
+    if not entries:
+        return {cols.FLOOR: None, "why": "the load's HAR has no entries"}
+    origins = site.get("origins") or {}
+
+    def origin(url: str) -> str:
+        scheme, _, rest = url.partition("://")
+        return f"{scheme}://{rest.split('/')[0].split('?')[0]}"
+
+    doc_url = entries[0]["request"]["url"]
+    if (origins.get(origin(doc_url)) or {}).get("protocol") != "h2" or (c.get("protocol") or "h2") != "h2":
+        return {cols.FLOOR: None, "why": "HTTP/1.1: the floor models one HTTP/2 connection per origin"}
+    link, why = traced_downlink(path.get("trace_down"), trace_start_ms)
+    if why:
+        return {cols.FLOOR: None, "why": why}
+    rtt, rate = path.get("rtt_ms"), None if link else path.get("rate_mbit")
+    if not rtt or not (rate or link):
+        return {cols.FLOOR: None, "why": "the path has no RTT or no rate"}
+    rtt, rate = float(rtt), None if link else float(rate)
+    responses = site.get("responses") or {}
+    per_conn: dict[str, int] = {}
+    for e in entries:
+        req, conn = e["request"], str(e.get("connection"))
+        served = (responses.get(f"{req['method']} {req['url']}") or {}).get("bytes")
+        got = max(0, (e.get("response") or {}).get("bodySize") or 0)
+        per_conn[conn] = per_conn.get(conn, 0) + min(got, served if isinstance(served, int) else got)
+    mine = per_conn.pop(str(entries[0].get("connection")), 0)
+    other = max(per_conn.values(), default=0)
+    group = (origins.get(origin(doc_url)) or {}).get("certificate")
+    flight = (((site_pki or {}).get("certificates") or {}).get(group) or {}).get("tls13_flight_estimate_bytes")
+    iw, growth = slow_start_window(s.get("cc", "cubic"), int(s.get("initcwnd_pkts") or 10), rtt)
+    dns = 0 if c.get("dns") == "warm" else 1
+    h = tls_round_trips("1.3", max(1, math.floor(iw)), flight)
+    setup = dns + 1 + h
+    first = data_time_ms(rtt, rate, mine, handshake_window(iw, "1.3", flight, growth), growth=growth,
+                         lead_segments=POST_HANDSHAKE_SEGMENTS["1.3"], link=link, start_ms=setup * rtt)
+    ends = [setup * rtt + first["total_ms"]]
+    second = {"total_ms": 0.0, "rounds": 0, "serialization_ms": 0.0}
+    start = (setup + 1 + dns + 1 + tls_round_trips("1.3", max(1, math.floor(iw)))) * rtt
+    if other:
+        second = data_time_ms(rtt, rate, other, iw, growth=growth, link=link, start_ms=start)
+        ends.append(start + second["total_ms"])
+    return {cols.FLOOR: round(max(ends), 3), "model": {
+        "total_ms": round(max(ends), 3), "rtt_ms": rtt, "dns_rtts": dns, "tcp_rtts": 1, "tls_rtts": h,
+        "document_connection_bytes": mine, "document_connection_rounds": first["rounds"],
+        "other_connection_bytes": other, "other_connection_start_ms": round(start, 3) if other else None,
+        "other_connection_rounds": second["rounds"], "other_connections_left_out": max(0, len(per_conn) - 1),
+        "serialization_ms": round(max(first["serialization_ms"], second["serialization_ms"]), 3),
+        "growth": round(growth, 4), "imported_site": site.get("name")}}
+
+
 def _page_parts(manifest: dict, client: dict) -> tuple[dict | None, list[dict]]:
     """The document and the objects a load fetches, from the manifest."""
     if client.get("url"):

@@ -370,11 +370,13 @@ def check_rerun(le: LabExperiment, folder: Path, ok_runs: list[dict], k: int | N
                       f"move {folder} aside (keep it), then {cmd}")
 
 
-def check_lab_assets(folder: Path, le: LabExperiment) -> GradeCheck:
+def check_lab_assets(folder: Path, le: LabExperiment, sites_dir: Path | None = None) -> GradeCheck:
     """The folder's .lab (the pages and certificates its runs used) is what
-    their generators make for it (host/labcheck.py)."""
+    their generators make for it (host/labcheck.py), its imported sites the
+    import in sites_dir and what the run records say they loaded."""
     c = labcheck.check_lab(folder, seed_name=le.exp.name, certs={p.config.get("server", {}).get("cert")
-                                                                 for p in le.points.values()} - {None})
+                                                                 for p in le.points.values()} - {None},
+                           sites_dir=sites_dir)
     if c.unchecked:
         return GradeCheck("lab assets", True, f"not compared: {c.unchecked}")
     if c.ok:
@@ -385,7 +387,7 @@ def check_lab_assets(folder: Path, le: LabExperiment) -> GradeCheck:
 
 
 def grade_experiment(lab: Lab, le: LabExperiment, results: Path, audit_k: int | None = None, audit_seed: int = 0,
-                     jobs: int = 1) -> Section:
+                     jobs: int = 1, sites_dir: Path | None = None) -> Section:
     folder = lab_results_folder(results, le.exp)
     if not folder.is_dir():
         return Section(le.exp.name, folder, [GradeCheck(
@@ -411,7 +413,7 @@ def grade_experiment(lab: Lab, le: LabExperiment, results: Path, audit_k: int | 
     failures = check_failures(le, folder, matched_all, lab.spec.max_failed_share)
     checks = [check_experiment(le, folder, runs, matched, unmatched), check_points(le, folder, done),
               check_repetitions(le, folder, done, failed, failures.ok), failures,
-              check_fidelity(ok_runs, lab.spec.fidelity_ok_share), assets := check_lab_assets(folder, le),
+              check_fidelity(ok_runs, lab.spec.fidelity_ok_share), assets := check_lab_assets(folder, le, sites_dir),
               check_physics(le, folder, ok_runs)]
     if audit_k != 0 and not assets.ok:  # the pages or certificates its runs used are not the lab's
         checks.append(GradeCheck("rerun", False, "not rerun: the folder's .lab differs from what its generators "
@@ -425,13 +427,14 @@ def grade_experiment(lab: Lab, le: LabExperiment, results: Path, audit_k: int | 
 
 
 def grade(lab: Lab, results: Path, audit_k: int | None = None, audit_seed: int | None = None,
-          jobs: int = 1) -> list[Section]:
+          jobs: int = 1, sites_dir: Path | None = None) -> list[Section]:
     """The lab's checks on every experiment's folder, then the reruns on the
     virtual clock: of every completed run (audit_k None, the default), of
     audit_k of them picked by audit_seed (None: a seed of the grader's own,
     printed so that it can be repeated with --audit-seed), or of none
     (audit_k 0: a quick look at what is missing, which verifies no number);
-    `jobs` labs side by side."""
+    `jobs` labs side by side; sites_dir: the imported sites a folder's
+    staged copies are compared with (host/sitecheck.py)."""
     if audit_k is not None and audit_k < 0:
         raise GradeError(f"--audit {audit_k}: K is the number of runs to rerun per experiment (leave --audit out "
                          "to rerun every run; 0: none, a quick look that verifies no number); e.g. --audit 2")
@@ -444,7 +447,7 @@ def grade(lab: Lab, results: Path, audit_k: int | None = None, audit_seed: int |
         names = ", ".join(str(lab_results_folder(Path("results"), le.exp)) for le in lab.experiments)
         raise GradeError(f"RESULTS {results}: no such folder; run the lab first (its handout, {lab.path}, says "
                          f"how), then give its folder ({names}) or the results root")
-    return [grade_experiment(lab, le, results, audit_k, audit_seed, jobs) for le in lab.experiments]
+    return [grade_experiment(lab, le, results, audit_k, audit_seed, jobs, sites_dir) for le in lab.experiments]
 
 
 def format_grade(lab: Lab, sections: list[Section]) -> str:

@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from tortoiselab.host import assets, safefs
+from tortoiselab.host import assets, safefs, sitecheck
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.store.captures import cache_dir
-from tortoiselab.web import pages, pki
+from tortoiselab.web import harserve, pages, pki
 
 Entry = tuple  # (bytes, sha256) of a file; ("shape", digest) of a PKI file with random keys
 MAX_FILE_BYTES = 64 * 1000 * 1000  # no generated file is larger (the largest, a bulk object, is 10 MB)
@@ -250,10 +250,40 @@ def _chains(exp_dir: Path, expected: dict[str, Entry]) -> list[tuple[str, str]]:
     return out
 
 
-def check_lab(exp_dir: Path, seed_name: str | None = None, certs: Iterable[str] = ()) -> LabCheck:
+def imported_differences(exp_dir: Path, sites_dir: Path | None = None) -> tuple[list[tuple[str, str]], int]:
+    """(differences, files compared) of the imported sites staged in
+    .lab/imported (host/sitecheck.py): each copy its runs loaded, or any
+    there, against the import in sites_dir (where there) and the ids the
+    run records carry, then every file against what its site.json names."""
+    exp_dir = Path(exp_dir)
+    root = exp_dir / ".lab" / sitecheck.IMPORTED
+    used = sitecheck.recorded_ids(exp_dir)
+    if os.path.lexists(root) and (safefs.is_link(root) or not root.is_dir()):
+        return [(sitecheck.IMPORTED, "is a link or no folder, not the staged imported sites")], 0
+    there = sorted(n for n in os.listdir(root) if not n.startswith(".")) if os.path.lexists(root) else []
+    out, files = [], 0
+    for name in sorted(set(there) | set(used)):  # a hidden .NAME.tmp-PID: a staging cut short, never loaded
+        st = sitecheck.read_staged(root, name, used.get(name, {}), sites_dir)
+        out += [(f"{sitecheck.IMPORTED}/{name}/{r}".rstrip("/"), w) for r, w in st.differences]
+        if st.site is None or st.text is None:
+            continue
+        sid = hashlib.sha256(st.text).hexdigest()
+        want = _cached(f"imported-{_source_hash(harserve, pki, sitecheck)}-{name}-{sid[:32]}.json",
+                       lambda: sitecheck.expected_files(st.site, st.text, name))
+        out += [(f"{sitecheck.IMPORTED}/{name}/{r}", w)
+                for r, w in tree_differences(want, found_entries(root / name, want))]
+        out += [(f"{sitecheck.IMPORTED}/{name}/{r}", w) for r, w in sitecheck.chain_differences(root / name, st.site)]
+        files += len(want)
+    return out, files
+
+
+def check_lab(exp_dir: Path, seed_name: str | None = None, certs: Iterable[str] = (),
+              sites_dir: Path | None = None) -> LabCheck:
     """The folder's .lab against its generators: the site, SITE_VERSION and
     the PKI of the seed name (default: the folder's name, as the runner
-    makes it) with the certificate groups the folder holds or `certs` need.
+    makes it) with the certificate groups the folder holds or `certs` need,
+    and the imported sites staged there against the import in sites_dir
+    and the run records (imported_differences).
     A folder without a .lab the runner made (its READY written last) is
     not compared (`unchecked` says why): a copy without .lab, the canned
     folders of the tests; nothing can be rerun from it (host/audit.py)."""
@@ -279,26 +309,29 @@ def check_lab(exp_dir: Path, seed_name: str | None = None, certs: Iterable[str] 
     want = expected_pki(seed_name or exp_dir.name, variants or ["shared", "separate"])
     out.differences += [(f"pki/{r}", w) for r, w in tree_differences(want, found_entries(lab / "pki", want))]
     out.differences += _chains(exp_dir, want)
-    out.files = len(site) + len(want)
+    imported, files = imported_differences(exp_dir, sites_dir)
+    out.differences += imported
+    out.files = len(site) + len(want) + files
     return out
 
 
-def refuse_other_lab(exp_dir: Path) -> None:
+def refuse_other_lab(exp_dir: Path, sites_dir: Path | None = None) -> None:
     """RunnerError naming each file of the folder's .lab that differs from
-    what its generators make, and the fix: a run must not use them."""
-    check = check_lab(exp_dir)
+    what its generators make (the imported sites: from the import in
+    sites_dir and the records), and the fix: a run must not use them."""
+    check = check_lab(exp_dir, sites_dir=sites_dir)
     if not check.ok:
         raise RunnerError(f"{exp_dir / '.lab'}: its pages or certificates differ from what their generators make "
                           f"({len(check.differences)} files):\n  " + "\n  ".join(check.lines())
                           + f"\n  fix: {fix(exp_dir)}")
 
 
-def checked_assets(exp_dir: Path, certs: Iterable[str]) -> tuple[Path, Path]:
+def checked_assets(exp_dir: Path, certs: Iterable[str], sites_dir: Path | None = None) -> tuple[Path, Path]:
     """host/assets.lab_assets, and a .lab made before this invocation
     compared with its generators first: a run must not use pages or
     certificates unlike theirs (refuse_other_lab)."""
     made_before = os.path.lexists(Path(exp_dir) / ".lab" / "READY")
     site, pki_dir = assets.lab_assets(exp_dir, certs=certs)
     if made_before:
-        refuse_other_lab(exp_dir)
+        refuse_other_lab(exp_dir, sites_dir)
     return site, pki_dir

@@ -130,13 +130,25 @@ def run_request(runs: Sequence[RunSpec], site: Path, pki: Path,
                for r in runs])
 
 
-def floor_fields(run: RunSpec, site: Path, pki: Path, summary: dict) -> dict:
+def floor_fields(run: RunSpec, site: Path, pki: Path, summary: dict, har: str | Path | None = None) -> dict:
     """The run's napkin floor and measured PLT / floor (tortoiselab.analysis.napkin),
     from its resolved path and server settings, the page in the site's
-    manifest and the size of the server's handshake flight."""
-    if run.settings.client.site is not None:  # the napkin model knows the lab's own pages only
-        return {cols.FLOOR: None, "plt_over_floor": None,
-                "floor_model": {"why": "an imported site (client.site): no napkin floor"}}
+    manifest and the size of the server's handshake flight; for an imported
+    site (client.site), from what the load fetched (its HAR, `har`) and the
+    staged site (napkin.imported_floor)."""
+    try:
+        if run.settings.client.site is not None:
+            staged = imported_dir(site, run.settings.client.site)
+            if har is None:
+                raise ValueError("no HAR of the load")
+            f = napkin.imported_floor(run.config, *(json.loads(safefs.read_bytes_regular(p, max_bytes=64 << 20))
+                                                    for p in (Path(har), staged / "site.json",
+                                                              staged / "pki" / "pki.json")),
+                                      summary.get("trace_start_ms"))
+            return {cols.FLOOR: f[cols.FLOOR], "plt_over_floor": napkin.ratio(summary.get(cols.PLT), f[cols.FLOOR])
+                    if f[cols.FLOOR] else None, "floor_model": f.get("model") or {"why": f.get("why")}}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return {cols.FLOOR: None, "plt_over_floor": None, "floor_model": {"why": f"floor not computed: {exc}"[:300]}}
     try:
         f = napkin.run_floor(run.config, json.loads(safefs.read_bytes_regular(site / "manifest.json")),  # no link,
                              json.loads(safefs.read_bytes_regular(pki / "pki.json")),  # no FIFO (host/safefs.py)

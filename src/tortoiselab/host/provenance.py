@@ -4,6 +4,7 @@ revision."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -16,6 +17,8 @@ from tortoiselab.project import REPO_DIR
 
 
 # what tool_versions asks: name -> argv (a tool's version on the first line of its output)
+IMPORTED_SITE = "imported_site"  # the seeds' key of an imported site's id (run_seeds)
+
 VERSION_PROBES = {
     "apache2": ["/usr/sbin/apache2", "-v"],
     "tcpdump": ["tcpdump", "--version"],
@@ -85,11 +88,14 @@ def code_revision() -> str:
 
 
 def run_seeds(run_seed: int, client_seed: int, site: Path, pki_seed_name: str, task_seeds: dict,
-              clock: str) -> dict:
+              clock: str, imported: Path | None = None) -> dict:
     """Every seed a run used: the run's own, the loader's (cache-hit choices),
     netem's per direction (derived from the run's seed in the guest), the
-    page generator's (from the site's manifest), the PKI's seed name, and on
-    the virtual clock the guest's wall-clock start."""
+    page generator's (from the site's manifest), the PKI's seed name, on
+    the virtual clock the guest's wall-clock start, and for an imported
+    site (client.site, staged at `imported`) what decided its pages: the
+    import's id, the SHA-256 of its site.json (host/sitecheck.py compares a
+    folder's staged copy with it; docs/your-own-site.md)."""
     try:
         site_seed = json.loads(safefs.read_bytes_regular(Path(site) / "manifest.json")).get("seed")  # host/safefs.py
     except (OSError, ValueError):
@@ -98,6 +104,9 @@ def run_seeds(run_seed: int, client_seed: int, site: Path, pki_seed_name: str, t
            **{k: v for k, v in sorted(task_seeds.items())}}
     if clock == "virtual":
         out["virtual_epoch_s"] = VIRTUAL_EPOCH_S
+    if imported is not None:
+        out[IMPORTED_SITE] = hashlib.sha256(safefs.read_bytes_regular(Path(imported) / "site.json",
+                                                                      max_bytes=64 << 20)).hexdigest()
     return out
 
 

@@ -306,7 +306,7 @@ def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, si
     if ld.get("cross") and ld["cross"]["errors"]:  # the bottleneck was not shared as configured
         problems.append(f"cross traffic: {'; '.join(ld['cross']['errors'])}"[:500])
     summary = {k: v for k, v in ld["summary"].items() if k not in ("raw",)}
-    summary.update(pageload.floor_fields(run, site, pki, summary))
+    summary.update(pageload.floor_fields(run, site, pki, summary, ld.get("har")))
     meta = {
         "backend": info.backend, "clock": info.clock, "kernel_release": boot["kernel_release"],
         "switch": boot["switch"], "modules": boot.get("modules", {}), "server_sysctls": ld["server_sysctls"],
@@ -314,7 +314,8 @@ def _from_lab(run: RunSpec, boot: dict, ld: dict, info: backends.BackendInfo, si
         "server_route": ld["server_route"], "tools": versions,
         "load_sim_seconds": ld["load_seconds"],
         "seeds": run_seeds(run.seed, client_seed, site, Path(pki).parent.parent.name, ld.get("seeds", {}),
-                           info.clock),
+                           info.clock, imported=run.settings.client.site and pageload.imported_dir(
+                               site, run.settings.client.site)),
         "kernel": info.kernel, "code": ld.get("code_digest"),  # the lab code that ran (guest code_digest)
         # uml: the guest kernel's boot id, a draw from its CRNG: equal in two boots of a run
         # exactly when the CRNG followed the run's seed (docs/determinism.md); in a batch, the
@@ -485,7 +486,7 @@ def run_experiment(exp_file: Path, results: Path = Path("results"), jobs: int | 
             files.write_once(exp_dir, exp_dir / "experiment.yaml", Path(exp_file).read_text(encoding="utf-8"),
                              doing=f"results folder {exp_dir}")
             # the certificate variants of every run, not only the pending ones (host/assets.py)
-            site, pki = checked_assets(exp_dir, certs={r.settings.server.cert for r in runs})
+            site, pki = checked_assets(exp_dir, certs={r.settings.server.cert for r in runs}, sites_dir=sites)
             # imported sites (client.site) staged beside it, checked against sites/ (docs/your-own-site.md)
             stage_for_experiment(exp_dir, {r.settings.client.site for r in runs} - {None}, sites)
             # in .lab once it is made (a .lab not yet READY is made anew): what a reader reads them from

@@ -11,7 +11,10 @@ Assumptions (checked where we can, before anything is submitted):
     flocks. A tmpfs is certainly not shared: we warn.
   - the project, its venv and the lab kernel (`make setup kernel`, with
     TORTOISE_CACHE on shared storage) are at the same paths on every node; an
-    array task on a node that lacks them stops at once with a clear message.
+    array task on a node that lacks them stops at once with a clear message;
+  - so is the sites folder when runs name an imported site (client.site):
+    each is checked whole before the job goes, and every task gets its path
+    as --sites (docs/your-own-site.md).
 
 results/<exp>/.slurm/
   jobs.json                 one entry per submission: job id, K, run ids, ...
@@ -38,6 +41,7 @@ from tortoiselab.spec.experiment import expand, load, run_order
 from tortoiselab.host.errors import RunnerError
 from tortoiselab.host.locks import probe_claim, setup_lock
 from tortoiselab.host.batches import DEFAULT_BATCH, fixed_batches, selected
+from tortoiselab.host.sites import load_site
 from tortoiselab.host.store import completed, files, rebuild_table
 from tortoiselab.host.storedtraces import folder_traces
 from tortoiselab.host.versions import one_experiment
@@ -124,11 +128,14 @@ def check_lab() -> tuple[Path, Path]:
 
 
 def batch_script(sub: Path, exp_file: Path, results: Path, tasks: int, clock: str, grid: str | None,
-                 kernel: Path, batch: int = DEFAULT_BATCH) -> str:
+                 kernel: Path, batch: int = DEFAULT_BATCH, sites: Path | None = None) -> str:
     """The array task: check the node has what it needs, then run its shard
-    (whole batches of `batch` runs, host/batches.py)."""
+    (whole batches of `batch` runs, host/batches.py); sites: where the
+    imported sites its runs name (client.site) are kept, as the submit host
+    resolved it (docs/your-own-site.md)."""
     q = shlex.quote
     grid_arg = f" --grid {q(grid)}" if grid else ""
+    grid_arg += f" --sites {q(str(sites))}" if sites is not None else ""
     run = (f"{q(sys.executable)} -m tortoiselab.cli run {q(str(exp_file))} --runs-file {q(str(sub / 'runs.txt'))} "
            f"--shard \"$shard\" --backend uml --batch {int(batch)} "
            f"--clock {q(clock)} --jobs 1 --results {q(str(results))}{grid_arg}")
@@ -275,12 +282,30 @@ def active_jobs(exp_dir: Path) -> list[str]:
             if any(_kind(s) in ("queued", "running") for s in task_states(j).values())]
 
 
+def imported_sites(exp_dir: Path, runs, sites: Path) -> Path | None:
+    """The sites folder (resolved: the nodes must find the very same one)
+    when runs name an imported site (client.site), each checked whole
+    (host/sites.load_site) unless the results folder holds its staged copy
+    already (the runner checks that one); None when no run names one.
+    RunnerError naming the site and the fix, before a job is submitted."""
+    names = sorted({r.settings.client.site for r in runs} - {None})
+    if not names:
+        return None
+    sites = Path(sites).resolve()
+    for name in names:
+        if not os.path.lexists(exp_dir / ".lab" / "imported" / name):
+            load_site(sites, name)
+    return sites
+
+
 def submit(exp_file: Path, results: Path, partition: str | None = None, parallelism: int | None = None,
            time_limit: str | None = None, mem: str | None = None, clock: str = "virtual",
-           grid: str | None = None, batch: int = DEFAULT_BATCH) -> dict:
+           grid: str | None = None, batch: int = DEFAULT_BATCH, sites: Path = Path("sites")) -> dict:
     """Submit the pending runs of an experiment as one job array; nothing if
     none is pending. Refuses while an earlier job of it is still queued or
-    running (re-run the command when it is over: only what is missing goes)."""
+    running (re-run the command when it is over: only what is missing goes).
+    sites: the imported sites its runs name (client.site), passed on to
+    every array task as --sites."""
     check_options(partition, parallelism, time_limit, mem)
     if clock not in ("virtual", "real"):
         raise RunnerError("clock: give virtual or real with --executor slurm (the nodes run the uml backend)")
@@ -289,6 +314,7 @@ def submit(exp_file: Path, results: Path, partition: str | None = None, parallel
     results = results.resolve()  # the nodes must find the very same folder
     exp_dir = results / exp.name
     safefs.refuse_links(exp_dir, f"results folder {exp_dir}")  # .slurm/ and the rest: no link followed
+    site_dir = imported_sites(exp_dir, runs, sites)
     kernel, _ = check_lab()
     if shutil.which("sbatch") is None:
         raise RunnerError("executor: sbatch not found; Slurm's client commands must be on PATH "
@@ -296,7 +322,8 @@ def submit(exp_file: Path, results: Path, partition: str | None = None, parallel
     one_experiment(exp_dir, exp, runs)  # another version of it in the folder: refused before a job (host/versions.py)
     files.ensure_folder(exp_dir)
     warnings = shared_fs_warnings({"results folder": results, "project": REPO_DIR,
-                                   "venv": Path(sys.prefix), "lab kernel": kernel})
+                                   "venv": Path(sys.prefix), "lab kernel": kernel,
+                                   **({"imported sites": site_dir} if site_dir is not None else {})})
     busy = active_jobs(exp_dir)
     if busy:
         raise RunnerError(f"executor: job {', '.join(busy)} of {exp.name} is still queued or running "
@@ -319,7 +346,7 @@ def submit(exp_file: Path, results: Path, partition: str | None = None, parallel
     # task i: every tasks-th from i
     files.write_new(exp_dir, sub / "runs.txt", "".join(f"{rid}\n" for rid in pending), doing)
     script = files.write_new(exp_dir, sub / "job.sh",
-                             batch_script(sub, frozen, results, tasks, clock, grid, kernel, batch), doing)
+                             batch_script(sub, frozen, results, tasks, clock, grid, kernel, batch, site_dir), doing)
     throttle = f"%{parallelism}" if parallelism else ""  # none: as many at once as Slurm gives
     argv = ["sbatch", "--parsable", f"--array=0-{tasks - 1}{throttle}", f"--job-name=tortoise-{exp.name}",
             f"--output={sub}/logs/%A_%a.out", f"--chdir={sub}", "--cpus-per-task=1"]
@@ -371,7 +398,8 @@ def cli_run(a) -> int:
         raise RunnerError(f"batch: must be at least 1 (got {a.batch}); 1 boots the lab once per run")
     res = submit(Path(a.file), Path(a.results), partition=a.partition, parallelism=a.array_parallelism,
                  time_limit=a.time, mem=a.mem, clock="real" if a.clock == "real" else "virtual",
-                 grid=getattr(a, "grid", None), batch=a.batch if a.batch is not None else DEFAULT_BATCH)
+                 grid=getattr(a, "grid", None), batch=a.batch if a.batch is not None else DEFAULT_BATCH,
+                 sites=Path(getattr(a, "sites", "sites")))
     for w in res["warnings"]:
         print(f"tortoise: warning: {w}", file=sys.stderr)
     if res["job_id"] is None:

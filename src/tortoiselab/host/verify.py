@@ -279,19 +279,21 @@ def check_table(exp_dir: Path, stored: list[store.Stored]) -> tuple[list[Problem
     return problems, notes
 
 
-def lab_problems(exp_dir: Path) -> list[Problem]:
-    """A problem of the folder per file of .lab unlike its generators' (host/labcheck.py)."""
+def lab_problems(exp_dir: Path, sites_dir: Path | None = None) -> list[Problem]:
+    """A problem of the folder per file of .lab unlike its generators' (host/labcheck.py;
+    its imported sites against the import in sites_dir and the run records)."""
     return [Problem(None, Path(exp_dir) / ".lab" / rel, what, labcheck.fix(Path(exp_dir)), redo=False)
-            for rel, what in labcheck.check_lab(Path(exp_dir)).differences]
+            for rel, what in labcheck.check_lab(Path(exp_dir), sites_dir=sites_dir).differences]
 
 
-def verify_folder(exp_dir: Path, run_ids: set[str] | None = None, table: bool = True, lab: bool = False) -> FolderCheck:
+def verify_folder(exp_dir: Path, run_ids: set[str] | None = None, table: bool = True, lab: bool = False,
+                  sites_dir: Path | None = None) -> FolderCheck:
     """Every run folder of an experiment (run_ids: only these), then the
     table; lab: its .lab against its generators first (lab_problems)."""
     exp_dir = Path(exp_dir)
     out = FolderCheck(exp_dir)
     if lab:
-        out.problems += lab_problems(exp_dir)
+        out.problems += lab_problems(exp_dir, sites_dir)
     dirs = run_folders(exp_dir, run_ids)
     for d in dirs:
         problems, notes = check_run(d)
@@ -329,13 +331,15 @@ def experiment_folders(folder: Path) -> list[Path]:
 
 
 @contextmanager
-def admitted(folders: Iterable[Path], skip_damaged: bool, what: str) -> Iterator[list[str]]:
+def admitted(folders: Iterable[Path], skip_damaged: bool, what: str,
+             sites_dir: Path | None = None) -> Iterator[list[str]]:
     """Within the block, the folders' damaged runs are left out of every
     reader (store.leaving_out) and the yielded list names them; without
     skip_damaged a folder with damaged runs is refused (DamagedFolder,
     naming each run, its file and the fix). runs.parquet alone is no
     damage: the readers rebuild it from the records. A .lab unlike its
-    generators' (lab_problems) damages every run of its folder."""
+    generators' (lab_problems; its imported sites against the import in
+    sites_dir and the run records) damages every run of its folder."""
     damaged: dict[str, Path] = {}
     lab_made: dict[Path, str] = {}  # runs left out for their folder's .lab
     problems: list[Problem] = []
@@ -344,7 +348,7 @@ def admitted(folders: Iterable[Path], skip_damaged: bool, what: str) -> Iterator
             c = verify_folder(Path(d), table=False)
             damaged.update({f"{c.exp_dir.name}/{p.run}": c.exp_dir / p.run for p in c.problems if p.run})
             problems += [p for p in c.problems if p.run]
-            lab = lab_problems(Path(d))  # unlike its generators': every run made with it measured other pages
+            lab = lab_problems(Path(d), sites_dir)  # unlike its generators': every run with it measured other pages
             for r in run_folders(Path(d)) if lab else []:
                 damaged[f"{c.exp_dir.name}/{r.name}"] = r
                 lab_made[r] = f"made with {c.exp_dir / '.lab'}, which differs from what its generators make " \

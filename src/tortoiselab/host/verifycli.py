@@ -59,24 +59,26 @@ def adopt(check: FolderCheck) -> list[str]:
     return lines
 
 
-def cli_verify(folder: Path, rebuild_table: bool = False, adopt_unmanifested: bool = False) -> int:
+def cli_verify(folder: Path, rebuild_table: bool = False, adopt_unmanifested: bool = False,
+               sites_dir: Path | None = None) -> int:
     """`tortoise verify FOLDER`: 0 when every run and table is whole, 1
     otherwise; with adopt_unmanifested, runs stored before manifests get
-    theirs first (adopt)."""
-    checks = [verify_folder(d, lab=True) for d in experiment_folders(folder)]
+    theirs first (adopt). sites_dir: the imported sites a folder's staged
+    copies are compared with (host/sitecheck.py)."""
+    checks = [verify_folder(d, lab=True, sites_dir=sites_dir) for d in experiment_folders(folder)]
     if not checks:
         print(f"{folder}: no experiment folders")
         return 0
     if adopt_unmanifested:
         lines = [line for c in checks for line in adopt(c)]
         print("\n".join(lines) if lines else "adopt: no run without a manifest to adopt")
-        checks = [verify_folder(c.exp_dir, lab=True) for c in checks]
+        checks = [verify_folder(c.exp_dir, lab=True, sites_dir=sites_dir) for c in checks]
     if rebuild_table:
         for c in checks:
             if any(p.file.name == store.TABLE for p in c.problems) or any(store.TABLE in n for n in c.notes):
                 with setup_lock(c.exp_dir):
                     print(f"rewrote {store.rebuild_table(c.exp_dir)} from the run records")
-        checks = [verify_folder(c.exp_dir, lab=True) for c in checks]
+        checks = [verify_folder(c.exp_dir, lab=True, sites_dir=sites_dir) for c in checks]
     print(format_checks(checks))
     bad = [c for c in checks if not c.ok]
     print(f"verify: {len(bad)} of {len(checks)} folders failing" if bad else f"verify: {len(checks)} folders ok")
