@@ -49,6 +49,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from tortoiselab.analysis.tracefloor import HEADER_BYTES
+from tortoiselab.spec import cols
 
 RTT0_MS = 25.0            # Hybla's reference RTT (Caini & Firrincieli 2004; Linux's rtt0 default)
 MSS = 1448                # payload bytes per full segment (MSS 1460 less the 12 bytes of timestamps)
@@ -151,8 +152,8 @@ def timeline(fl: list[list[int]], rtt_ms: float, rate_mbit: float, first_read_by
         last = clock + one_way
     first = last if math.isnan(first) else first  # a response shorter than a record: read whole at its end
     longest = max((sum(t) for t in tx), default=0.0)
-    return {"rounds": len(fl), "first_byte_ms": first, "last_byte_ms": last, "content_download_ms": last - first,
-            "plt_ms": setup_rtts * rtt_ms + last, "longest_flight_ms": longest,
+    return {"rounds": len(fl), "first_byte_ms": first, "last_byte_ms": last, cols.CDT: last - first,
+            cols.PLT: setup_rtts * rtt_ms + last, "longest_flight_ms": longest,
             "flight_over_rtt": longest > rtt_ms}
 
 
@@ -171,9 +172,9 @@ def compare(object_bytes: int, rtt_ms: float, rate_mbit: float, iw: int = IW, **
     download and PLT (%)."""
     h = transfer(object_bytes, hybla(rtt_ms), rtt_ms, rate_mbit, **kw)
     s = transfer(object_bytes, standard(iw), rtt_ms, rate_mbit, **kw)
-    pct = {k: 100 * (h[k] / s[k] - 1) if s[k] > 0 else math.nan for k in ("content_download_ms", "plt_ms")}
+    pct = {k: 100 * (h[k] / s[k] - 1) if s[k] > 0 else math.nan for k in (cols.CDT, cols.PLT)}
     return {"hybla": h, "standard": s, "rounds_saved": s["rounds"] - h["rounds"],
-            "cdt_change_pct": pct["content_download_ms"], "plt_change_pct": pct["plt_ms"]}
+            "cdt_change_pct": pct[cols.CDT], "plt_change_pct": pct[cols.PLT]}
 
 
 def flip_rtt_ms(object_bytes: int, rtts_ms: list[float], rate_mbit: float, iw: int = IW, **kw) -> float | None:
