@@ -68,7 +68,7 @@ def maps(experiment: str, results: str | Path | None = None) -> list[dict]:
     each {"map", "png" (the drawn figure, None when not drawn), "cells" (its
     cells as a DataFrame, None when not drawn), "how" (the command that runs
     and draws it, with its cost)}, from <results>/<experiment>@map-<map>."""
-    from tortoiselab.report.maps import cell_rows  # the report's table of a map's cells
+    from tortoiselab.report.maps import CELL_COLUMNS, cell_rows  # the report's table of a map's cells
     from tortoiselab.studies import maps as M  # the studies import the report; not at import time
 
     f = REPO_DIR / "experiments" / f"{experiment}.yaml"
@@ -77,8 +77,7 @@ def maps(experiment: str, results: str | Path | None = None) -> list[dict]:
         folder = results_dir(results) / f"{experiment}@map-{name}"
         drawn = (folder / "map.json").is_file() and (folder / "map.png").is_file()
         cells = (pd.DataFrame(cell_rows(json.loads((folder / "map.json").read_text(encoding="utf-8"))),
-                              columns=["size", "arm", "rtt_ms", "loss_pct", "n", "change_pct", "interval_pct",
-                                       "label", "cause"]) if drawn else None)
+                              columns=CELL_COLUMNS) if drawn else None)
         c = M.cost(f, name, 0.0, 1)  # runs and cells only
         out.append({"map": name, "png": folder / "map.png" if drawn else None, "cells": cells,
                     "how": f"no map {name} in {folder}: `tortoise map experiments/{experiment}.yaml --map {name}` "

@@ -207,7 +207,9 @@ def test_the_report_finds_the_maps_beside_a_study_folder(tmp_path):
     from tortoiselab.report.maps import map_sections
 
     cells = [{"size": "", "arm": '"hybla"', "rtt_ms": 300.0, "loss_pct": 0.0, "n": 1, "exact": True,
-              "effect_pct": -93.8, "low_pct": -93.8, "high_pct": -93.8, "label": "agree", "cause": "hybla: ..."},
+              "effect_pct": -93.8, "low_pct": -93.8, "high_pct": -93.8, "label": "agree", "cause": "hybla: ...",
+              "control_plt_ms": 1813.577, "arm_plt_ms": 1524.453, "plt_change_pct": -15.94, "control_rounds": 3.0,
+              "arm_rounds": 2.0, "rounds_saved": 1.0, "reason": "rounds saved: 1"},
              {"size": "", "arm": '"hybla"', "rtt_ms": 300.0, "loss_pct": 1.0, "n": 8, "exact": False,
               "effect_pct": -62.9, "low_pct": -85.9, "high_pct": -28.4, "label": "agree", "cause": ""}]
     folder = tmp_path / "tortoise@map-hybla"
@@ -220,8 +222,12 @@ def test_the_report_finds_the_maps_beside_a_study_folder(tmp_path):
     for d in ("tortoise@reduced", "tortoise@map-hybla"):
         secs = map_sections(tmp_path / d)
         assert [s["folder"] for s in secs] == ["tortoise@map-hybla"]
-        assert secs[0]["rows"] == [["", '"hybla"', "300", "0", "1", "-93.8", "exact", "agree", "hybla: ..."],
-                                   ["", '"hybla"', "300", "1", "8", "-62.9", "[-85.9, -28.4]", "agree", ""]]
+        assert secs[0]["rows"] == [["", '"hybla"', "300", "0", "1", "-93.8", "exact", "1813.6 -> 1524.5", "-15.9",
+                                    "3 -> 2", "rounds saved: 1", "agree", "hybla: ..."],
+                                   # a map.json drawn before the PLT and rounds were read: "-" there
+                                   ["", '"hybla"', "300", "1", "8", "-62.9", "[-85.9, -28.4]", "- -> -", "-",
+                                    "- -> -", "-", "agree", ""]]
+        assert len(secs[0]["columns"]) == len(secs[0]["rows"][0])
         assert secs[0]["png"] and secs[0]["svg"] == ""
     assert map_sections(tmp_path / "coalescing@reduced") == []
 
@@ -232,3 +238,65 @@ def test_the_report_finds_the_maps_beside_a_study_folder(tmp_path):
                                           "cubic_plus n=6 rtt_aware=1")])
 def test_short_names_of_compare_values(value, want):
     assert M.short(value) == want
+
+
+# --- PLT and round trips beside the metric: why a cell differs --------------------
+
+
+def _why_table(rows):
+    """A tidy() table from (arm, rtt, loss, repetition, metric, plt, rounds) tuples."""
+    return pd.DataFrame([{"arm_key": json.dumps(a), "rtt_ms": float(r), "loss_pct": float(lo), "size": "",
+                          "repetition": rep, "content_download_ms": v, "plt_ms": p, M.ROUNDS: k, "ok": True}
+                         for a, r, lo, rep, v, p, k in rows])
+
+
+def test_each_cell_gives_both_arms_plt_and_the_rounds_saved(tmp_path):
+    """The lab's hybla map at 100 and 300 ms (docs/maps.md): at 100 ms both arms take 3 rounds and the content
+    download's -8.4 % is serialization (PLT -0.8 %); at 300 ms Hybla saves a round trip."""
+    m = load(_file(tmp_path)).maps["hy"]
+    rows = [("htcp", 100, 0, 0, 106.953, 613.577, 3), ("hybla", 100, 0, 0, 97.997, 608.488, 3),
+            ("htcp", 300, 0, 0, 306.954, 1813.577, 3), ("hybla", 300, 0, 0, 19.117, 1524.453, 2),
+            ("htcp", 25, 0, 0, 100.0, 500.0, 3), ("hybla", 25, 0, 0, 100.2, 500.3, 3)]  # a tie
+    for rep in range(6):  # lossy: the rounds saved are the median of the pairs' differences
+        rows += [("htcp", 300, 2, rep, 400.0 + rep, 2000.0 + rep, 4 + rep % 2), ("hybla", 300, 2, rep, 200.0,
+                                                                                    1800.0, 3)]
+    cs = M.cells(_why_table(rows), m).set_index(["rtt_ms", "loss_pct"])
+    c = cs.loc[(100, 0)]
+    assert (c["control_plt_ms"], c["arm_plt_ms"]) == (613.577, 608.488)
+    assert c["plt_change_pct"] == pytest.approx(100 * (608.488 / 613.577 - 1)) and abs(c["plt_change_pct"]) < 1
+    assert (c["control_rounds"], c["arm_rounds"], c["rounds_saved"]) == (3, 3, 0)
+    assert c["reason"] == "same rounds: serialization / window sizes" and c["label"] == "agree"
+    c = cs.loc[(300, 0)]
+    assert (c["rounds_saved"], c["reason"]) == (1, "rounds saved: 1")
+    assert cs.loc[(25, 0), "reason"] == "same rounds: a tie"
+    c = cs.loc[(300, 2)]
+    assert (c["control_rounds"], c["arm_rounds"], c["rounds_saved"], c["rounds_pairs"]) == (4.5, 3, 1.5, 6)
+    assert c["reason"] == "median rounds saved: 1.5"
+    assert c["plt_change_pct"] == pytest.approx(np.median([100 * (1800 / (2000 + r) - 1) for r in range(6)]))
+    lines = M.summary_lines(m, cs.reset_index().assign(cause=""))
+    assert "613.6 -> 608.5" in lines[2] and "3 -> 3" in lines[2] and "serialization" in lines[2]
+
+
+def test_a_cell_without_captures_says_so(tmp_path):
+    m = load(_file(tmp_path)).maps["hy"]
+    cs = M.cells(_table([("htcp", 25, 0, 0, 100.0), ("hybla", 25, 0, 0, 130.0)]), m)  # no plt, no rounds
+    assert math.isnan(cs["rounds_saved"].iloc[0]) and math.isnan(cs["control_plt_ms"].iloc[0])
+    assert cs["reason"].tolist() == ["rounds: no capture"]
+
+
+@pytest.mark.parametrize("saved, change, exact, want", [
+    (1.0, -90.0, True, "rounds saved: 1"), (-4.0, 130.0, True, "rounds lost: 4"),
+    (0.0, -8.0, True, "same rounds: serialization / window sizes"), (0.0, 0.3, True, "same rounds: a tie"),
+    (0.5, -30.0, False, "median rounds saved: 0.5"),
+    (0.0, -30.0, False, "same median rounds: serialization, window sizes or loss recovery")])
+def test_reason(saved, change, exact, want):
+    assert M.reason(saved, change, 0.5, exact) == want
+
+
+def test_rounds_from_a_real_capture():
+    """The canned tortoise@ci runs (India desktop, 54 ms): Hybla's base HTML in 4 rounds (2-5-17-20 segments),
+    H-TCP's in 3 (10-20-16); every data round of the connection, the GOAWAY's included, is one more."""
+    runs = REPO / "tests" / "data" / "runs" / "tortoise@ci"
+    assert M.run_rounds(runs / "30662112464e", first_response=True) == 4
+    assert M.run_rounds(runs / "7084663580c8", first_response=True) == 3
+    assert M.run_rounds(runs / "7084663580c8", first_response=False) == 4

@@ -1,8 +1,9 @@
 """A sensitivity map as a figure (docs/maps.md): one heatmap per arm (and
 size) of the arm's change against the control over RTT x loss, colours
 diverging around 0 (blue: the metric lower in the arm), each cell with its
-label's letter, its change and, for a lossy cell, its interval; region
-profiles marked as stars with their names and drawn users as dots. The
+label's letter, its change and, for a lossy cell, its interval, then
+the round trips of the control and the arm (from the server captures);
+region profiles marked as stars with their names and drawn users as dots. The
 axes are the map's cells (evenly spaced); a marker sits between the cell
 centres by linear interpolation of its RTT and loss, and one beyond the
 map's range at its edge (drawn hollow). Written as figures.py writes its
@@ -36,14 +37,24 @@ def position(value: float, axis: list[float]) -> tuple[float, bool]:
                            left=0.1, right=len(axis) - 0.1)), inside
 
 
+def _rounds(row: pd.Series) -> str:
+    """A cell's rounds, control's -> arm's (medians of a lossy cell's
+    pairs, studies/maps.why_columns), "" when the cell has none."""
+    c, a = row.get("control_rounds", math.nan), row.get("arm_rounds", math.nan)
+    if c is None or a is None or math.isnan(c) or math.isnan(a):
+        return ""
+    return f"\n{c:g}\u2192{a:g} rt"
+
+
 def _annotation(row: pd.Series) -> str:
-    """A cell's text: its letter and change; the interval of a lossy cell."""
+    """A cell's text: its letter and change; the interval of a lossy cell;
+    the rounds (control's -> arm's) where the cell has them."""
     if math.isnan(row["effect_pct"]):
         return row["letter"]
     text = f"{row['letter']}\n{row['effect_pct']:+.0f}%"
     if not row["exact"] and not math.isnan(row["low_pct"]):
         text += f"\n[{row['low_pct']:+.0f},{row['high_pct']:+.0f}]"
-    return text
+    return text + _rounds(row)
 
 
 def _scale(cells: pd.DataFrame) -> float:
@@ -113,6 +124,7 @@ def draw_map(cells: pd.DataFrame, markers: list[dict[str, Any]], out_stem: Path 
             axes[0][0].text(0.5, 0.5, "no cells", ha="center", va="center", transform=axes[0][0].transAxes)
         fig.suptitle(title, fontsize=9)
         fig.supxlabel("A agree, D disagree, ? inconclusive, L/S larger/smaller than claimed, - not testable,\n"
-                      "= a tie (exact, within tie_pct); hollow marker: beyond the map's range\n" + _key_text(markers),
+                      "= a tie (exact, within tie_pct); 3\u21922 rt: round trips, control \u2192 arm (lossy: medians);"
+                      " hollow marker: beyond the map's range\n" + _key_text(markers),
                       fontsize=7)
         return _save(fig, stem)

@@ -34,14 +34,26 @@ def _value(v) -> str:
     return v if isinstance(v, str) else json.dumps(v)
 
 
+# the cells' table: its header (the report's and the notebook's) and cell_rows()' order
+CELL_COLUMNS = ["size", "arm", "RTT ms", "loss %", "n", "change %", "interval %", "PLT ms (control -> arm)",
+                "PLT change %", "rounds (control -> arm)", "why", "label", "cause"]
+
+
 def cell_rows(doc: dict) -> list[list[str]]:
-    """A map's cells as table rows: size, arm, RTT, loss, n, change, interval, label, cause."""
+    """A map's cells as table rows in CELL_COLUMNS' order: size, arm, RTT,
+    loss, n, change, interval, each arm's PLT and its change, each arm's
+    rounds and the reason (rounds saved, or the same rounds), label, cause.
+    A map.json written before the PLT and rounds were read shows "-" there."""
     rows = []
     for c in doc.get("cells", []):
         ci = "exact" if c["exact"] else (f"[{_num(c['low_pct'], '+.1f')}, {_num(c['high_pct'], '+.1f')}]"
                                          if c.get("low_pct") is not None else "-")
-        rows.append([c.get("size_name", c.get("size")) or "", c.get("arm_name", c["arm"]), f"{c['rtt_ms']:g}", f"{c['loss_pct']:g}", str(c["n"]),
-                     _num(c.get("effect_pct"), "+.1f"), ci, c["label"], c.get("cause") or ""])
+        plt = f"{_num(c.get('control_plt_ms'), '.1f')} -> {_num(c.get('arm_plt_ms'), '.1f')}"
+        rounds = f"{_num(c.get('control_rounds'), 'g')} -> {_num(c.get('arm_rounds'), 'g')}"
+        rows.append([c.get("size_name", c.get("size")) or "", c.get("arm_name", c["arm"]), f"{c['rtt_ms']:g}",
+                     f"{c['loss_pct']:g}", str(c["n"]), _num(c.get("effect_pct"), "+.1f"), ci, plt,
+                     _num(c.get("plt_change_pct"), "+.1f"), rounds, c.get("reason") or "-", c["label"],
+                     c.get("cause") or ""])
     return rows
 
 
@@ -58,5 +70,5 @@ def map_sections(exp_dir: Path) -> list[dict]:
                     "what": f"{doc.get('compare')}: {', '.join(map(_value, doc.get('arms') or []))} against "
                             f"{_value(doc.get('control'))}, "
                             f"{doc.get('metric')} ({doc.get('better')} is the claimed side)",
-                    **figs, "rows": cell_rows(doc)})
+                    **figs, "columns": CELL_COLUMNS, "rows": cell_rows(doc)})
     return out

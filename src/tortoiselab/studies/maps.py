@@ -1,10 +1,12 @@
 """Sensitivity maps (docs/maps.md): a map's runs (results/<name>@map-<map>,
 an ordinary sweep, spec/maps.py) read back as cells of RTT x loss (x size),
 each with the arm's change against the control, its interval, the label
-the verdict rule reads off that interval (measure.read_interval), and, for
-an exact (loss-free) cell, its cause from the server captures: each arm's
-first flights and the rounds its first response took (analysis/flights.py);
-and the markers: the region profiles and the drawn users of the markets.
+the verdict rule reads off that interval (measure.read_interval); beside
+the map's metric, each arm's PLT and the round trips the arm saved, read
+from every run's server capture (analysis/flights.py), with a short reason
+that tells a saved round trip from serialization (same rounds); for an
+exact (loss-free) cell, its cause: each arm's first flights; and the
+markers: the region profiles and the drawn users of the markets.
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ from tortoiselab.studies.model import ALPHA
 LETTERS = {"agree": "A", "disagree": "D", "inconclusive": "?", "larger than claimed": "L",
            "smaller than claimed": "S", "not testable here": "-"}
 FIRST_FLIGHTS = 4  # flights named in a cell's cause
+# metrics of the base HTML alone: their rounds are the first response's (flights.transfer_flights); any other
+# metric's are every data round of the connection that sent the most
+FIRST_RESPONSE_METRICS = (cols.CDT, "ttfb_ms")
+ROUNDS = "rounds"  # the tidy table's column of each run's rounds (run_rounds)
 
 
 class MapError(ValueError):
@@ -126,10 +132,64 @@ def cell(c: np.ndarray, a: np.ndarray, exact: bool, m: MapCfg) -> dict[str, Any]
             "why": f"{r.test}: {why}{dropped}"}
 
 
+def _median(v: np.ndarray) -> float:
+    return float(np.median(v)) if len(v) else math.nan
+
+
+def _both(d: pd.DataFrame, col: str, control: str, arm: str, reps: pd.Index) -> tuple[np.ndarray, np.ndarray]:
+    """The control's and the arm's values of `col` on the pairs `reps`
+    where both are known (empty when the table has no such column)."""
+    if col not in d.columns:
+        return np.array([]), np.array([])
+    by = {k: d[d["arm_key"] == k].set_index("repetition")[col].reindex(reps).to_numpy(float) for k in (control, arm)}
+    known = np.isfinite(by[control]) & np.isfinite(by[arm])
+    return by[control][known], by[arm][known]
+
+
+def reason(saved: float, change_pct: float, tie_pct: float, exact: bool = True) -> str:
+    """Why a cell's arm differs, in round trips: "rounds saved: N" (the arm
+    needs N fewer round trips than the control), "rounds lost: N", or with
+    the same rounds, "same rounds: a tie" (an exact cell within tie_pct) or
+    "same rounds: serialization / window sizes" (the change comes from how
+    the same rounds' flights are cut, not from a round trip). A lossy
+    cell's figure is the median over its pairs ("median rounds saved"),
+    and its same rounds may also differ in loss recovery."""
+    if math.isnan(saved):
+        return "rounds: no capture"
+    pre = "" if exact else "median "
+    if saved >= 0.5:
+        return f"{pre}rounds saved: {saved:g}"
+    if saved <= -0.5:
+        return f"{pre}rounds lost: {-saved:g}"
+    if not exact:
+        return "same median rounds: serialization, window sizes or loss recovery"
+    if not math.isnan(change_pct) and abs(change_pct) <= tie_pct:
+        return "same rounds: a tie"
+    return "same rounds: serialization / window sizes"
+
+
+def why_columns(d: pd.DataFrame, control: str, arm: str, reps: pd.Index, effect_pct: float, exact: bool,
+                m: MapCfg) -> dict[str, Any]:
+    """A cell's PLT and round trips beside its metric: each arm's median PLT
+    and the median per-pair PLT change; each arm's median rounds (the
+    tidy table's ROUNDS, from the server captures) and the rounds saved,
+    the median per-pair control's minus the arm's (an exact cell: its one
+    pair); and the reason() they give."""
+    cp, ap = _both(d, cols.PLT, control, arm, reps)
+    cp, ap = cp[(cp > 0) & (ap > 0)], ap[(cp > 0) & (ap > 0)]
+    cr, ar = _both(d, ROUNDS, control, arm, reps)
+    saved = _median(cr - ar)
+    return {"control_plt_ms": _median(cp), "arm_plt_ms": _median(ap),
+            "plt_change_pct": _median(100 * (ap / cp - 1)) if len(cp) else math.nan,
+            "control_rounds": _median(cr), "arm_rounds": _median(ar), "rounds_saved": saved, "rounds_pairs": len(cr),
+            "reason": reason(saved, effect_pct, m.tie_pct, exact)}
+
+
 def cells(df: pd.DataFrame, m: MapCfg) -> pd.DataFrame:
     """One row per (size, arm, rtt_ms, loss_pct) of a tidy() table: the
     cell() fields, the control's and the arm's medians of the metric, exact
-    (one pair at no loss), label and its letter."""
+    (one pair at no loss), label and its letter, and why_columns() (PLT,
+    rounds, the rounds saved and the reason)."""
     ok = df[df[cols.OK].astype(bool) & df[m.metric].notna()]
     rows = []
     control = _key(m.control)
@@ -143,10 +203,9 @@ def cells(df: pd.DataFrame, m: MapCfg) -> pd.DataFrame:
             exact = loss == 0 and len(reps) == 1 and d["repetition"].max() == 0
             row = {"size": size, "arm": _key(arm), "size_name": short(json.loads(size)) if size else "",
                    "arm_name": short(arm), "rtt_ms": rtt, "loss_pct": loss, "exact": bool(exact),
-                   "control_median": float(np.median(cv)) if len(cv) else math.nan,
-                   "arm_median": float(np.median(av)) if len(av) else math.nan, **cell(cv, av, exact, m)}
+                   "control_median": _median(cv), "arm_median": _median(av), **cell(cv, av, exact, m)}
             row["letter"] = "=" if exact and abs(row["effect_pct"]) <= m.tie_pct else LETTERS[row["label"]]
-            rows.append(row)
+            rows.append(row | why_columns(d_ok, control, _key(arm), reps, row["effect_pct"], bool(exact), m))
     order = [_key(v) for v in next(iter(m.size.values()))] if m.size else [""]  # sizes in the file's order
     return pd.DataFrame(rows).sort_values("size", key=lambda s: s.map(order.index), kind="stable",
                                           ignore_index=True) if rows else pd.DataFrame(rows)
@@ -166,6 +225,26 @@ def capture_cause(run_dir: Path) -> dict[str, Any] | None:
     return {"segments": [f["segments"] for f in data], "rounds": len(data), "connections": len(conns),
             "tls_rtts": main["handshake_rtts"]["tls"], "data_rounds": len(fl.flights(main, phase="data")),
             "retransmissions": len(main["retransmissions"])}
+
+
+def run_rounds(run_dir: Path, first_response: bool) -> float:
+    """A run's rounds from its server capture (capture_cause): the first
+    response's (first_response) or every data round of the connection that
+    sent the most; NaN without a capture."""
+    cause = capture_cause(Path(run_dir))
+    if cause is None:
+        return math.nan
+    return float(cause["rounds"] if first_response else cause["data_rounds"])
+
+
+def with_rounds(df: pd.DataFrame, m: MapCfg) -> pd.DataFrame:
+    """A tidy() table with the ROUNDS column: each ok run's rounds
+    (run_rounds; first response's for FIRST_RESPONSE_METRICS)."""
+    first = m.metric in FIRST_RESPONSE_METRICS
+    out = df.copy()
+    out[ROUNDS] = [run_rounds(Path(d), first) if ok else math.nan
+                   for d, ok in zip(df["run_dir"], df[cols.OK].astype(bool))]
+    return out
 
 
 def short(v: Any) -> str:
@@ -242,6 +321,7 @@ def read_map(experiment_file: str | Path, name: str, results: str | Path = "resu
         raise MapError(f"{folder} holds no run of map {name} as the file defines it now; run `tortoise map "
                        f"{experiment_file} --map {name}`")
     t = tidy(df, m)
+    t = with_rounds(t, m) if with_causes else t
     cs = cells(t, m)
     return m, causes(cs, t, m) if with_causes else cs.assign(cause="")
 
@@ -251,13 +331,23 @@ def maps_of(experiment_file: str | Path) -> list[str]:
     return list(load(Path(experiment_file)).maps)
 
 
+def _fmt(v: Any, spec: str) -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
+
+
 def summary_lines(m: MapCfg, cs: pd.DataFrame) -> list[str]:
-    """A map's cells as text, one line per cell."""
-    out = [f"{'size':<14} {'arm':<24} {'rtt ms':>7} {'loss %':>6} {'n':>3} {'change %':>9} {'interval %':>18}  "
-           f"label / cause"]
+    """A map's cells as text, one line per cell: the metric's change and
+    interval, each arm's PLT (control -> arm) and its change, the rounds
+    (control -> arm) and the reason, then the label and an exact cell's
+    cause."""
+    out = [f"{'size':<14} {'arm':<24} {'rtt ms':>7} {'loss %':>6} {'n':>3} {'change %':>9} {'interval %':>18} "
+           f"{'PLT ms ctl -> arm':>19} {'PLT %':>7} {'rounds':>9}  reason; label / cause"]
     for _, r in cs.iterrows():
         ci = "exact" if r["exact"] else ("-" if math.isnan(r["low_pct"]) else
                                          f"[{r['low_pct']:+.1f}, {r['high_pct']:+.1f}]")
+        plt = f"{_fmt(r.get('control_plt_ms'), '.1f')} -> {_fmt(r.get('arm_plt_ms'), '.1f')}"
+        rounds = f"{_fmt(r.get('control_rounds'), 'g')} -> {_fmt(r.get('arm_rounds'), 'g')}"
         out.append(f"{r['size_name']:<14} {r['arm_name']:<24} {r['rtt_ms']:>7g} {r['loss_pct']:>6g} {r['n']:>3} "
-                   f"{r['effect_pct']:>+9.1f} {ci:>18}  {r['label']}" + (f"; {r['cause']}" if r["cause"] else ""))
+                   f"{r['effect_pct']:>+9.1f} {ci:>18} {plt:>19} {_fmt(r.get('plt_change_pct'), '+.1f'):>7} "
+                   f"{rounds:>9}  {r.get('reason', '')}; {r['label']}" + (f"; {r['cause']}" if r["cause"] else ""))
     return out
