@@ -18,6 +18,8 @@ from pydantic import BaseModel, ValidationError
 from tortoiselab.analysis.conntable import analyze_pcap
 from tortoiselab.analysis.fidelity import Check
 from tortoiselab.analysis.flights import handshake_summary
+from tortoiselab.analysis.parsers import parse_h2load
+from tortoiselab.browser.summary import summarize as browser_summarize
 from tortoiselab.client.summary import summarize
 from tortoiselab.host import store
 from tortoiselab.spec.cols import METRICS
@@ -90,6 +92,12 @@ def test_the_typed_parts_have_the_fields_the_code_writes():
     s = summarize([], [], [], settings={"url": "https://www.lab.test/", "protocol": "h2", "seed": 1},
                   cached_urls=[], assets_found=0, error="no route")
     assert LoadSummary.model_validate(s).model_dump(include=set(s)) == s
+    # Chromium's summary of a load that read no timings, and h2load's parsed output
+    b = browser_summarize(events=[], timings=None, console_errors=[], error="no page",
+                          settings={"url": "https://www.lab.test/", "protocol": "h2"}, images=[])
+    assert LoadSummary.model_validate(b).model_dump(include=set(b)) == b
+    h = {"rc": 0, "error": None, **parse_h2load((DATA / "h2load_1mb.txt").read_text()), "raw": "..."}
+    assert LoadSummary.model_validate(h).model_dump(include=set(h)) == h
 
 
 def test_a_summary_with_a_key_no_loader_writes_is_refused_by_name():
