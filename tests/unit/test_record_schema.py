@@ -136,3 +136,11 @@ def test_older_records_read_into_the_typed_record_with_the_same_numbers(f):
 def test_stored_records_of_older_formats_are_in_the_data():
     versions = {json.loads(f.read_text()).get("format_version", 1) for f in STORED}
     assert len(STORED) >= 20 and 1 in versions and max(versions) < store.FORMAT_VERSION, versions
+
+
+def test_a_record_with_a_part_the_types_do_not_know_is_named_not_raised():
+    rec = json.loads((DATA / "runs" / "tortoise@ci" / "7084663580c8" / "run.json").read_text())
+    assert store.record_problem(store.upgrade(rec)) is None
+    rec = store.upgrade(rec)
+    rec["cross"] = {"flows": [], "jitter": 1}
+    assert store.record_problem(rec) == "cross.jitter: Extra inputs are not permitted"

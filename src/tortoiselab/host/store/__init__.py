@@ -168,6 +168,22 @@ def write_record(run_dir: Path, record: dict | RunRecord) -> RunRecord:
     return rec
 
 
+def record_problem(record: dict) -> str | None:
+    """Why a record the runner assembled is not a RunRecord (the first
+    field that fails, e.g. a key a lab part writes that spec/measured.py
+    does not name), or None when it is one."""
+    try:
+        RunRecord.model_validate(record)
+    except ValidationError as exc:
+        return _first_error(exc)[:500]
+    return None
+
+
+def _first_error(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    return f"{'.'.join(str(x) for x in first['loc'])}: {first['msg']}"
+
+
 def upgrade(raw: dict, run_dir: Path | None = None) -> dict:
     """A run.json of any earlier format as the current one. run_dir's
     experiment folder supplies the lab's site and PKI where a version-1
@@ -264,8 +280,7 @@ def read_record(run_dir: Path) -> RunRecord:
         return RunRecord.model_validate(upgrade(raw, Path(run_dir)))
     except (ValidationError, KeyError, TypeError, AttributeError) as exc:
         if isinstance(exc, ValidationError):
-            first = exc.errors()[0]
-            why = f"{'.'.join(str(x) for x in first['loc'])}: {first['msg']}"
+            why = _first_error(exc)
         else:
             why = f"not a run record ({type(exc).__name__}: {exc})"
         raise DamagedRecord(f"run {Path(run_dir).name}: {f}: {why}; fix: {redo_fix(run_dir)}") from None
