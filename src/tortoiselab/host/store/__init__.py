@@ -60,7 +60,9 @@ from tortoiselab.spec import cols
 from tortoiselab.spec.measured import (Captures, CdnPart, CrossTraffic, FidelityCheck, JsonTree, LoadCpu, LoadSummary,
                                        ServerConnection, StoredPath)
 
-FORMAT_VERSION = 6  # 6: the typed record (spec/measured.py); 5: fixed batches (meta.batch.id); 4: manifest.json beside the record; 3: meta.batch
+# 6: the typed record (spec/measured.py); 5: fixed batches (meta.batch.id); 4: manifest.json beside the record;
+# 3: meta.batch
+FORMAT_VERSION = 6
 RECORD = readfiles.RECORD
 TABLE = "runs.parquet"
 DAMAGED = ".damaged"  # <exp>/.damaged/<run_id>-<utc>/: damaged runs moved aside by a resume (host/verify.py)
