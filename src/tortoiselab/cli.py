@@ -267,8 +267,8 @@ def cmd_show(a: argparse.Namespace) -> int:
     print(f"point: {record.point}")
     print(f"backend {m.backend}, clock {m.clock}, kernel {m.kernel_release}, "
           f"{m.sim_seconds} s guest, {m.wall_seconds} s wall")
-    for k, v in record.summary.items():
-        if isinstance(v, (int, float, str)) or v is None:
+    for k, v in (record.summary.model_dump() if record.summary is not None else {}).items():
+        if isinstance(v, (int, float, str)) or (v is None and k in cols.METRICS):  # a metric it lacks: None
             print(f"  {k:<22} {v}")
     print(f"files: {', '.join(sorted(p.name for p in d.iterdir()))}  in {d}")
     return 0

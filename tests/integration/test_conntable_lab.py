@@ -38,4 +38,4 @@ def test_the_guest_writes_the_table_and_the_store_keeps_it(tmp_path, lab_kernel,
     assert captures.connections(run) == table["connections"]
     assert not (tmp_path / "cache").exists()  # read, not parsed on the host
     rec = store.read_record(run)
-    assert rec.connections == [handshake_summary(c) for c in table["connections"]]
+    assert [c.model_dump() for c in rec.connections] == [handshake_summary(c) for c in table["connections"]]

@@ -208,7 +208,7 @@ def test_an_unprivileged_user_runs_the_lab(lab_kernel):
                            env=env, cwd=top, timeout=900)
         assert p.returncode == 0, p.stderr[-2000:]
         (st,) = store.read_records(results / "faults")
-        assert st.record.ok and st.record.capture["server"]["captured"] > 0, st.record.error
+        assert st.record.ok and st.record.capture.server.captured > 0, st.record.error
         assert (st.run_dir / "server.pcap").stat().st_uid != 0  # the user's own file
     finally:
         shutil.rmtree(top, ignore_errors=True)

@@ -93,7 +93,7 @@ def _side(exp_dir: Path) -> dict[str, dict]:
         rec, d = st.record, st.run_dir
         out[rec.run_id] = {
             "ok": rec.ok, "error": rec.error, "seed": rec.seed, "meta": rec.meta.model_dump(),
-            "plt_ms": rec.summary.get("plt_ms"), "losses": path_losses(d / "server.pcap", d / "client.pcap"),
+            "plt_ms": rec.summary.plt_ms if rec.summary else None, "losses": path_losses(d / "server.pcap", d / "client.pcap"),
             "retrans": retransmissions(captures.connections(d))}  # by kind: a timeout is not a fast retransmit
     return out
 

@@ -42,16 +42,16 @@ def test_our_loader_loads_one_binary_object_whole(tmp_path, lab_kernel, object_b
     (stored,) = store.read_records(exp_dir)
     rec = stored.record
     s = rec.summary
-    print(f"\nok {rec.ok}, requests {s['requests']}, bytes {s['bytes']}, ttfb {s['ttfb_ms']} ms, "
-          f"plt {s['plt_ms']} ms, floor {s['floor_ms']} ms, plt/floor {s['plt_over_floor']}, "
-          f"connections {s['connections_opened']}")
+    print(f"\nok {rec.ok}, requests {s.requests}, bytes {s.bytes}, ttfb {s.ttfb_ms} ms, "
+          f"plt {s.plt_ms} ms, floor {s.floor_ms} ms, plt/floor {s.plt_over_floor}, "
+          f"connections {s.connections_opened}")
     assert rec.ok and rec.error is None, rec.error
-    assert (s["requests"], s["requests_failed"], s["assets_found"], s["bytes"]) == (1, 0, 0, object_bytes)
-    assert s["connections_opened"] == 1 and len(rec.connections) == 1
-    assert 0 < s["ttfb_ms"] < s["plt_ms"]
+    assert (s.requests, s.requests_failed, s.assets_found, s.bytes) == (1, 0, 0, object_bytes)
+    assert s.connections_opened == 1 and len(rec.connections) == 1
+    assert 0 < s.ttfb_ms < s.plt_ms
     # at 20 Mbit/s the body alone is 0.4 us a byte on the wire, after the set-up's round trips
-    assert s["plt_ms"] > object_bytes * 8 / 20e3 + 3 * 40
-    assert s["floor_ms"] and s["plt_over_floor"] >= 1.0
+    assert s.plt_ms > object_bytes * 8 / 20e3 + 3 * 40
+    assert s.floor_ms and s.plt_over_floor >= 1.0
     har = json.loads((stored.run_dir / "page.har").read_text())
     (entry,) = har["log"]["entries"]
     assert entry["response"]["content"]["mimeType"] == "application/octet-stream"

@@ -47,6 +47,6 @@ def test_a_truncated_record_is_moved_aside_and_redone(tmp_path, lab_kernel):
     assert (aside / store.RECORD).read_bytes() == whole[:200]  # kept as it was
     assert verify.verify_folder(exp_dir).ok
     redone = store.read_record(exp_dir / a)
-    assert redone.ok and json.loads(whole)["summary"]["plt_ms"] == redone.summary["plt_ms"]  # virtual clock
+    assert redone.ok and json.loads(whole)["summary"]["plt_ms"] == redone.summary.plt_ms  # virtual clock
     df = pd.read_parquet(exp_dir / store.TABLE)
     assert sorted(df["run_id"]) == [a, b] and not store.read_table(exp_dir)[1]

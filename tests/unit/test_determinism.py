@@ -11,6 +11,7 @@ from tortoiselab.analysis.conntable import analyze_pcap
 from tortoiselab.host import backends, store, umlcmd
 from tortoiselab.host import determinism as D
 from tortoiselab.host.provenance import run_seeds
+from tortoiselab.spec.pathspec import PathSpec
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -67,7 +68,7 @@ def _fake_run(exp_dir: Path, run_id: str, ok: bool = True, clock: str = "virtual
 def _record(d: Path, run_id: str, **fields) -> None:
     """A whole run.json (determinism reads records through the store)."""
     store.write_record(d, {"run_id": run_id, "experiment": "v", "repetition": 0, "seed": 1, "config": {},
-                           "path": {}, "ok": True, **fields})
+                           "path": PathSpec().model_dump(), "ok": True, **fields})
 
 
 def test_sample_is_seeded_and_only_completed_ok_runs(tmp_path):

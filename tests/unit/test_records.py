@@ -57,7 +57,7 @@ def test_a_stored_folder_verifies_clean(folder, capsys):
 def test_a_tampered_plt_in_runs_parquet_only_is_caught(folder, capsys):
     """Attack 3: hybla's plt_ms set to 1.0 in runs.parquet only."""
     a, b = _ids(folder)
-    true_plt = store.read_record(folder / a).summary["plt_ms"]
+    true_plt = store.read_record(folder / a).summary.plt_ms
     _set_table_cell(folder, a, "plt_ms", 1.0)
     df, rebuilt = store.read_table(folder)
     assert rebuilt and df.set_index("run_id").loc[a, "plt_ms"] == true_plt

@@ -63,7 +63,7 @@ def test_upgrade_computes_the_floor_an_older_runner_did_not_store(runs):
     del raw["config"]["path"]["resolved"]  # the oldest records had the path only at the top
     (rd / "run.json").write_text(json.dumps(raw))
     rec = store.read_record(rd)
-    assert (rec.summary["floor_ms"], rec.summary["plt_over_floor"]) == pytest.approx(stored)
+    assert (rec.summary.floor_ms, rec.summary.plt_over_floor) == pytest.approx(stored)
     assert rec.config["path"]["resolved"] == raw["path"]
     row = store.load_runs(folder).set_index("run_id").loc[rd.name]
     assert row["floor_ms"] == pytest.approx(stored[0]) and row["path.rtt_ms"] == raw["path"]["rtt_ms"]
@@ -77,7 +77,7 @@ def test_upgrade_without_the_lab_assets_says_why(runs):
     del raw["summary"]["floor_ms"]
     (rd / "run.json").write_text(json.dumps(raw))
     rec = store.read_record(rd)
-    assert rec.summary["floor_ms"] is None and "floor not computed" in rec.summary["floor_model"]["why"]
+    assert rec.summary.floor_ms is None and "floor not computed" in rec.summary.floor_model.why
 
 
 def test_a_newer_format_is_refused_by_name(runs):

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from tortoiselab import studies as S
+from tortoiselab.spec.measured import ClientConnection, LoadSummary
 from tortoiselab.studies.claims import coalescing as C
 from tortoiselab.studies.data import STUDY_COLUMNS, _conn_reuse, of_loader
 from tortoiselab.studies.registry import verdict_of
@@ -126,7 +127,9 @@ def test_the_loaders_reuse_judge_is_unchanged_by_the_browser_rows():
 
 
 def _rec(conns, capture=1):
-    return SimpleNamespace(summary={"connections": conns}, connections=[{}] * capture)
+    """A record's parts _conn_reuse reads: the loader's connections (typed, spec/measured.py)."""
+    summary = LoadSummary(connections=[ClientConnection(id=i, **c) for i, c in enumerate(conns)])
+    return SimpleNamespace(summary=summary, connections=[{}] * capture)
 
 
 def test_reuse_in_connections_counts_second_origins_without_a_connection_of_their_own():

@@ -207,9 +207,9 @@ def replay_reproduced(stored_run: Path, ld: dict) -> bool | None:
         return None
     keys = (cols.PLT, "bytes")
     got, had = (ld.get("summary") or {}), rec.summary
-    if ld.get("error") or any(got.get(k) is None or had.get(k) is None for k in keys):
+    if ld.get("error") or had is None or any(got.get(k) is None or getattr(had, k) is None for k in keys):
         return None
-    return all(got[k] == had[k] for k in keys)
+    return all(got[k] == getattr(had, k) for k in keys)
 
 
 def selected(exp_file: Path, grid: str | None, runs_file: Path | None, shard: tuple[int, int] | None,

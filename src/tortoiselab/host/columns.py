@@ -31,20 +31,26 @@ def _setting(v: Any) -> Any:
     return v if v is None or isinstance(v, (str, int, float, bool)) else json.dumps(v, sort_keys=True)
 
 
-def _fid(r: RunRecord) -> dict:
-    return r.fidelity[0] if r.fidelity else {}
+def _fid(r: RunRecord, field: str) -> Any:
+    """A field of the run's first fidelity check (the handshake RTT); None without one."""
+    return getattr(r.fidelity[0], field) if r.fidelity else None
 
 
 def _connections_used(r: RunRecord) -> int | None:
     """The capture's connections that carried a request; None for a record
     made before the capture said (no carried_request)."""
-    flags = [c.get("carried_request") for c in r.connections]
-    return None if not r.summary or None in flags else sum(map(bool, flags))
+    flags = [c.carried_request for c in r.connections]
+    return None if r.summary is None or None in flags else sum(map(bool, flags))
 
 
 def _capture_drops(r: RunRecord) -> int | None:
-    drops = [c.get("dropped_by_kernel") for c in r.capture.values() if isinstance(c, dict)]
+    drops = [c.dropped_by_kernel for c in (r.capture.server, r.capture.client) if c is not None]
     return sum(d for d in drops if d is not None) if drops else None
+
+
+def _metric(r: RunRecord, name: str) -> float | None:
+    """A metric of the run's summary (a field of spec/measured.LoadSummary), as a number."""
+    return _num(getattr(r.summary, name)) if r.summary is not None else None
 
 
 # figures a loader's summary may carry (tortoiselab.client.summary, the
@@ -99,7 +105,7 @@ def _columns() -> list[Column]:
             out.append(Column(name, "region profile, if any", lambda r: (r.config.get("path") or {}).get("region")))
         else:
             out.append(Column(name, f"configured {desc} (as resolved)",
-                               lambda r, k=key: _setting((r.config.get("path") or {}).get("resolved", r.path).get(k))))
+                               lambda r, k=key: _setting(_resolved_path(r).get(k))))
     out.append(Column("topology", "the topology and its parameters as tortoise probe --topology takes them "
                        "(dumbbell,bulk_flows=2,clients=2); wan when the run names none",
                        lambda r: _topology(r.config.get("topology"))))
@@ -114,17 +120,17 @@ def _columns() -> list[Column]:
             key = name.split(".", 1)[1]
             out.append(Column(name, desc, lambda r, s=section, k=key: _setting((r.config.get(s) or {}).get(k))))
     for k, desc in SUMMARY_METRICS.items():
-        out.append(Column(k, desc, lambda r, k=k: _num(r.summary.get(k))))
+        out.append(Column(k, desc, lambda r, k=k: _metric(r, k)))
     out += [
         Column("cross_bulk_mbit", "the bulk cross flows' throughput during the page load (shared bottleneck)",
                lambda r: _cross_rate(r, "bulk")),
         Column("cross_web_mbit", "the background page loads' throughput during the page load",
                lambda r: _cross_rate(r, "web")),
-        Column("tcp_rtt_ms", "smallest TCP handshake RTT in the server capture", lambda r: _fid(r).get("measured")),
-        Column(cols.FIDELITY_OK, "measured RTT within tolerance", lambda r: _fid(r).get("ok")),  # not a column
+        Column("tcp_rtt_ms", "smallest TCP handshake RTT in the server capture", lambda r: _fid(r, "measured")),
+        Column(cols.FIDELITY_OK, "measured RTT within tolerance", lambda r: _fid(r, "ok")),  # not a column
         Column("capture_drops", "packets tcpdump's kernel buffer dropped (both sides)", _capture_drops),
         Column("tcp_connections", "TCP connections the client opened (the server capture's, spare connects "
-               "included)", lambda r: len(r.connections) if r.summary else None),
+               "included)", lambda r: len(r.connections) if r.summary is not None else None),
         Column("tcp_connections_used", "of them, those that carried a request (analysis/tcpconn.carried_request)",
                _connections_used),
     ]
@@ -139,10 +145,16 @@ def _topology(cfg: dict | None) -> str:
     return ",".join([cfg["name"], *(f"{k}={cfg[k]}" for k in sorted(cfg) if k != "name")])
 
 
+def _resolved_path(r: RunRecord) -> dict:
+    """The path that ran: config.path.resolved (the id form's), else the record's path."""
+    resolved = (r.config.get("path") or {}).get("resolved")
+    return resolved if isinstance(resolved, dict) else r.path.model_dump(mode="json")
+
+
 def _cross_rate(r: RunRecord, kind: str) -> float | None:
-    if not r.cross or "load_window_s" not in r.cross:
+    if r.cross is None or r.cross.load_window_s is None:
         return None
-    return cross_rates_mbit(r.cross, *r.cross["load_window_s"])[kind]
+    return cross_rates_mbit(r.cross.model_dump(mode="json"), *r.cross.load_window_s)[kind]
 
 
 RUN_META_DOC = {"backend": "native | uml", "clock": "real | virtual", "kernel_release": "lab kernel",

@@ -133,7 +133,7 @@ def fingerprint(run_dir: Path) -> Fingerprint:
     s = rec.summary
     pcap = Path(run_dir) / "server.pcap"
     return Fingerprint(
-        run_id=rec.run_id, ok=rec.ok, plt_ms=s.get(cols.PLT), bytes=s.get("bytes"),
+        run_id=rec.run_id, ok=rec.ok, plt_ms=s.plt_ms if s else None, bytes=s.bytes if s else None,
         retransmissions=retransmissions(captures.connections(run_dir)) if pcap.exists() else {},
         packets=pcap_packets(pcap) if pcap.exists() else [],
         seeds=rec.meta.seeds, code=rec.meta.code, clock=rec.meta.clock)

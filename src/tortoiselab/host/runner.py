@@ -178,6 +178,8 @@ class _BatchStore:
             rec["meta"].update({"wall_seconds": round(time.monotonic() - self.t_last, 3),  # since the last store
                                 "started": self.started})
             self.t_last, self.started = time.monotonic(), rec["meta"]["ended"]
+            if (why := store.record_problem(rec)) is not None:  # stored as failed, named, not a traceback
+                rec = _failed_record(run, f"lab: the load's result makes no run record: {why}")
             _store(run, self.exp_dir, self.tmps[run.run_id], rec, self.work)
             self.stored[run.run_id] = rec
             if self.on_stored:

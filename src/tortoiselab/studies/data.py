@@ -125,11 +125,16 @@ def _arm(cc: str, params: dict) -> str:
     return f"{cc}({','.join(f'{k}={_num(v)}' for k, v in sorted(ps.items()))})"
 
 
+def _client_conns(r: RunRecord) -> list[dict]:
+    """The loader's connections (spec/measured.ClientConnection) as dicts
+    (studies/connections.py counts them)."""
+    return [c.model_dump() for c in r.summary.connections] if r.summary is not None else []
+
+
 def _connect_ms(r: RunRecord) -> float | None:
     """TCP + TLS of the page's first connection."""
-    conns = r.summary.get("connections") or []
-    c0 = conns[0] if conns else {}
-    return (c0.get("connect_ms") or 0) + (c0.get("tls_ms") or 0) if c0.get("connect_ms") else None
+    c0 = r.summary.connections[0] if r.summary is not None and r.summary.connections else None
+    return c0.connect_ms + (c0.tls_ms or 0) if c0 is not None and c0.connect_ms else None
 
 
 def _conn_reuse(r: RunRecord) -> float | None:
@@ -137,17 +142,17 @@ def _conn_reuse(r: RunRecord) -> float | None:
     page's (the first connection's), the share that opened no connection of
     their own, every request of theirs riding one opened for another origin
     (from the loader's connections; None without a second origin)."""
-    conns = r.summary.get("connections") or []
+    conns = r.summary.connections if r.summary is not None else []
     if not conns:
         return None
-    served = {o for c in conns for o in (c.get("origins") or [c.get("origin")])}
-    others = served - {conns[0].get("origin")}
-    own = {c.get("origin") for c in conns}
+    served = {o for c in conns for o in (c.origins or [c.origin])}
+    others = served - {conns[0].origin}
+    own = {c.origin for c in conns}
     return len(others - own) / len(others) if others else None
 
 
 def _repeat(r: RunRecord, key: str):
-    return (r.summary.get("repeat") or {}).get(key)
+    return getattr(r.summary.repeat, key) if r.summary is not None and r.summary.repeat is not None else None
 
 
 def _server(r: RunRecord) -> dict:
@@ -163,14 +168,14 @@ STUDY_COLUMNS = {
     "slow_start_after_idle": lambda r: _server(r).get("slow_start_after_idle"),
     "cond": lambda r: json.dumps(r.point or {}, sort_keys=True),
     "connect_ms": _connect_ms,
-    "dns_ms": lambda r: r.summary.get("dns_ms"),
+    "dns_ms": lambda r: r.summary.dns_ms if r.summary is not None else None,
     "plt2_ms": lambda r: _repeat(r, cols.PLT),
     "ttfb2_ms": lambda r: _repeat(r, "ttfb_ms"),
     "content_download2_ms": lambda r: _repeat(r, cols.CDT),
     "repeat_new_conns": lambda r: _repeat(r, "connections_opened"),
     "conn_reuse_ratio": _conn_reuse,
-    "conns_reused": lambda r: second_origin_connections(r.summary.get("connections") or [])[0],
-    "conns_new": lambda r: second_origin_connections(r.summary.get("connections") or [])[1],
+    "conns_reused": lambda r: second_origin_connections(_client_conns(r))[0],
+    "conns_new": lambda r: second_origin_connections(_client_conns(r))[1],
     "tcp_conns": lambda r: len(r.connections),
 }
 

@@ -33,6 +33,7 @@ from tortoiselab.guest.replay import trace_offset_ms
 from tortoiselab.guest.tasks import loadtiming, priming
 from tortoiselab.guest.webtier import NameFiles, WebLab, capture, guest_name_files, set_up_server
 from tortoiselab.spec import hostspec
+from tortoiselab.spec.measured import LoadSummary
 from tortoiselab.spec.requests import LAB_DOMAIN, LoadSpec, PageLoadRequest
 from tortoiselab.spec.topologies import TopologyCfg
 from tortoiselab.spec.topology import SERVER_IP2
@@ -184,6 +185,7 @@ def _one_load(ctx: LabContext, lab: PathLab, web: WebLab, loader_proc: LoaderPro
                 summary["trace_start_ms"] = trace_offset_ms(summary.get("started_at"), start,
                                                             time.time() - time.monotonic())
             marks["loaded"] = _wall(ctx)
+            LoadSummary.model_validate(summary)  # the host stores what it validates (spec/measured.py)
         cwnd = _write_cwnd(tracer, d / "cwnd.json")
         time.sleep(CAPTURE_DRAIN_S)
         capstats, ccapstats = cap.stop(), ccap.stop()

@@ -20,7 +20,7 @@ Format versions:
   4  the run folder holds manifest.json, written last, with the
      sha256 of run.json and of every other file (host/verify.py); a folder of
      format 3 or older has none.
-  5  this version: meta.batch.id, .replayed, .replays_differing: the batch
+  5  meta.batch.id, .replayed, .replays_differing: the batch
      is fixed by the experiment file (host/batches.py) and meta.batch.runs
      is the whole batch, of which the run's boot loaded the first index+1
      (in format 3 and 4, the runs its boot loaded; id None).
@@ -28,6 +28,10 @@ Format versions:
      connections table (host/store/captures.py), written since issue 40
      with no change of format: the record is the same, and a folder
      without the table is read by parsing its capture.
+  6  this version: the typed record: summary, connections, fidelity,
+     capture, cross, cdn, path and meta.load_cpu are models of
+     spec/measured.py, so no part is a free-form object; a run without a
+     load has summary None (an empty object before).
 """
 
 from __future__ import annotations
@@ -53,8 +57,12 @@ from tortoiselab.host.store import files
 from tortoiselab.host.storedtraces import folder_traces
 from tortoiselab.host.tablediff import table_differences
 from tortoiselab.spec import cols
+from tortoiselab.spec.measured import (Captures, CdnPart, CrossTraffic, FidelityCheck, JsonTree, LoadCpu, LoadSummary,
+                                       ServerConnection, StoredPath)
 
-FORMAT_VERSION = 5  # 5: fixed batches (meta.batch.id); 4: manifest.json beside the record; 3: meta.batch
+# 6: the typed record (spec/measured.py); 5: fixed batches (meta.batch.id); 4: manifest.json beside the record;
+# 3: meta.batch
+FORMAT_VERSION = 6
 RECORD = readfiles.RECORD
 TABLE = "runs.parquet"
 DAMAGED = ".damaged"  # <exp>/.damaged/<run_id>-<utc>/: damaged runs moved aside by a resume (host/verify.py)
@@ -103,11 +111,12 @@ class RunMeta(BaseModel):
     client_sysctls: dict[str, str] = Field(default_factory=dict)  # the client's host settings as read back
     # (spec/hostspec.READ_BACK; empty: stored before hosts could be set)
     server_route: str | None = None
-    tools: dict[str, Any] = Field(default_factory=dict)  # tool versions, git revision
+    tools: dict[str, str | bool] = Field(default_factory=dict)  # tool versions, git revision (host/provenance.py)
     sim_seconds: float | None = None  # guest time of the run: boot to its load's end, or (later in a
     # batch) from the end of the previous load, the wait for its start instant included
     load_sim_seconds: float | None = None  # guest time of the page load
-    seeds: dict[str, Any] = Field(default_factory=dict)  # every seed the run used (host/determinism.run_seeds)
+    # every seed the run used, by name (host/provenance.run_seeds: netem's are named per leg and direction)
+    seeds: dict[str, int | str | None] = Field(default_factory=dict)
     code: str | None = None  # sha256 of the lab code that ran (guest code_digest)
     guest_boot_id: str | None = None
     uml_userspace: str | None = None  # uml: seccomp | ptrace, how the guest's processes ran on the host
@@ -117,7 +126,7 @@ class RunMeta(BaseModel):
     batch: BatchMeta | None = None  # None: stored before batches (format 2)
     phases: dict[str, float] = Field(default_factory=dict)  # wall seconds by phase (host/runner.phases_of_load)
     # uml: the lab's host CPU over the load's interval, by group (host/labcpu.load_cpu; docs/speed.md)
-    load_cpu: dict[str, Any] | None = None
+    load_cpu: LoadCpu | None = None
     reused_from: str | None = None  # taken unchanged from this folder's run of the same id (host/reuse.py)
 
 
@@ -130,20 +139,20 @@ class RunRecord(BaseModel):
     experiment: str  # <name> or <name>@<grid>
     repetition: int
     seed: int
-    point: dict[str, Any] = Field(default_factory=dict)  # the sweep values of this run
-    config: dict[str, Any]  # RunConfig dump; config.path.resolved is the path that ran
-    path: dict[str, Any]  # the resolved PathSpec
+    point: dict[str, JsonTree] = Field(default_factory=dict)  # the sweep values of this run
+    config: dict[str, JsonTree]  # the id form (spec/idform.py); config.path.resolved is the path that ran
+    path: StoredPath  # the resolved PathSpec
     ok: bool
     error: str | None = None
-    summary: dict[str, Any] = Field(default_factory=dict)  # the loader's summary (tortoiselab.client.summary)
-    connections: list[dict[str, Any]] = Field(default_factory=list)  # per connection, from the server capture
-    capture: dict[str, Any] = Field(default_factory=dict)  # tcpdump's counters per side
-    fidelity: list[dict[str, Any]] = Field(default_factory=list)  # configured vs measured (analysis.fidelity)
+    summary: LoadSummary | None = None  # the loader's summary and the store's figures; None: no load
+    connections: list[ServerConnection] = Field(default_factory=list)  # per connection, from the server capture
+    capture: Captures = Field(default_factory=Captures)  # tcpdump's counters per side
+    fidelity: list[FidelityCheck] = Field(default_factory=list)  # configured vs measured (analysis.fidelity)
     # a shared bottleneck's cross traffic during the load: every flow and the bytes it moved (guest/cross.py)
-    cross: dict[str, Any] | None = None
+    cross: CrossTraffic | None = None
     # the CDN set-up's CDN host (spec/cdn.py): its address, TCP settings as read back, capture counters,
     # connections, and which host served which objects (analysis/servedby.py); None: one server
-    cdn: dict[str, Any] | None = None
+    cdn: CdnPart | None = None
     meta: RunMeta = Field(default_factory=RunMeta)
 
 
@@ -159,6 +168,22 @@ def write_record(run_dir: Path, record: dict | RunRecord) -> RunRecord:
     files.write_file(Path(run_dir).parent, Path(run_dir) / RECORD,
                      json.dumps(rec.model_dump(mode="json"), indent=1, sort_keys=True, default=str))
     return rec
+
+
+def record_problem(record: dict) -> str | None:
+    """Why a record the runner assembled is not a RunRecord (the first
+    field that fails, e.g. a key a lab part writes that spec/measured.py
+    does not name), or None when it is one."""
+    try:
+        RunRecord.model_validate(record)
+    except ValidationError as exc:
+        return _first_error(exc)[:500]
+    return None
+
+
+def _first_error(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    return f"{'.'.join(str(x) for x in first['loc'])}: {first['msg']}"
 
 
 def upgrade(raw: dict, run_dir: Path | None = None) -> dict:
@@ -178,6 +203,17 @@ def upgrade(raw: dict, run_dir: Path | None = None) -> dict:
         raw["format_version"] = 4
     if raw["format_version"] == 4:  # no batch id: the new fields keep their defaults
         raw["format_version"] = 5
+    if raw["format_version"] == 5:
+        raw = _upgrade_5_to_6(raw)
+    return raw
+
+
+def _upgrade_5_to_6(raw: dict) -> dict:
+    """The typed record (spec/measured.py): a run without a load had an
+    empty summary, now none; the rest was already of the typed shapes."""
+    if not raw.get("summary"):
+        raw["summary"] = None
+    raw["format_version"] = 6
     return raw
 
 
@@ -246,8 +282,7 @@ def read_record(run_dir: Path) -> RunRecord:
         return RunRecord.model_validate(upgrade(raw, Path(run_dir)))
     except (ValidationError, KeyError, TypeError, AttributeError) as exc:
         if isinstance(exc, ValidationError):
-            first = exc.errors()[0]
-            why = f"{'.'.join(str(x) for x in first['loc'])}: {first['msg']}"
+            why = _first_error(exc)
         else:
             why = f"not a run record ({type(exc).__name__}: {exc})"
         raise DamagedRecord(f"run {Path(run_dir).name}: {f}: {why}; fix: {redo_fix(run_dir)}") from None
