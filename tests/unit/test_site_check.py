@@ -34,7 +34,8 @@ def _record(exp: Path, rid: str, sid: str | None) -> None:
     d.mkdir()
     seeds = {"run": 1} | ({provenance.IMPORTED_SITE: sid} if sid else {})
     store.write_record(d, {"run_id": rid, "experiment": exp.name, "repetition": 0, "seed": 1,
-                           "config": {"client": {"site": "shop", "loader": "chromium"}}, "path": {}, "ok": True,
+                           "config": {"client": {"site": "shop", "loader": "chromium"}}, "ok": True,
+                           "path": {"rtt_ms": 100.0, "loss_pct": 0.0, "rate_mbit": 50.0},
                            "summary": {"plt_ms": 1000.0}, "meta": {"seeds": seeds}})
     write_manifest(d)
 
