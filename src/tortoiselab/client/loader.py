@@ -89,7 +89,7 @@ class PageLoad:
         self.conns: list[ConnRecord] = []
         self.objs: list[H1Connection | H2Connection] = []
         self.resolver = Resolver(opts.resolve, opts.dns_server, self.step_s, now)
-        self._ctx = None
+        self._ctx: dict = {}  # protocol -> its TLS context
         self.cached: list[str] = []
         self.assets_found = 0
         self.error: str | None = None
@@ -257,7 +257,7 @@ class PageLoad:
         target = request_target(rec.url)
         for _ in range(MAX_ATTEMPTS):
             rec.attempts += 1
-            if self.opts.protocol == "h2":
+            if self._protocol(origin) == "h2":
                 conn = await self._h2_connection(origin, rec)
             else:
                 conn = await self._h1_connection(origin, rec)
@@ -282,11 +282,19 @@ class PageLoad:
                         "(streams refused or connections closed)", step="request", host=origin.host)
 
     # -- connections ------------------------------------------------------------
-    def _tls(self):
-        if self._ctx is None:
-            alpn = ["h2"] if self.opts.protocol == "h2" else ["http/1.1"]
-            self._ctx = tls_context(self.opts.ca_file, self.opts.tls_version, alpn)
-        return self._ctx
+    def _protocol(self, origin: Origin) -> str:
+        """The origin's protocol: as the imported site recorded it
+        (opts.origin_protocols), else the page's."""
+        return self.opts.origin_protocols.get(str(origin), self.opts.protocol)
+
+    def _tls(self, protocol: str | None = None):
+        """The TLS context whose ALPN offers `protocol` only (the page's by
+        default): h2 or http/1.1."""
+        protocol = protocol or self.opts.protocol
+        if protocol not in self._ctx:
+            alpn = ["h2"] if protocol == "h2" else ["http/1.1"]
+            self._ctx[protocol] = tls_context(self.opts.ca_file, self.opts.tls_version, alpn)
+        return self._ctx[protocol]
 
     async def _resolve(self, origin: Origin, rec: RequestRecord) -> list[str]:
         rec.phase = f"resolving {origin.host}"
@@ -296,13 +304,14 @@ class PageLoad:
         return ips
 
     async def _open(self, origin: Origin, ips: list[str], rec: RequestRecord) -> H1Connection | H2Connection:
-        if self.opts.protocol == "h2" and origin.scheme != "https":
+        protocol = self._protocol(origin)
+        if protocol == "h2" and origin.scheme != "https":
             raise LoadError(f"GET {rec.url}: plain http:// on an h2 page (h2 needs TLS; browsers block such "
                             "mixed content)", step="connect", host=origin.host)
         cr = ConnRecord(f"c{len(self.conns) + 1}", str(origin), origin.host, ips[0], origin.port,
                         origins=[str(origin)])
         self.conns.append(cr)
-        ctx = self._tls() if origin.scheme == "https" else None
+        ctx = self._tls(protocol) if origin.scheme == "https" else None
 
         def phase(text: str) -> None:
             rec.phase = text
@@ -316,13 +325,13 @@ class PageLoad:
             rec.tls = (cr.tls_start, t) if cr.tcp and cr.tls_start is not None else None
             raise
         rec.tcp, rec.tls = cr.tcp, cr.tls
-        want = "h2" if self.opts.protocol == "h2" else "http/1.1"
+        want = "h2" if protocol == "h2" else "http/1.1"
         if ctx is not None and cr.alpn != want and not (want == "http/1.1" and cr.alpn is None):
             writer.transport.abort()
             cr.error = (f"{origin.host} ({cr.remote_ip}:{origin.port}) did not negotiate {want} by ALPN "
                         f"(got {cr.alpn or 'none'}); is {'h2' if want == 'h2' else 'http/1.1'} enabled on the server?")
             raise LoadError(cr.error, step="alpn", host=origin.host)
-        if self.opts.protocol == "h2":
+        if protocol == "h2":
             conn = H2Connection(cr, reader, writer, self.now)
             conn.start()
             self._h2_open.append(conn)
