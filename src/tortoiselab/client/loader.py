@@ -42,7 +42,8 @@ from .connections import USER_AGENT, H1Connection, H2Connection, open_stream, tl
 from .errors import LoadError, Retry, fmt_s, quiet_future
 from .har import build_har
 from .options import LoadOptions
-from .page import Found, Origin, Scanner, cached_assets, origin_of, request_target, subresources, view_from_cache
+from .page import (MADE_SCRIPT, Found, Origin, Scanner, cached_assets, made_script_requests, origin_of, request_target,
+                   subresources, view_from_cache)
 from .resolver import Resolver
 from .schedule import PRIORITY_NAMES, ChromiumScheduler, Request
 from .summary import summarize
@@ -57,6 +58,7 @@ ACCEPT = {
     "script": "*/*",
 }
 MAX_ATTEMPTS = 3
+MADE_SCRIPT_MAX = 1 << 20  # the bytes of a script read for an imported site's made-script list
 
 
 @dataclass
@@ -202,10 +204,35 @@ class PageLoad:
             self._tg.create_task(self._fetch_scheduled(r))
 
     async def _fetch_scheduled(self, r: Request) -> None:
-        await self.fetch(r.found.url, r.found.kind, priority=PRIORITY_NAMES[r.priority])
+        # a script's first bytes: an imported site's made script (page.made_script_requests) is run
+        head: list[bytes] | None = []  # None: no made script
+
+        def on_body(rec: RequestRecord, chunk: bytes) -> None:
+            nonlocal head
+            if head is None or not 200 <= rec.status < 300 or sum(map(len, head)) >= MADE_SCRIPT_MAX:
+                return
+            start = b"".join(head) + chunk
+            head = head + [chunk] if start[:len(MADE_SCRIPT)] == MADE_SCRIPT[:len(start)] else None
+
+        rec, _ = await self.fetch(r.found.url, r.found.kind, priority=PRIORITY_NAMES[r.priority],
+                                  on_body=on_body if r.found.kind == "script" else None)
         if self._sched is not None:  # (not reached when the load is cancelled: nothing more leaves)
+            if head and rec.error is None:
+                self._run_made_script(b"".join(head), r.found.url)
             self._sched.done(r)
             self._launch()
+
+    def _run_made_script(self, body: bytes, url: str) -> None:
+        """The requests a made script asks for, found as it ends (a browser
+        runs it then: web/harsite.made_script); each URL once a page."""
+        found = made_script_requests(body, url)
+        if not found or self._sched is None:
+            return
+        seen = {q.found.url for q in self._sched.requests} | {self.opts.url}
+        for f in found:
+            if f.url not in seen:
+                seen.add(f.url)
+                self._sched.add(f)
 
     async def fetch(self, url: str, kind: str, keep_body: bool = False, *, priority: str | None = None,
                     on_body=None) -> tuple[RequestRecord, bytes]:
