@@ -226,10 +226,10 @@ def test_an_experiment_runs_an_imported_site_and_refuses_another_import(tmp_path
         # the document, what its recorded HTML references and what its made scripts ask for (not bg.png, from a
         # style sheet: our loader reads none)
         assert s["requests"] == 14 and s["requests_failed"] == 0
-        # at least one per certificate group the HTML reaches (www, cdn, legacy, ads), and fewer than its 8
-        # origins: coalesced where a connection was up (two requests racing to one group open two: measured
-        # 4 in one run of this test, 5 in the other)
-        assert 4 <= s["connections_opened"] < 8, s["connections_opened"]
+        # at least one per certificate group (7), and fewer than its 11 origins: coalesced where a connection
+        # was up (two requests racing to one group open two: measured 7 with CUBIC, 8 with Hybla)
+        assert len(got.site["certificates"]) <= s["connections_opened"] < len(got.site["hosts"]), \
+            s["connections_opened"]
         assert rec["config"]["client"]["site"] == "shop-h2"
         # the record names the import it loaded (host/sitecheck.py compares the staged copy with it)
         assert rec["meta"]["seeds"]["imported_site"] == got.site_id
