@@ -8,7 +8,7 @@ import pytest
 
 from tortoiselab.client import LoadOptions, OptionError, load_page_sync, validate_har
 from tortoiselab.client.__main__ import main
-from tortoiselab.client.options import parse_dns_server, parse_resolve_args
+from tortoiselab.client.options import parse_dns_server, parse_origin_protocol_args, parse_resolve_args
 
 
 URL = "https://www.lab.test/feed.html"
@@ -35,6 +35,11 @@ URL = "https://www.lab.test/feed.html"
     ({"dns_server": "dns.lab.test"}, "dns_server", "not an IP address"),
     ({"dns_server": "10.0.0.53:99999"}, "dns_server", "bad port"),
     ({"ca_file": "/nonexistent/ca.pem"}, "ca_file", "is not a file"),
+    ({"origin_protocols": {"legacy.shop.test": "h1"}}, "origin_protocols", "is not an origin"),
+    ({"origin_protocols": {"https://a.test/x.js": "h1"}}, "origin_protocols", "is not an origin"),
+    ({"origin_protocols": {"https://a.test": "http/1.1"}}, "origin_protocols", "not one of h2, h1"),
+    ({"origin_protocols": {"http://a.test": "h2"}}, "origin_protocols", "needs https://"),
+    ({"origin_protocols": [("https://a.test", "h1")]}, "origin_protocols", "mapping"),
 ])
 def test_bad_options_name_the_field(kw, field, words):
     with pytest.raises(OptionError) as e:
@@ -53,6 +58,18 @@ def test_option_normalisation():
     assert parse_dns_server("127.0.0.1:5353") == ("127.0.0.1", 5353)
     with pytest.raises(OptionError, match="expected HOST:IP"):
         parse_resolve_args(["www.lab.test"])
+
+
+def test_origin_protocols_are_origins_as_the_loader_writes_them():
+    assert parse_origin_protocol_args(["https://Legacy.shop.test:443=h1", "http://ads.test:8080=h1",
+                                       "https://www.shop.test=h2"]) == \
+        {"https://legacy.shop.test": "h1", "http://ads.test:8080": "h1", "https://www.shop.test": "h2"}
+    with pytest.raises(OptionError, match="expected ORIGIN=h2|h1"):
+        parse_origin_protocol_args(["https://legacy.shop.test"])
+    # a page of one protocol records the settings it did before
+    assert "origin_protocols" not in LoadOptions(URL).as_dict()
+    assert LoadOptions(URL, origin_protocols={"https://a.test": "h1"}).as_dict()["origin_protocols"] == \
+        {"https://a.test": "h1"}
 
 
 def _cli(tmp_path, *args):

@@ -5,7 +5,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tortoiselab.client import choose_cached, discover_assets, resolve_url
-from tortoiselab.client.page import decode_html, is_html, origin_of, query_string, request_target, subresources
+from tortoiselab.client.page import (decode_html, is_html, made_script_requests, origin_of, query_string,
+                                     request_target, subresources)
+from tortoiselab.web import harsite
 
 BASE = "https://www.lab.test/feed/index.html?x=1"
 
@@ -228,3 +230,18 @@ def test_any_bytes_as_an_html_body_give_assets_or_none_and_never_raise(body, con
         assert a.kind in ("image", "script", "stylesheet")
         origin_of(a.url)
         assert request_target(a.url).startswith("/")
+
+
+def test_an_imported_sites_made_script_names_the_requests_the_recorded_script_made():
+    # web/harsite.made_script writes it; our loader reads it back as a browser running it finds them
+    body = harsite.made_script(5000, [("https://a.test/x.js", "script"), ("/p.png", "image"),
+                                      ("https://b.test/api?q=1&t=2", "fetch"), ("s.css", "stylesheet")], "k")
+    got = made_script_requests(body, "https://js.test/app.js")
+    assert [(f.url, f.kind, f.origin, f.deferred) for f in got] == [
+        ("https://a.test/x.js", "script", "https://a.test", True), ("https://js.test/p.png", "image", "https://js.test", False),
+        ("https://b.test/api?q=1&t=2", "iframe", "https://b.test", False),
+        ("https://js.test/s.css", "stylesheet", "https://js.test", False)]
+    assert made_script_requests(harsite.made_script(100, [], "k"), "https://js.test/app.js") == []
+    # any other script (the lab's own pages', a recorded one) is not run
+    assert made_script_requests(b"/* a script */ var u=[1];", "https://js.test/app.js") is None
+    assert made_script_requests(body[:60], "https://js.test/app.js") is None  # cut before its list ends

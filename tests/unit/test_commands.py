@@ -178,6 +178,21 @@ def test_page_loader_with_fixed_names_and_every_option():
                     "--no-coalescing", "--tls", "1.2", "--repeat-after", "5.0"]
 
 
+def test_page_loader_names_the_origins_that_speak_another_protocol():
+    # an imported site that mixes h2 and HTTP/1.1: only the origins not on the page's protocol, sorted
+    mixed = {"https://www.lab.test": "h2", "https://legacy.lab.test": "h1", "https://ads.lab.test": "h1"}
+    argv = C.page_loader("/py", "https://www.lab.test/feed.html", ca="/pki/ca.pem", protocol="h2",
+                         cache_hit_ratio=0.0, seed=7, timeout_s=120.0, har="/w/page.har", summary="/w/summary.json",
+                         dns_server="10.0.0.53", origin_protocols=mixed)
+    assert argv == [*LOADER_HEAD, "--dns-server", "10.0.0.53", "--origin-protocol", "https://ads.lab.test=h1",
+                    "--origin-protocol", "https://legacy.lab.test=h1"]
+    one = {"https://www.lab.test": "h2"}  # one protocol: the argv of a lab page
+    assert C.page_loader("/py", "https://www.lab.test/feed.html", ca="/pki/ca.pem", protocol="h2",
+                         cache_hit_ratio=0.0, seed=7, timeout_s=120.0, har=Path("/w/page.har"),
+                         summary=Path("/w/summary.json"), dns_server="10.0.0.53", origin_protocols=one) == \
+        [*LOADER_HEAD, "--dns-server", "10.0.0.53"]
+
+
 def test_cross_check_loaders():
     assert C.nghttp("https://www.lab.test/tiny.html") == ["nghttp", "-nas", "https://www.lab.test/tiny.html"]
     assert C.h2load("https://www.lab.test/objects/1000000.bin", 3) == [

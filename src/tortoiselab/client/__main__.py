@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .har import build_har
 from .loader import load_page_sync
-from .options import LoadOptions, OptionError, parse_resolve_args
+from .options import LoadOptions, OptionError, parse_origin_protocol_args, parse_resolve_args
 from .timeline import Clock
 
 PROG = "python -m tortoiselab.client"
@@ -35,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("url", metavar="URL", help="the page, e.g. https://www.lab.test/feed.html")
     p.add_argument("--resolve", action="append", default=[], metavar="HOST:IP",
                    help="static name resolution, repeatable (like curl --resolve)")
+    p.add_argument("--origin-protocol", action="append", default=[], metavar="ORIGIN=h2|h1",
+                   help="this origin's protocol where a page's origins mix h2 and HTTP/1.1 (an imported site, "
+                        "as recorded), repeatable; the others speak --protocol")
     p.add_argument("--dns-server", metavar="IP[:PORT]", help="resolve by UDP DNS A queries to this server")
     p.add_argument("--ca", required=True, metavar="FILE", help="trust anchor (PEM), e.g. the lab CA")
     p.add_argument("--protocol", default="h2", metavar="h2|h1",
@@ -120,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
             cache_unit=a.cache_unit,
             seed=a.seed, timeout_s=a.timeout, tls_version=a.tls, connect_timeout_s=a.connect_timeout,
             request_timeout_s=a.request_timeout, max_h1_connections=a.max_h1_connections,
-            repeat_after_s=a.repeat_after, schedule=a.schedule)
+            repeat_after_s=a.repeat_after, schedule=a.schedule,
+            origin_protocols=parse_origin_protocol_args(a.origin_protocol))
     except OptionError as e:
         return _bad_args(e.for_cli(), argv)
     res = load_page_sync(opts)

@@ -42,7 +42,8 @@ from .connections import USER_AGENT, H1Connection, H2Connection, open_stream, tl
 from .errors import LoadError, Retry, fmt_s, quiet_future
 from .har import build_har
 from .options import LoadOptions
-from .page import Found, Origin, Scanner, cached_assets, origin_of, request_target, subresources, view_from_cache
+from .page import (MADE_SCRIPT, Found, Origin, Scanner, cached_assets, made_script_requests, origin_of, request_target,
+                   subresources, view_from_cache)
 from .resolver import Resolver
 from .schedule import PRIORITY_NAMES, ChromiumScheduler, Request
 from .summary import summarize
@@ -57,6 +58,7 @@ ACCEPT = {
     "script": "*/*",
 }
 MAX_ATTEMPTS = 3
+MADE_SCRIPT_MAX = 1 << 20  # the bytes of a script read for an imported site's made-script list
 
 
 @dataclass
@@ -89,7 +91,7 @@ class PageLoad:
         self.conns: list[ConnRecord] = []
         self.objs: list[H1Connection | H2Connection] = []
         self.resolver = Resolver(opts.resolve, opts.dns_server, self.step_s, now)
-        self._ctx = None
+        self._ctx: dict = {}  # protocol -> its TLS context
         self.cached: list[str] = []
         self.assets_found = 0
         self.error: str | None = None
@@ -202,10 +204,35 @@ class PageLoad:
             self._tg.create_task(self._fetch_scheduled(r))
 
     async def _fetch_scheduled(self, r: Request) -> None:
-        await self.fetch(r.found.url, r.found.kind, priority=PRIORITY_NAMES[r.priority])
+        # a script's first bytes: an imported site's made script (page.made_script_requests) is run
+        head: list[bytes] | None = []  # None: no made script
+
+        def on_body(rec: RequestRecord, chunk: bytes) -> None:
+            nonlocal head
+            if head is None or not 200 <= rec.status < 300 or sum(map(len, head)) >= MADE_SCRIPT_MAX:
+                return
+            start = b"".join(head) + chunk
+            head = head + [chunk] if start[:len(MADE_SCRIPT)] == MADE_SCRIPT[:len(start)] else None
+
+        rec, _ = await self.fetch(r.found.url, r.found.kind, priority=PRIORITY_NAMES[r.priority],
+                                  on_body=on_body if r.found.kind == "script" else None)
         if self._sched is not None:  # (not reached when the load is cancelled: nothing more leaves)
+            if head and rec.error is None:
+                self._run_made_script(b"".join(head), r.found.url)
             self._sched.done(r)
             self._launch()
+
+    def _run_made_script(self, body: bytes, url: str) -> None:
+        """The requests a made script asks for, found as it ends (a browser
+        runs it then: web/harsite.made_script); each URL once a page."""
+        found = made_script_requests(body, url)
+        if not found or self._sched is None:
+            return
+        seen = {q.found.url for q in self._sched.requests} | {self.opts.url}
+        for f in found:
+            if f.url not in seen:
+                seen.add(f.url)
+                self._sched.add(f)
 
     async def fetch(self, url: str, kind: str, keep_body: bool = False, *, priority: str | None = None,
                     on_body=None) -> tuple[RequestRecord, bytes]:
@@ -257,7 +284,7 @@ class PageLoad:
         target = request_target(rec.url)
         for _ in range(MAX_ATTEMPTS):
             rec.attempts += 1
-            if self.opts.protocol == "h2":
+            if self._protocol(origin) == "h2":
                 conn = await self._h2_connection(origin, rec)
             else:
                 conn = await self._h1_connection(origin, rec)
@@ -282,11 +309,19 @@ class PageLoad:
                         "(streams refused or connections closed)", step="request", host=origin.host)
 
     # -- connections ------------------------------------------------------------
-    def _tls(self):
-        if self._ctx is None:
-            alpn = ["h2"] if self.opts.protocol == "h2" else ["http/1.1"]
-            self._ctx = tls_context(self.opts.ca_file, self.opts.tls_version, alpn)
-        return self._ctx
+    def _protocol(self, origin: Origin) -> str:
+        """The origin's protocol: as the imported site recorded it
+        (opts.origin_protocols), else the page's."""
+        return self.opts.origin_protocols.get(str(origin), self.opts.protocol)
+
+    def _tls(self, protocol: str | None = None):
+        """The TLS context whose ALPN offers `protocol` only (the page's by
+        default): h2 or http/1.1."""
+        protocol = protocol or self.opts.protocol
+        if protocol not in self._ctx:
+            alpn = ["h2"] if protocol == "h2" else ["http/1.1"]
+            self._ctx[protocol] = tls_context(self.opts.ca_file, self.opts.tls_version, alpn)
+        return self._ctx[protocol]
 
     async def _resolve(self, origin: Origin, rec: RequestRecord) -> list[str]:
         rec.phase = f"resolving {origin.host}"
@@ -296,13 +331,14 @@ class PageLoad:
         return ips
 
     async def _open(self, origin: Origin, ips: list[str], rec: RequestRecord) -> H1Connection | H2Connection:
-        if self.opts.protocol == "h2" and origin.scheme != "https":
+        protocol = self._protocol(origin)
+        if protocol == "h2" and origin.scheme != "https":
             raise LoadError(f"GET {rec.url}: plain http:// on an h2 page (h2 needs TLS; browsers block such "
                             "mixed content)", step="connect", host=origin.host)
         cr = ConnRecord(f"c{len(self.conns) + 1}", str(origin), origin.host, ips[0], origin.port,
                         origins=[str(origin)])
         self.conns.append(cr)
-        ctx = self._tls() if origin.scheme == "https" else None
+        ctx = self._tls(protocol) if origin.scheme == "https" else None
 
         def phase(text: str) -> None:
             rec.phase = text
@@ -316,13 +352,13 @@ class PageLoad:
             rec.tls = (cr.tls_start, t) if cr.tcp and cr.tls_start is not None else None
             raise
         rec.tcp, rec.tls = cr.tcp, cr.tls
-        want = "h2" if self.opts.protocol == "h2" else "http/1.1"
+        want = "h2" if protocol == "h2" else "http/1.1"
         if ctx is not None and cr.alpn != want and not (want == "http/1.1" and cr.alpn is None):
             writer.transport.abort()
             cr.error = (f"{origin.host} ({cr.remote_ip}:{origin.port}) did not negotiate {want} by ALPN "
                         f"(got {cr.alpn or 'none'}); is {'h2' if want == 'h2' else 'http/1.1'} enabled on the server?")
             raise LoadError(cr.error, step="alpn", host=origin.host)
-        if self.opts.protocol == "h2":
+        if protocol == "h2":
             conn = H2Connection(cr, reader, writer, self.now)
             conn.start()
             self._h2_open.append(conn)

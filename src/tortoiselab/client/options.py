@@ -35,6 +35,7 @@ FLAGS = {
     "max_h1_connections": "--max-h1-connections",
     "repeat_after_s": "--repeat-after",
     "schedule": "--schedule",
+    "origin_protocols": "--origin-protocol",
 }
 
 
@@ -107,6 +108,10 @@ class LoadOptions:
     # while the document loads: client/schedule.py); "eager", every asset at
     # once when the whole document is in (the loader before issue 51)
     schedule: str = "chromium"
+    # a page whose origins mix h2 and HTTP/1.1 (an imported site, as recorded):
+    # origin (scheme://host[:port], as page.Origin writes it) -> h2 or h1; the
+    # origins not named speak `protocol`
+    origin_protocols: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.url, str):
@@ -145,13 +150,17 @@ class LoadOptions:
         if self.repeat_after_s is not None:
             self.repeat_after_s = _finite("repeat_after_s", self.repeat_after_s, 0.0, 600.0, lo_open=True)
         self.resolve = normalize_resolve(self.resolve)
+        self.origin_protocols = normalize_origin_protocols(self.origin_protocols)
         if self.dns_server is not None:
             parse_dns_server(self.dns_server)
         if self.ca_file is not None and not os.path.isfile(self.ca_file):
             raise OptionError("ca_file", f"{self.ca_file!r} is not a file; give the lab CA's PEM file")
 
     def as_dict(self) -> dict:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        """The settings a summary records (origin_protocols only where some
+        are given: a page of one protocol records what it did before)."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__
+                if k != "origin_protocols" or self.origin_protocols}
 
 
 def normalize_resolve(resolve) -> dict[str, list[str]]:
@@ -175,6 +184,44 @@ def normalize_resolve(resolve) -> dict[str, list[str]]:
         out.setdefault(key, [])
         out[key] += [str(ipaddress.ip_address(ip)) for ip in ips if str(ipaddress.ip_address(ip)) not in out[key]]
     return out
+
+
+def normalize_origin_protocols(given) -> dict[str, str]:
+    """{'https://Host:443': 'h1'} -> {'https://host': 'h1'} (the origin as
+    page.Origin writes it), each protocol checked; h2 only over https."""
+    if not isinstance(given, dict):
+        raise OptionError("origin_protocols", f"must be a mapping origin -> h2|h1, got {type(given).__name__}")
+    out: dict[str, str] = {}
+    for origin, protocol in given.items():
+        u = urlsplit(origin) if isinstance(origin, str) else None
+        try:
+            port = u.port if u is not None else None
+        except ValueError:
+            u = None
+        if u is None or u.scheme not in ("http", "https") or not u.hostname or u.path not in ("", "/") \
+                or u.query:
+            raise OptionError("origin_protocols", f"{origin!r} is not an origin; write SCHEME://HOST[:PORT]=h2|h1, "
+                                                  "e.g. https://legacy.shop.test=h1")
+        if protocol not in PROTOCOLS:
+            raise OptionError("origin_protocols", f"{origin}: {protocol!r} is not one of {', '.join(PROTOCOLS)}")
+        if protocol == "h2" and u.scheme != "https":
+            raise OptionError("origin_protocols", f"{origin}: h2 is negotiated by TLS ALPN and needs https://")
+        default = 443 if u.scheme == "https" else 80
+        host = u.hostname.rstrip(".").lower()
+        h = f"[{host}]" if ":" in host else host
+        out[f"{u.scheme}://{h}" + ("" if (port or default) == default else f":{port}")] = protocol
+    return out
+
+
+def parse_origin_protocol_args(items: list[str]) -> dict[str, str]:
+    """CLI --origin-protocol ORIGIN=h2|h1 (repeatable)."""
+    out: dict[str, str] = {}
+    for item in items:
+        origin, sep, protocol = item.rpartition("=")
+        if not sep or not origin:
+            raise OptionError("origin_protocols", f"{item!r}: expected ORIGIN=h2|h1, e.g. https://legacy.shop.test=h1")
+        out[origin] = protocol
+    return normalize_origin_protocols(out)
 
 
 def parse_resolve_args(items: list[str]) -> dict[str, list[str]]:

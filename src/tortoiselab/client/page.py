@@ -10,6 +10,7 @@ nothing (tests/unit/test_client_page.py feeds it arbitrary bytes).
 from __future__ import annotations
 
 import codecs
+import json
 import random
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -63,6 +64,38 @@ def origin_of(url: str) -> Origin:
     if u.scheme not in DEFAULT_PORTS or not u.hostname:
         raise ValueError(f"{url!r} is not an http(s) URL")
     return Origin(u.scheme, u.hostname.rstrip(".").lower(), u.port or DEFAULT_PORTS[u.scheme])
+
+
+MADE_SCRIPT = b"/* Tortoise Lab: the requests a recorded script made */\n(function(){var u=["
+MADE_KINDS = {"script": "script", "stylesheet": "stylesheet", "image": "image"}  # else a hidden iframe
+
+
+def made_script_requests(body: bytes, base_url: str) -> list[Found] | None:
+    """The requests a made script of an imported site asks for
+    (web/harsite.made_script: the recorded script's requests as a JSON list
+    of [url, kind] after MADE_SCRIPT), as a browser running it finds them:
+    scripts inserted by a script (async), style sheets, images, else a hidden
+    iframe; None for any other body (a script of the lab's own pages, or a
+    recorded one: our loader runs no script)."""
+    if not body.startswith(MADE_SCRIPT):
+        return None
+    end = body.find(b"];", len(MADE_SCRIPT))
+    try:
+        pairs = json.loads(b"[" + body[len(MADE_SCRIPT):end] + b"]") if end >= 0 else None
+    except ValueError:
+        return None
+    out: list[Found] = []
+    for pair in pairs or []:
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+            return None
+        url = urljoin(base_url, pair[0])
+        try:
+            origin = origin_of(url)
+        except ValueError:
+            continue
+        kind = MADE_KINDS.get(pair[1], "iframe")
+        out.append(Found(url, kind, str(origin), deferred=kind == "script", in_body=True))
+    return out
 
 
 def request_target(url: str) -> str:

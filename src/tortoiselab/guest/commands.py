@@ -292,12 +292,14 @@ def page_loader(python: str, url: str, *, ca: str, protocol: str, cache_hit_rati
                 timeout_s: float, har: str | Path, summary: str | Path, dns_server: str | None = None,
                 resolve: dict[str, str] | None = None, coalescing: bool = True, tls: str | None = None,
                 repeat_after_s: float | None = None, cache_unit: str = "asset",
-                schedule: str | None = None) -> list[str]:
+                schedule: str | None = None, origin_protocols: dict[str, str] | None = None) -> list[str]:
     """Our loader (tortoiselab.client): names through the lab's DNS server
     (dns_server) or fixed (resolve: name -> address); --cache-unit only when
     it is not the loader's default (asset), so earlier runs' argv stay;
     --schedule when the run has one (a page: chromium or eager; a load of
-    one object by url has none, and its argv stays)."""
+    one object by url has none, and its argv stays); --origin-protocol for
+    each origin whose protocol is not `protocol` (an imported site's that
+    mixes h2 and HTTP/1.1)."""
     argv = [python, "-m", "tortoiselab.client", url, "--ca", ca, "--protocol", protocol,
             "--cache-hit-ratio", str(cache_hit_ratio), "--seed", str(seed), "--timeout", str(timeout_s),
             "--har", str(har), "--summary", str(summary)]
@@ -315,6 +317,8 @@ def page_loader(python: str, url: str, *, ca: str, protocol: str, cache_hit_rati
         argv += ["--repeat-after", str(repeat_after_s)]
     if schedule is not None:
         argv += ["--schedule", schedule]
+    argv += [x for o, p in sorted((origin_protocols or {}).items()) if p != protocol
+             for x in ("--origin-protocol", f"{o}={p}")]
     return argv
 
 

@@ -33,6 +33,12 @@ class ImportedSite:
         return dict(self.site["hosts"])
 
 
+    @property
+    def origin_protocols(self) -> dict[str, str]:
+        """Each origin's protocol as recorded, in our loader's words (h2, h1)."""
+        return {o: "h2" if v["protocol"] == "h2" else "h1" for o, v in self.site["origins"].items()}
+
+
 def load(folder: str | Path) -> ImportedSite:
     folder = Path(folder)
     site = json.loads((folder / "site.json").read_text(encoding="utf-8"))

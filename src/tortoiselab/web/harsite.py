@@ -115,8 +115,9 @@ def made_script(n: int, children: list[tuple[str, str]], key: str) -> bytes:
     run by a browser, asks for `children` ((url, kind)) as the recorded
     script did: a script or style sheet element, an image, else a hidden
     iframe (a fetch() would not hold the load event, and the loader ends
-    at it: Chromium aborted one). Our loader runs no script: these requests
-    are Chromium's alone."""
+    at it: Chromium aborted one). Our loader runs no script but this kind:
+    it reads the list (client/page.made_script_requests, which knows its
+    first bytes) when the script has arrived."""
     urls = ",".join(json.dumps([u, k]) for u, k in children)
     head = ("/* Tortoise Lab: the requests a recorded script made */\n(function(){var u=[" + urls + "];"
             "for(var i=0;i<u.length;i++){var x=u[i][0],k=u[i][1],e;"

@@ -26,7 +26,8 @@ def load_page(ex: Executor, lab: PathLab, web: WebLab, loader_proc: LoaderProces
                          dns_server=DNS_IP if c.dns == "cold" else None,
                          resolve=None if c.dns == "cold" else names,
                          coalescing=c.coalescing, tls=c.tls_client, repeat_after_s=c.repeat_after_idle_s,
-                         cache_unit=c.cache_unit, schedule=c.schedule)
+                         cache_unit=c.cache_unit, schedule=c.schedule,
+                         origin_protocols=web.imported.origin_protocols if web.imported is not None else None)
     timeout = c.timeout_s + (c.repeat_after_idle_s or 0) + LOADER_GRACE_S
     # argv[:3] is `python -m tortoiselab.client`: the loader process runs the rest
     loader_proc.load(argv[3:], d / "loader.log", timeout=timeout)
