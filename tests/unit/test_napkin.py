@@ -310,6 +310,9 @@ def test_an_imported_sites_floor_counts_the_documents_connection_and_the_largest
     assert (m["document_connection_bytes"], m["other_connection_bytes"], m["other_connections_left_out"]) == \
         (100_000, 100_000, 1)
     assert m["document_connection_rounds"] == 4 and m["other_connection_start_ms"] == 700
+    # the stored record's typed model carries every part (a run's summary keeps it: spec/measured.py)
+    from tortoiselab.spec.measured import FloorModel
+    assert FloorModel.model_validate(m).model_dump(exclude_none=True) == {k: v for k, v in m.items() if v is not None}
     warm = {**CONFIG, "client": {**CONFIG["client"], "dns": "warm"}}
     assert N.imported_floor(warm, har, site, pki)[cols.FLOOR] == pytest.approx(800 + 40 * seg, abs=1e-3)
     alone = N.imported_floor(CONFIG, *_site_and_har([("https://www.s.example/a.css", "c1", 20_000)]))

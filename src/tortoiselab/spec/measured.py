@@ -157,6 +157,14 @@ class FloorModel(_Part):
     trace_down: str | None = None  # a traced path: the trace and where in it the load started
     trace_start_ms: Num | None = None
     trace_mbit_over_floor: Num | None = None
+    # an imported site's floor (analysis/napkin.imported_floor): the document's connection and the busiest other
+    document_connection_bytes: int | None = None
+    document_connection_rounds: int | None = None
+    other_connection_bytes: int | None = None
+    other_connection_start_ms: Num | None = None
+    other_connection_rounds: int | None = None
+    other_connections_left_out: int | None = None
+    imported_site: str | None = None
 
 
 class LoadSummary(_Part):
