@@ -326,12 +326,9 @@ def run_floor(config: dict, manifest: dict, pki: dict | None = None,
     protocol = c.get("protocol") or s.get("protocol", "h2")
     if protocol != "h2" or s.get("protocol", "h2") != "h2":
         return {cols.FLOOR: None, "why": "HTTP/1.1: the floor models one HTTP/2 connection per origin"}
-    link, why = traced_downlink(path.get("trace_down"), trace_start_ms)
+    rtt, rate, link, why = _path_terms(path, trace_start_ms)
     if why:
         return {cols.FLOOR: None, "why": why}
-    rtt, rate = path.get("rtt_ms"), None if link else path.get("rate_mbit")
-    if not rtt or not (rate or link):
-        return {cols.FLOOR: None, "why": "the path has no RTT or no rate"}
     doc, objects = _page_parts(manifest, c)
     if doc is None:
         return {cols.FLOOR: None, "why": f"{c.get('url') or c.get('page')}: not in the site's manifest"}
@@ -384,12 +381,9 @@ def imported_floor(config: dict, har: dict, site: dict, site_pki: dict | None = 
     doc_url = entries[0]["request"]["url"]
     if (origins.get(origin(doc_url)) or {}).get("protocol") != "h2" or (c.get("protocol") or "h2") != "h2":
         return {cols.FLOOR: None, "why": "HTTP/1.1: the floor models one HTTP/2 connection per origin"}
-    link, why = traced_downlink(path.get("trace_down"), trace_start_ms)
+    rtt, rate, link, why = _path_terms(path, trace_start_ms)
     if why:
         return {cols.FLOOR: None, "why": why}
-    rtt, rate = path.get("rtt_ms"), None if link else path.get("rate_mbit")
-    if not rtt or not (rate or link):
-        return {cols.FLOOR: None, "why": "the path has no RTT or no rate"}
     rtt, rate = float(rtt), None if link else float(rate)
     responses = site.get("responses") or {}
     per_conn: dict[str, int] = {}
@@ -422,6 +416,19 @@ def imported_floor(config: dict, har: dict, site: dict, site_pki: dict | None = 
         "serialization_ms": round(max(first["serialization_ms"], second["serialization_ms"]), 3),
         "growth": round(growth, 4), "imported_site": site.get("name")}}
 
+
+
+def _path_terms(path: dict, trace_start_ms: float | None) -> tuple:
+    """(rtt, rate, traced link, why not): the path's parts a floor needs; why
+    is a reason when the path gives no floor (a trace that cannot be read,
+    no RTT or no rate)."""
+    link, why = traced_downlink(path.get("trace_down"), trace_start_ms)
+    if why:
+        return None, None, None, why
+    rtt, rate = path.get("rtt_ms"), None if link else path.get("rate_mbit")
+    if not rtt or not (rate or link):
+        return None, None, None, "the path has no RTT or no rate"
+    return rtt, rate, link, None
 
 def _page_parts(manifest: dict, client: dict) -> tuple[dict | None, list[dict]]:
     """The document and the objects a load fetches, from the manifest."""
